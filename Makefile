@@ -1,0 +1,49 @@
+# streamlet: every target sets up what it needs on a fresh machine (needs python3 >= 3.11, Java 17+,
+# Maven). Stamp files keep repeated runs fast: the venv is rebuilt only when pyproject.toml changes,
+# and the Kafka jars are fetched once into the cache (.cache/ in this checkout).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PIP_NO_INPUT := 1
+
+.PHONY: all demo test lint broker-jars bench venv clean distclean
+
+all: test
+
+venv: $(INSTALLED)
+
+$(INSTALLED): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamlet needs Python 3.11+, but $(PYTHON) is " + sys.version.split()[0] + " (run make PYTHON=python3.11 ...)")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[spark,dev]'
+	touch $@
+
+# The same code path as the runtime (streamlet.runtime.local_broker.ensure_kafka_jars): no-op once fetched.
+broker-jars: $(INSTALLED)
+	$(BIN)/python -m streamlet broker fetch
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint broker-jars
+	$(BIN)/pytest -q
+
+demo: broker-jars
+	$(BIN)/python examples/demo_wordcount.py
+
+bench: broker-jars
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -not -path './$(VENV)/*' -prune -exec rm -rf {} +
+
+# Also the virtualenv and the downloaded Kafka jars (and the dev broker's data in .cache/).
+distclean: clean
+	rm -rf $(VENV) .cache

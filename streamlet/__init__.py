@@ -1,0 +1,1 @@
+"""streamlet: Kafka Streams for Python."""

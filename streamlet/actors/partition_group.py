@@ -1,0 +1,153 @@
+"""`PartitionGroup`: a task's input partitions, each a FIFO `RecordQueue`, merged by timestamp.
+
+Records are deserialized and stamped (timestamp extractor) as they are added, in one tight loop
+per consumed batch. `next_record` picks the partition whose head has the lowest timestamp, as Kafka
+Streams does, so that a task reading several partitions processes them in event-time order as far
+as the buffered data allows. Stream time is the highest timestamp processed so far; it never moves
+backwards.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from streamlet.actors.processor_node import SourceNode
+from streamlet.errors import DeserializationError, StreamsError
+from streamlet.record import Headers, Record
+
+log = logging.getLogger(__name__)
+
+UNKNOWN = -1
+
+
+class ConsumedRecord(Protocol):
+    """The shape of a consumed record (aiokafka's `ConsumerRecord` has it; so do the driver's)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    @property
+    def headers(self) -> Sequence[tuple[str, bytes]]: ...
+
+
+@dataclass(slots=True)
+class StampedRecord:
+    record: Record
+    source: SourceNode
+    topic: str
+    partition: int
+    offset: int
+
+
+class RecordQueue:
+    """One input partition's buffered records and its partition time."""
+
+    __slots__ = ("partition", "partition_time", "queue", "source", "topic")
+
+    def __init__(self, topic: str, partition: int, source: SourceNode) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.source = source
+        self.queue: deque[StampedRecord] = deque()
+        self.partition_time = UNKNOWN
+
+
+SkipHandler = Callable[[ConsumedRecord, BaseException], bool]
+"""Decides about an undeserializable record: True = skip it and go on, False = fail the task."""
+
+
+class PartitionGroup:
+    def __init__(self, sources_by_topic: dict[str, SourceNode], on_deserialization_error: SkipHandler) -> None:
+        self._sources = sources_by_topic
+        self._queues: dict[tuple[str, int], RecordQueue] = {}
+        self._on_error = on_deserialization_error
+        self.stream_time = UNKNOWN
+        self.buffered = 0
+        self.skipped = 0
+
+    def queue_for(self, topic: str, partition: int) -> RecordQueue:
+        q = self._queues.get((topic, partition))
+        if q is None:
+            source = self._sources.get(topic)
+            if source is None:
+                raise StreamsError(f"no source node reads topic {topic!r}")
+            q = self._queues[(topic, partition)] = RecordQueue(topic, partition, source)
+        return q
+
+    def add_records(self, topic: str, partition: int, records: Iterable[ConsumedRecord]) -> int:
+        """Deserialize and stamp a batch of one partition; returns how many were queued."""
+        q = self.queue_for(topic, partition)
+        source = q.source
+        kd = source.key_deserializer.deserialize
+        vd = source.value_deserializer.deserialize
+        extractor = source.timestamp_extractor
+        append = q.queue.append
+        added = 0
+        for raw in records:
+            try:
+                key: Any = kd(topic, raw.key)
+                value: Any = vd(topic, raw.value)
+                if extractor is None:
+                    ts = raw.timestamp
+                else:
+                    ts = extractor.extract(topic, key, value, raw.timestamp, q.partition_time)
+            except Exception as exc:
+                if self._on_error(raw, exc):
+                    self.skipped += 1
+                    continue
+                raise DeserializationError(raw.topic, raw.partition, raw.offset, exc) from exc
+            if ts < 0:
+                log.warning("skipping record with negative timestamp %d at %s-%d offset %d",
+                            ts, topic, partition, raw.offset)
+                self.skipped += 1
+                continue
+            headers: Headers = tuple(raw.headers) if raw.headers else ()
+            append(StampedRecord(Record(key, value, ts, headers), source, topic, partition, raw.offset))
+            added += 1
+        self.buffered += added
+        return added
+
+    def next_record(self) -> StampedRecord | None:
+        """The buffered record with the lowest head timestamp across partitions (FIFO within one)."""
+        best: RecordQueue | None = None
+        best_ts = 0
+        for q in self._queues.values():
+            if q.queue:
+                ts = q.queue[0].record.timestamp
+                if best is None or ts < best_ts:
+                    best, best_ts = q, ts
+        if best is None:
+            return None
+        stamped = best.queue.popleft()
+        self.buffered -= 1
+        if best_ts > best.partition_time:
+            best.partition_time = best_ts
+        if best_ts > self.stream_time:
+            self.stream_time = best_ts
+        return stamped
+
+    def single_queue(self) -> RecordQueue | None:
+        """The only non-empty queue, if exactly one has records (the fast path needs no merge)."""
+        found = None
+        for q in self._queues.values():
+            if q.queue:
+                if found is not None:
+                    return None
+                found = q
+        return found
+
+    def buffered_in(self, topic: str, partition: int) -> int:
+        q = self._queues.get((topic, partition))
+        return len(q.queue) if q else 0
+
+    def clear(self) -> None:
+        for q in self._queues.values():
+            q.queue.clear()
+        self.buffered = 0

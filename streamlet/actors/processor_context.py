@@ -1,0 +1,80 @@
+"""`NodeContext`: the `ProcessorContext` a processor receives, one per node per task.
+
+Giving each node its own context (rather than one context with a "current node" pointer, as Kafka
+Streams does) makes `forward` a plain loop over this node's children and keeps punctuations and
+cache flushes, which may run outside any `process` call, forwarding from the right node.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from streamlet.config import StreamsConfig
+from streamlet.errors import InvalidStateStoreError, TopologyError
+from streamlet.processor import Cancellable, ProcessorContext, PunctuationType, Punctuator, to_millis
+from streamlet.record import Record, RecordMetadata
+from streamlet.stores.api import StateStore
+
+if TYPE_CHECKING:
+    from streamlet.actors.processor_node import ProcessorNode
+    from streamlet.actors.stream_task import StreamTask
+
+
+class NodeContext(ProcessorContext):
+    def __init__(self, task: StreamTask, node: ProcessorNode) -> None:
+        self._task = task
+        self._node = node
+
+    def forward(self, record: Record, child_name: str | None = None) -> None:
+        if child_name is None:
+            for child in self._node.children:
+                child.process(record)
+            return
+        named = self._node.children_by_name.get(child_name)
+        if named is None:
+            raise TopologyError(
+                f"processor {self._node.name!r} has no child named {child_name!r}; "
+                f"its children are {sorted(self._node.children_by_name)}"
+            )
+        named.process(record)
+
+    def schedule(
+        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
+    ) -> Cancellable:
+        return self._task.schedule(self._node, to_millis(interval), punctuation_type, callback)
+
+    def get_state_store(self, name: str) -> StateStore:
+        if name not in self._node.store_names:
+            raise InvalidStateStoreError(
+                f"processor {self._node.name!r} has no access to state store {name!r}; connect it with "
+                f"Topology.add_state_store(builder, {self._node.name!r}) or process(..., {name!r})"
+            )
+        return self._task.stores[name]
+
+    def commit(self) -> None:
+        self._task.commit_requested = True
+
+    @property
+    def application_id(self) -> str:
+        return self._task.application_id
+
+    @property
+    def task_id(self) -> str:
+        return self._task.task_id
+
+    @property
+    def app_config(self) -> StreamsConfig:
+        return self._task.config
+
+    def record_metadata(self) -> RecordMetadata | None:
+        rc = self._task.record_ctx
+        if rc.topic is None:
+            return None
+        return RecordMetadata(rc.topic, rc.partition, rc.offset)
+
+    def current_stream_time_ms(self) -> int:
+        return self._task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self._task.clock()

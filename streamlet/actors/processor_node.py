@@ -1,0 +1,127 @@
+"""Runtime processor nodes: one per topology node per task, wired to their children.
+
+Every node exposes `process(record)`; a parent's forward is a direct call on its children, so a
+record goes from source to sink in one synchronous call chain with no queue in between.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from streamlet.errors import SerializationError
+from streamlet.processor import Processor, TimestampExtractor
+from streamlet.record import Record
+from streamlet.runtime.partitioner import default_partition
+from streamlet.serdes import Deserializer, Serializer
+from streamlet.topology import StreamPartitioner
+
+if TYPE_CHECKING:
+    from streamlet.actors.processor_context import NodeContext
+    from streamlet.actors.record_collector import RecordCollector
+
+
+class Node:
+    """A node of a task's processor graph."""
+
+    name: str
+    children: list[Node]
+
+    def process(self, record: Record) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def init(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class SourceNode(Node):
+    """Turns consumed bytes into a `Record` (deserialize + extract the timestamp) and fans it out."""
+
+    def __init__(
+        self,
+        name: str,
+        topics: list[str],
+        key_deserializer: Deserializer[Any],
+        value_deserializer: Deserializer[Any],
+        timestamp_extractor: TimestampExtractor | None,
+    ) -> None:
+        self.name = name
+        self.topics = topics
+        self.children = []
+        self.key_deserializer = key_deserializer
+        self.value_deserializer = value_deserializer
+        self.timestamp_extractor = timestamp_extractor
+
+    def process(self, record: Record) -> None:
+        for child in self.children:
+            child.process(record)
+
+
+class ProcessorNode(Node):
+    """Wraps a user's (or the DSL's) `Processor` with its own context."""
+
+    def __init__(self, name: str, processor: Processor, store_names: list[str]) -> None:
+        self.name = name
+        self.processor = processor
+        self.store_names = store_names
+        self.children = []
+        self.children_by_name: dict[str, Node] = {}
+        self.context: NodeContext | None = None
+        # Bound once: the hot path calls this per record.
+        self.process = processor.process  # type: ignore[method-assign]
+
+    def init(self) -> None:
+        assert self.context is not None
+        self.children_by_name = {c.name: c for c in self.children}
+        self.processor.init(self.context)
+
+    def close(self) -> None:
+        self.processor.close()
+
+
+class SinkNode(Node):
+    """Serializes, partitions and hands a record to the task's `RecordCollector`."""
+
+    def __init__(
+        self,
+        name: str,
+        topic: str,
+        key_serializer: Serializer[Any],
+        value_serializer: Serializer[Any],
+        partitioner: StreamPartitioner | None,
+        collector: RecordCollector,
+    ) -> None:
+        self.name = name
+        self.topic = topic
+        self.children = []
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+        self.partitioner = partitioner
+        self.collector = collector
+
+    def process(self, record: Record) -> None:
+        topic = self.topic
+        try:
+            key = self.key_serializer.serialize(topic, record.key)
+            value = self.value_serializer.serialize(topic, record.value)
+        except SerializationError:
+            raise
+        except Exception as exc:
+            raise SerializationError(
+                f"sink {self.name!r} could not serialize a record for topic {topic!r}: "
+                f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)"
+            ) from exc
+        collector = self.collector
+        partition: int | None = None
+        if self.partitioner is not None:
+            partition = self.partitioner(topic, record.key, record.value, collector.partition_count(topic))
+        if partition is None:
+            if key is None:
+                partition = collector.next_round_robin(topic)
+            else:
+                partition = default_partition(key, collector.partition_count(topic))
+        if record.timestamp < 0:
+            raise SerializationError(f"sink {self.name!r}: negative timestamp {record.timestamp}")
+        collector.send(topic, key, value, record.timestamp, record.headers, partition)

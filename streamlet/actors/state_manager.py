@@ -1,0 +1,152 @@
+"""`ProcessorStateManager`: a task's stores, their changelogs and the checkpoint file.
+
+It is the `StateStoreContext` the stores see: it hands them the task's directory, routes their
+changelog writes into the task's `RecordCollector` (partition = the task's partition, as Kafka
+Streams does), and remembers the restore callbacks so that the runtime's `ChangelogReader` can
+replay changelogs into them.
+
+The checkpoint file maps each changelog partition to the offset up to which the local store is
+known to hold the changelog's content. It is written only after a successful commit or a clean
+close. A store found without a checkpoint is not trusted: it is wiped and restored from the start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamlet.actors.record_collector import RecordCollector
+from streamlet.config import StreamsConfig
+from streamlet.stores.api import RecordContext, RestoreCallback, StateStore, StateStoreContext
+
+CHECKPOINT_FILE = ".checkpoint"
+
+
+def changelog_topic_name(application_id: str, store_name: str) -> str:
+    return f"{application_id}-{store_name}-changelog"
+
+
+@dataclass
+class RegisteredStore:
+    store: StateStore
+    restore: RestoreCallback
+    logged: bool
+    changelog_topic: str | None
+
+
+class ProcessorStateManager(StateStoreContext):
+    def __init__(
+        self,
+        application_id: str,
+        task_id: str,
+        partition: int,
+        config: StreamsConfig,
+        task_dir: Path,
+        collector: RecordCollector,
+        record_context: Callable[[], RecordContext],
+        set_record_context: Callable[[RecordContext], None],
+        cache_budget: Callable[[str], int],
+    ) -> None:
+        self._application_id = application_id
+        self._task_id = task_id
+        self._partition = partition
+        self._config = config
+        self._task_dir = task_dir
+        self._collector = collector
+        self._record_context = record_context
+        self._set_record_context = set_record_context
+        self._cache_budget = cache_budget
+        self.registered: dict[str, RegisteredStore] = {}
+        self._changelog_for: dict[str, str] = {}
+
+    # -- StateStoreContext ------------------------------------------------------------------------
+    @property
+    def application_id(self) -> str:
+        return self._application_id
+
+    @property
+    def task_id(self) -> str:
+        return self._task_id
+
+    @property
+    def partition(self) -> int:
+        return self._partition
+
+    @property
+    def app_config(self) -> StreamsConfig:
+        return self._config
+
+    @property
+    def state_dir(self) -> Path:
+        self._task_dir.mkdir(parents=True, exist_ok=True)
+        return self._task_dir
+
+    def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool) -> None:
+        topic = changelog_topic_name(self._application_id, store.name) if logged else None
+        self.registered[store.name] = RegisteredStore(store, restore, logged, topic)
+        if topic is not None:
+            self._changelog_for[store.name] = topic
+
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        rc = self._record_context()
+        self._collector.send(self._changelog_for[store_name], key, value, timestamp, rc.headers,
+                             self._partition)
+
+    def record_context(self) -> RecordContext:
+        return self._record_context()
+
+    def set_record_context(self, context: RecordContext) -> None:
+        self._set_record_context(context)
+
+    def cache_budget_bytes(self, store_name: str) -> int:
+        return self._cache_budget(store_name)
+
+    # -- changelogs and checkpoints -----------------------------------------------------------------
+    def changelog_partitions(self) -> dict[str, tuple[str, int]]:
+        """store name -> (changelog topic, partition) for every logged store."""
+        return {name: (topic, self._partition) for name, topic in self._changelog_for.items()}
+
+    def flush(self) -> None:
+        for reg in self.registered.values():
+            reg.store.flush()
+
+    def close(self) -> None:
+        for reg in self.registered.values():
+            if reg.store.is_open:
+                reg.store.close()
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self._task_dir / CHECKPOINT_FILE
+
+    def read_checkpoint(self) -> dict[str, int]:
+        """'topic:partition' -> next offset to restore from; empty if there is no checkpoint."""
+        try:
+            data = json.loads(self.checkpoint_path.read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return {str(k): int(v) for k, v in data.items()}
+
+    def write_checkpoint(self, offsets: dict[str, int]) -> None:
+        """Atomically replace the checkpoint (write a temp file, fsync, rename)."""
+        self._task_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.checkpoint_path.with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(offsets, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.checkpoint_path)
+
+    def delete_checkpoint(self) -> None:
+        try:
+            self.checkpoint_path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def wipe_local_state(self) -> None:
+        """Delete the task's directory: its stores' files can't be trusted (no checkpoint, dirty close)."""
+        shutil.rmtree(self._task_dir, ignore_errors=True)

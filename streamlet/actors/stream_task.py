@@ -1,0 +1,265 @@
+"""`StreamTask`: one sub-topology instantiated for one partition — the synchronous core of a task.
+
+Everything here is plain synchronous Python: adding a consumed batch, processing buffered records,
+punctuating, flushing for a commit. The async `TaskActor` (and the test driver) drive it; no method
+here awaits, so the hot loop never yields per record and the same core serves every engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup
+from streamlet.actors.processor_context import NodeContext
+from streamlet.actors.processor_node import Node, ProcessorNode, SinkNode, SourceNode
+from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule
+from streamlet.actors.record_collector import RecordCollector
+from streamlet.actors.state_manager import ProcessorStateManager
+from streamlet.config import StreamsConfig
+from streamlet.errors import ConfigError, StreamsError
+from streamlet.processor import Cancellable, PunctuationType
+from streamlet.serdes import Deserializer, Serializer
+from streamlet.stores.api import RecordContext, StateStore
+from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
+
+log = logging.getLogger(__name__)
+
+NO_PUNCTUATION = sys.maxsize
+EMPTY_CONTEXT = RecordContext(-1, (), None, -1, -1)
+
+
+def task_id_str(subtopology: int, partition: int) -> str:
+    return f"{subtopology}_{partition}"
+
+
+class StreamTask:
+    def __init__(
+        self,
+        topology: Topology,
+        subtopology: SubTopology,
+        partition: int,
+        config: StreamsConfig,
+        collector: RecordCollector,
+        state_root: Path,
+        clock: Callable[[], int],
+        resolve_topic: Callable[[str], str],
+        cache_bytes: int,
+    ) -> None:
+        self.topology = topology
+        self.subtopology = subtopology
+        self.partition = partition
+        self.task_id = task_id_str(subtopology.id, partition)
+        self.config = config
+        self.application_id = config.application_id
+        self.collector = collector
+        self.clock = clock
+        self.commit_requested = False
+        self.record_ctx: RecordContext = EMPTY_CONTEXT
+        self.consumed_offsets: dict[tuple[str, int], int] = {}
+        self.processed = 0
+        self._stream_queue = PunctuationQueue()
+        self._wall_queue = PunctuationQueue()
+        self._next_stream_punct = NO_PUNCTUATION
+
+        n_stores = max(1, len(subtopology.stores))
+        self.state = ProcessorStateManager(
+            self.application_id, self.task_id, partition, config, state_root / self.task_id, collector,
+            record_context=lambda: self.record_ctx,
+            set_record_context=self._set_record_ctx,
+            cache_budget=lambda _name: cache_bytes // n_stores,
+        )
+        self.nodes: dict[str, Node] = {}
+        self.sources_by_topic: dict[str, SourceNode] = {}
+        self._build_nodes(resolve_topic)
+        self.stores: dict[str, StateStore] = {}
+        handler = str(config.get("default.deserialization.exception.handler", "log_and_fail")).lower()
+        self.partition_group = PartitionGroup(self.sources_by_topic, self._deserialization_handler(handler))
+
+    # -- construction -------------------------------------------------------------------------------
+    def _serde(self, which: str, node: str) -> Any:
+        serde = self.config.default_key_serde() if which == "key" else self.config.default_value_serde()
+        if serde is None:
+            raise ConfigError(
+                f"node {node!r} has no {which} serde and default.{which}.serde is not configured"
+            )
+        return serde
+
+    def _build_nodes(self, resolve_topic: Callable[[str], str]) -> None:
+        topo = self.topology
+        for name in self.subtopology.nodes:
+            spec = topo.nodes[name]
+            node: Node
+            if isinstance(spec, SourceSpec):
+                kd: Deserializer[Any] = spec.key_deserializer or self._serde("key", name).deserializer
+                vd: Deserializer[Any] = spec.value_deserializer or self._serde("value", name).deserializer
+                extractor = spec.timestamp_extractor or self._default_extractor()
+                topics = [resolve_topic(t) for t in spec.topics]
+                node = SourceNode(name, topics, kd, vd, extractor)
+                for t in topics:
+                    self.sources_by_topic[t] = node
+            elif isinstance(spec, ProcessorSpec):
+                processor = spec.supplier()
+                node = ProcessorNode(name, processor, list(spec.stores))
+                node.context = NodeContext(self, node)
+            else:
+                assert isinstance(spec, SinkSpec)
+                ks: Serializer[Any] = spec.key_serializer or self._serde("key", name).serializer
+                vs: Serializer[Any] = spec.value_serializer or self._serde("value", name).serializer
+                node = SinkNode(name, resolve_topic(spec.topic), ks, vs, spec.partitioner, self.collector)
+            self.nodes[name] = node
+        for name in self.subtopology.nodes:
+            self.nodes[name].children = [self.nodes[c] for c in topo.children[name]]
+
+    def _default_extractor(self) -> Any:
+        extractor = self.config.get("default.timestamp.extractor")
+        if extractor is None:
+            return None
+        return extractor() if isinstance(extractor, type) else extractor
+
+    def _deserialization_handler(self, handler: str) -> Callable[[ConsumedRecord, BaseException], bool]:
+        if handler in ("log_and_fail", "fail"):
+            return lambda raw, exc: False
+        if handler in ("log_and_continue", "continue"):
+            def skip(raw: ConsumedRecord, exc: BaseException) -> bool:
+                log.warning(
+                    "task %s skipped an undeserializable record at topic %s partition %d offset %d: %s",
+                    self.task_id, raw.topic, raw.partition, raw.offset, exc,
+                )
+                return True
+            return skip
+        raise ConfigError(
+            f"default.deserialization.exception.handler must be log_and_fail or log_and_continue, got {handler!r}"
+        )
+
+    def _set_record_ctx(self, ctx: RecordContext) -> None:
+        self.record_ctx = ctx
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def initialize_stores(self) -> None:
+        """Build and open this task's stores; they register with the state manager for restoration."""
+        for store_name in self.subtopology.stores:
+            store = self.topology.store_builders[store_name].build()
+            store.init(self.state)
+            self.stores[store_name] = store
+
+    def initialize_processors(self) -> None:
+        """Call `init` on every processor, sinks first, as Kafka Streams inits children before parents."""
+        for name in reversed(self.subtopology.nodes):
+            self.nodes[name].init()
+
+    def close(self, clean: bool) -> None:
+        """Close processors and stores; a clean close flushes first, a dirty one drops pending output."""
+        try:
+            if clean:
+                self.state.flush()
+            for node in self.nodes.values():
+                try:
+                    node.close()
+                except Exception:
+                    if clean:
+                        raise
+                    log.exception("task %s: error closing node %s during a dirty close", self.task_id, node.name)
+        finally:
+            self.state.close()
+            self.partition_group.clear()
+
+    # -- input --------------------------------------------------------------------------------------
+    def add_records(self, topic: str, partition: int, records: Iterable[ConsumedRecord]) -> int:
+        return self.partition_group.add_records(topic, partition, records)
+
+    @property
+    def buffered(self) -> int:
+        return self.partition_group.buffered
+
+    @property
+    def stream_time(self) -> int:
+        return self.partition_group.stream_time
+
+    # -- processing ---------------------------------------------------------------------------------
+    def process(self, max_records: int = sys.maxsize) -> int:
+        """Process up to `max_records` buffered records, punctuating on stream time as it advances."""
+        pg = self.partition_group
+        offsets = self.consumed_offsets
+        n = 0
+        while n < max_records:
+            stamped = pg.next_record()
+            if stamped is None:
+                break
+            record = stamped.record
+            self.record_ctx = RecordContext(record.timestamp, record.headers, stamped.topic,
+                                            stamped.partition, stamped.offset)
+            try:
+                stamped.source.process(record)
+            except StreamsError:
+                raise
+            except Exception as exc:
+                exc.add_note(
+                    f"while task {self.task_id} processed the record at topic {stamped.topic} "
+                    f"partition {stamped.partition} offset {stamped.offset}"
+                )
+                raise
+            offsets[(stamped.topic, stamped.partition)] = stamped.offset + 1
+            n += 1
+            if pg.stream_time >= self._next_stream_punct:
+                self.maybe_punctuate_stream_time()
+        self.processed += n
+        return n
+
+    # -- punctuation --------------------------------------------------------------------------------
+    def schedule(self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Any) -> Cancellable:
+        if kind is PunctuationType.STREAM_TIME:
+            sched = self._stream_queue.schedule(node, interval, callback, 0)
+            self._next_stream_punct = min(self._next_stream_punct, 0)
+            return sched
+        if kind is PunctuationType.WALL_CLOCK_TIME:
+            return self._wall_queue.schedule(node, interval, callback, self.clock() + interval)
+        raise ValueError(f"unknown punctuation type {kind!r}")
+
+    def _punctuate(self, sched: PunctuationSchedule, now: int) -> None:
+        saved = self.record_ctx
+        self.record_ctx = RecordContext(now, (), None, -1, -1)
+        try:
+            sched.callback(now)
+        except Exception as exc:
+            exc.add_note(f"in a punctuation of processor {sched.node.name!r} in task {self.task_id} at {now}")
+            raise
+        finally:
+            self.record_ctx = saved
+
+    def maybe_punctuate_stream_time(self) -> bool:
+        st = self.partition_group.stream_time
+        if st == -1:
+            return False
+        fired = self._stream_queue.may_punctuate(st, self._punctuate)
+        due = self._stream_queue.next_due()
+        self._next_stream_punct = NO_PUNCTUATION if due is None else due
+        return fired
+
+    def maybe_punctuate_wall_clock(self, now: int | None = None) -> bool:
+        return self._wall_queue.may_punctuate(self.clock() if now is None else now, self._punctuate)
+
+    def next_wall_clock_due(self) -> int | None:
+        return self._wall_queue.next_due()
+
+    # -- committing ---------------------------------------------------------------------------------
+    def prepare_commit(self) -> dict[tuple[str, int], int]:
+        """Flush the stores (caches forward and log their dirty entries); return offsets to commit."""
+        self.state.flush()
+        self.commit_requested = False
+        return dict(self.consumed_offsets)
+
+    def post_commit(self, changelog_offsets: dict[tuple[str, int], int]) -> None:
+        """After a successful commit: record how far the changelogs hold this task's state."""
+        mine = self.state.changelog_partitions()
+        if not mine:
+            return
+        current = self.state.read_checkpoint()
+        for topic, partition in mine.values():
+            off = changelog_offsets.get((topic, partition))
+            if off is not None:
+                current[f"{topic}:{partition}"] = off
+        self.state.write_checkpoint(current)

@@ -1,0 +1,204 @@
+"""`TaskActor`: a `StreamTask` as an async actor with its own mailbox and punctuation timer.
+
+The supervisor never touches a task's state directly: it posts messages (a consumed batch, a commit
+request, a close) and, where it needs an answer, waits for the reply. Because the mailbox is FIFO,
+a commit request is answered only after every batch posted before it has been processed, which is
+what makes the offsets in the reply safe to commit. Between two messages the actor wakes on its
+own to fire wall-clock punctuations. Each message is handled in one synchronous stretch; the await
+on the mailbox is the batch boundary where other actors, heartbeats and I/O get their turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from streamlet.actors.partition_group import ConsumedRecord
+from streamlet.actors.record_collector import ProducedRecord
+from streamlet.actors.stream_task import StreamTask
+from streamlet.errors import StreamsError
+
+log = logging.getLogger(__name__)
+
+Drained = dict[tuple[str, int], list[ProducedRecord]]
+OutputSink = Callable[[Drained], Awaitable[None]]
+"""Where an actor delivers its drained output at a batch boundary (the runtime's producer)."""
+
+
+class Reply:
+    """A one-shot answer to a request posted in a mailbox."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def set(self, value: Any) -> None:
+        self._value = value
+        self._event.set()
+
+    def fail(self, error: BaseException) -> None:
+        self._error = error
+        self._event.set()
+
+    async def wait(self) -> Any:
+        await self._event.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+@dataclass(slots=True)
+class Records:
+    topic: str
+    partition: int
+    records: Sequence[ConsumedRecord]
+
+
+@dataclass(slots=True)
+class Commit:
+    """Flush stores and output; reply with the offsets that are safe to commit."""
+
+    reply: Reply = field(default_factory=Reply)
+
+
+@dataclass(slots=True)
+class Committed:
+    """The commit succeeded; write the checkpoint from the acknowledged changelog offsets."""
+
+    changelog_offsets: dict[tuple[str, int], int]
+
+
+@dataclass(slots=True)
+class Close:
+    clean: bool
+    reply: Reply = field(default_factory=Reply)
+
+
+Message = Records | Commit | Committed | Close
+
+
+class TaskActor:
+    """Runs one task: `run()` is started in the supervisor's task group."""
+
+    def __init__(self, task: StreamTask, deliver: OutputSink, mailbox_size: int = 8,
+                 wall_clock: Callable[[], int] | None = None) -> None:
+        self.task = task
+        self._deliver = deliver
+        self._wall = wall_clock or (lambda: int(time.time() * 1000))
+        send: MemoryObjectSendStream[Message]
+        receive: MemoryObjectReceiveStream[Message]
+        send, receive = anyio.create_memory_object_stream(mailbox_size)
+        self._send = send
+        self._receive = receive
+        self.closed = anyio.Event()
+        self.error: BaseException | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.task.task_id
+
+    async def post(self, message: Message) -> None:
+        """Enqueue a message; waits while the mailbox is full (back-pressure on the poll loop)."""
+        await self._send.send(message)
+
+    async def post_records(self, topic: str, partition: int, records: Sequence[ConsumedRecord]) -> None:
+        await self.post(Records(topic, partition, records))
+
+    async def request(self, message: Commit | Close) -> Any:
+        """Post a request and wait for its reply (or for the actor's failure)."""
+        if self.closed.is_set():
+            raise StreamsError(f"task {self.task_id} is no longer running") from self.error
+        try:
+            await self.post(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise StreamsError(f"task {self.task_id} is no longer running") from exc
+        return await message.reply.wait()
+
+    async def run(self) -> None:
+        task = self.task
+        try:
+            while True:
+                due = task.next_wall_clock_due()
+                timeout = math.inf if due is None else max(0.0, (due - self._wall()) / 1000)
+                message: Message | None = None
+                with anyio.move_on_after(timeout):
+                    message = await self._receive.receive()
+                if message is None:
+                    task.maybe_punctuate_wall_clock(self._wall())
+                    await self._flush_output()
+                    continue
+                if await self._handle(message):
+                    return
+        except anyio.EndOfStream:
+            return
+        except BaseException as exc:
+            self.error = exc
+            raise
+        finally:
+            self.closed.set()
+            self._fail_pending()
+            self._receive.close()
+
+    def _fail_pending(self) -> None:
+        """Answer requests still queued when the actor stops, so no caller waits forever."""
+        error = StreamsError(f"task {self.task_id} stopped before answering")
+        while True:
+            try:
+                message = self._receive.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            if isinstance(message, Commit | Close):
+                message.reply.fail(error)
+
+    async def _handle(self, message: Message) -> bool:
+        """Handle one message; True when the actor is done (closed)."""
+        task = self.task
+        if isinstance(message, Records):
+            task.add_records(message.topic, message.partition, message.records)
+            task.process()
+            task.maybe_punctuate_wall_clock(self._wall())
+            await self._flush_output()
+            return False
+        if isinstance(message, Commit):
+            try:
+                offsets = task.prepare_commit()
+                await self._flush_output()
+            except BaseException as exc:
+                message.reply.fail(exc)
+                raise
+            message.reply.set(offsets)
+            return False
+        if isinstance(message, Committed):
+            task.post_commit(message.changelog_offsets)
+            return False
+        # Close
+        try:
+            if message.clean:
+                task.prepare_commit()
+                await self._flush_output()
+            else:
+                dropped = task.collector.discard()
+                if dropped:
+                    log.info("task %s closed dirty: dropped %d unsent records", task.task_id, dropped)
+            task.close(clean=message.clean)
+        except BaseException as exc:
+            message.reply.fail(exc)
+            raise
+        message.reply.set(dict(task.consumed_offsets))
+        return True
+
+    async def _flush_output(self) -> None:
+        if self.task.collector.pending:
+            await self._deliver(self.task.collector.drain())
+
+    async def stop(self) -> None:
+        """Close the mailbox without a Close message (used when the actor already failed)."""
+        await self._send.aclose()

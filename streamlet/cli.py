@@ -1,0 +1,311 @@
+"""The `streamlet` command: run or describe an application's topology, manage the dev broker.
+
+    streamlet run MODULE:FUNCTION [--config FILE] [--set key=value ...]
+    streamlet describe MODULE:FUNCTION
+    streamlet broker start [--port N] | stop | status | fetch
+
+FUNCTION returns a `Topology` (or a `StreamsBuilder`, or a `(topology, config)` tuple). Config is
+layered, later wins: the function's own dict, then `--config` (.properties or .json), then `--set`.
+Errors the user can fix (no Java, bad config, unknown module) print one line and exit 1, never a
+stack trace; a bug inside the application still shows its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from aiokafka.errors import KafkaConnectionError
+
+from streamlet.errors import StreamsError
+
+log = logging.getLogger("streamlet.cli")
+
+EXIT_NOT_RUNNING = 3
+"""`broker status` exit code when no broker runs (the LSB status convention)."""
+
+
+class UsageError(StreamsError):
+    """A command-line mistake: unknown module or function, unreadable config file, malformed --set."""
+
+
+# -- configuration sources ------------------------------------------------------------------------
+
+_PROPERTIES_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape_properties(text: str) -> str:
+    out: list[str] = []
+    chars = iter(text)
+    for ch in chars:
+        if ch != "\\":
+            out.append(ch)
+            continue
+        nxt = next(chars, "")
+        if nxt == "u":
+            code = "".join(next(chars, "") for _ in range(4))
+            try:
+                out.append(chr(int(code, 16)))
+            except ValueError as exc:
+                raise UsageError(f"malformed \\u escape {code!r} in a .properties file") from exc
+        else:
+            out.append(_PROPERTIES_ESCAPES.get(nxt, nxt))
+    return "".join(out)
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    """Split a logical line at the first unescaped `=`, `:` or whitespace, as java.util.Properties."""
+    index, escaped = 0, False
+    while index < len(line):
+        ch = line[index]
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in "=: \t\f":
+            break
+        index += 1
+    key, rest = line[:index], line[index:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return _unescape_properties(key), _unescape_properties(rest)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java `.properties` syntax: `#`/`!` comments, `=`/`:`/space separators, `\\` continuations."""
+    result: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f")  # continuation lines lose their indentation too
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:  # an odd number of backslashes: the line continues
+            pending += line[:-1]
+            continue
+        logical, pending = pending + line, ""
+        if logical:
+            key, value = _split_property(logical)
+            result[key] = value
+    if pending:
+        key, value = _split_property(pending)
+        result[key] = value
+    return result
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A `.json` object or a Java-style `.properties` file (any other extension is read as the latter)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read the config file {file}: {exc.strerror or exc}") from exc
+    if file.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"the config file {file} is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise UsageError(f"the config file {file} must hold a JSON object of settings")
+        return {str(k): v for k, v in data.items()}
+    return dict(parse_properties(text))
+
+
+def parse_settings(items: Sequence[str]) -> dict[str, str]:
+    """`--set key=value` pairs; the value may itself contain `=`."""
+    result: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set expects key=value, got {item!r}")
+        result[key.strip()] = value
+    return result
+
+
+# -- loading the application ----------------------------------------------------------------------
+
+def load_target(spec: str) -> tuple[Any, dict[str, Any]]:
+    """Import `MODULE:FUNCTION` and return (topology, the app's own config dict).
+
+    The current directory is importable, as with `python -m`. FUNCTION defaults to `topology`; it
+    may also name a `Topology` attribute directly. A `StreamsBuilder` result is built.
+    """
+    from streamlet.topology import Topology
+
+    module_name, _, attribute = spec.partition(":")
+    attribute = attribute or "topology"
+    if not module_name:
+        raise UsageError(f"expected MODULE:FUNCTION, got {spec!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        # Only a missing *target* is a usage error; a missing import inside the app is its own bug.
+        if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise UsageError(f"cannot import {module_name!r}: no such module (run from the directory "
+                             "that contains it, or put it on PYTHONPATH)") from exc
+        raise
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise UsageError(f"module {module_name!r} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    result = target() if callable(target) and not isinstance(target, Topology) else target
+    config: dict[str, Any] = {}
+    if isinstance(result, tuple):
+        if len(result) != 2 or not isinstance(result[1], dict):
+            raise UsageError(f"{spec} returned a tuple; expected (topology, config_dict)")
+        result, config = result[0], dict(result[1])
+    if not isinstance(result, Topology) and callable(getattr(result, "build", None)):
+        result = result.build()
+    if not isinstance(result, Topology):
+        raise UsageError(f"{spec} returned {type(result).__name__}, not a Topology")
+    return result, config
+
+
+# -- commands -------------------------------------------------------------------------------------
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+async def run_streams(topology: Any, config: dict[str, Any], close_timeout: float) -> int:
+    """Run until SIGINT/SIGTERM (exit 0 after a clean close) or until the client fails (exit 1)."""
+    from streamlet.runtime.kafka_streams import KafkaStreams
+
+    loop = asyncio.get_running_loop()
+    finished = asyncio.Event()
+    failed = False
+    signals_seen: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        signals_seen.append(signum)
+        if len(signals_seen) > 1:  # a second Ctrl-C: the user does not want to wait for a clean close
+            log.warning("second %s: exiting without a clean close", signal.Signals(signum).name)
+            os._exit(128 + signum)
+        log.info("%s received: closing", signal.Signals(signum).name)
+        finished.set()
+
+    def on_state_change(new: Any, old: Any) -> None:
+        nonlocal failed
+        if new.name == "ERROR":
+            failed = True
+            finished.set()
+        elif new.name == "NOT_RUNNING":
+            finished.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+    streams = KafkaStreams(topology, config)
+    streams.set_state_listener(on_state_change)
+    try:
+        await streams.start()
+        await finished.wait()
+    finally:
+        clean = await streams.close(timeout=close_timeout)
+        if not clean:
+            log.warning("the streams client did not close within %.0fs", close_timeout)
+    if failed or streams.state.name == "ERROR":
+        error = getattr(streams, "error", None)
+        reason = f": {type(error).__name__}: {error}" if error is not None else ""
+        print(f"streamlet: error: the application failed{reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    _configure_logging(args.log_level)  # first, so that the app's import-time logging shows too
+    topology, config = load_target(args.target)
+    for path in args.config or []:
+        config.update(read_config_file(path))
+    config.update(parse_settings(args.set or []))
+    return asyncio.run(run_streams(topology, config, args.close_timeout))
+
+
+def _cmd_describe(args: argparse.Namespace) -> int:
+    topology, _ = load_target(args.target)
+    print(topology.describe())
+    return 0
+
+
+def _cmd_broker(args: argparse.Namespace) -> int:
+    from streamlet.runtime import local_broker
+
+    if args.action == "fetch":
+        print(local_broker.ensure_kafka_jars())
+        return 0
+    if args.action == "start":
+        state, started = local_broker.start_dev_broker(args.port)
+        if not started:
+            print(f"already running (pid {state.pid}, data in {state.data_dir})", file=sys.stderr)
+        print(state.bootstrap_servers)
+        return 0
+    if args.action == "stop":
+        stopped = local_broker.stop_dev_broker()
+        print(f"stopped the broker at {stopped.bootstrap_servers}" if stopped else "not running")
+        return 0
+    running = local_broker.dev_broker_status()
+    if running is None:
+        print("not running")
+        return EXIT_NOT_RUNNING
+    print(f"running at {running.bootstrap_servers} (pid {running.pid}, data in {running.data_dir})")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="streamlet", description="Kafka Streams for Python.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run the topology MODULE:FUNCTION returns, until SIGINT/SIGTERM")
+    run.add_argument("target", metavar="MODULE:FUNCTION")
+    run.add_argument("--config", action="append", metavar="FILE",
+                     help="a .properties or .json file of settings (repeatable; later files win)")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting (repeatable; wins)")
+    run.add_argument("--log-level", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
+    run.add_argument("--close-timeout", type=float, default=60.0, metavar="SECONDS",
+                     help="how long a clean close may take after a signal (default 60)")
+    run.set_defaults(handler=_cmd_run)
+
+    describe = commands.add_parser("describe", help="print the topology as Kafka Streams describes it")
+    describe.add_argument("target", metavar="MODULE:FUNCTION")
+    describe.set_defaults(handler=_cmd_describe)
+
+    broker = commands.add_parser("broker", help="the local development Kafka broker")
+    actions = broker.add_subparsers(dest="action", required=True, metavar="ACTION")
+    start = actions.add_parser("start", help="start it in the background and print its bootstrap servers")
+    start.add_argument("--port", type=int, default=None, help="listener port (default 9092 if free)")
+    actions.add_parser("stop", help="stop it")
+    actions.add_parser("status", help=f"say whether it runs (exit code {EXIT_NOT_RUNNING} if not)")
+    actions.add_parser("fetch", help="download the Kafka jars into the cache (done once)")
+    broker.set_defaults(handler=_cmd_broker)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except StreamsError as exc:
+        print(f"streamlet: error: {exc}", file=sys.stderr)
+        return 1
+    except KafkaConnectionError as exc:  # a wrong bootstrap.servers or a broker that is down
+        print(f"streamlet: error: cannot reach Kafka: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code

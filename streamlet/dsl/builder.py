@@ -1,0 +1,83 @@
+"""`StreamsBuilder`: where a DSL program starts (`stream`, `table`) and ends (`build`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from streamlet.dsl import naming
+from streamlet.dsl.graph import GraphNode, InternalBuilder
+from streamlet.dsl.kstream import KStream
+from streamlet.dsl.ktable import KTable, table_source
+from streamlet.dsl.options import Consumed, Materialized
+from streamlet.errors import TopologyError
+from streamlet.stores.api import StoreBuilder
+from streamlet.topology import Topology
+
+
+def _source_writer(name: str, topics: list[str], consumed: Consumed) -> Callable[[Topology], None]:
+    key_serde, value_serde = consumed.key_serde, consumed.value_serde
+
+    def write(topology: Topology) -> None:
+        topology.add_source(
+            name, *topics,
+            key_deserializer=None if key_serde is None else key_serde.deserializer,
+            value_deserializer=None if value_serde is None else value_serde.deserializer,
+            timestamp_extractor=consumed.timestamp_extractor,
+            offset_reset=consumed.offset_reset,
+        )
+
+    return write
+
+
+class StreamsBuilder:
+    """Builds a `Topology` with the DSL; one builder per application topology."""
+
+    def __init__(self) -> None:
+        self._internal = InternalBuilder()
+
+    def stream(self, topics: str | Iterable[str], consumed: Consumed | None = None) -> KStream:
+        """A `KStream` of the records of `topics` (one topic name or several)."""
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        if not topic_list or not all(isinstance(t, str) and t for t in topic_list):
+            raise TopologyError(f"stream() needs one or more topic names, got {topics!r}")
+        consumed = consumed or Consumed()
+        name = self._internal.names.name_or_generate(consumed.name, naming.SOURCE)
+        write_source = _source_writer(name, topic_list, consumed)
+        node = self._internal.add(GraphNode(name, lambda topology, _parents: write_source(topology)))
+        return KStream(self._internal, name, consumed.key_serde, consumed.value_serde, False, node)
+
+    def table(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None) -> KTable:
+        """A `KTable` of `topic` read as a changelog: the latest value per key, None deleting it.
+
+        It keeps a store when `materialized` names one (then it is queryable) or when a downstream
+        operation needs it. The topic and the store share serdes: `consumed`'s, else `materialized`'s.
+        """
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"table() needs a topic name, got {topic!r}")
+        names = self._internal.names
+        consumed = consumed or Consumed()
+        materialized = materialized or Materialized()
+        materialized = materialized.copy(key_serde=consumed.key_serde or materialized.key_serde,
+                                         value_serde=consumed.value_serde or materialized.value_serde)
+        store_name = materialized.name or names.store_name(topic + "-")
+        consumed_for_source = Consumed(materialized.key_serde, materialized.value_serde,
+                                       consumed.timestamp_extractor, consumed.offset_reset)
+        source_name = names.suffixed_or_generate(consumed.name, naming.TABLE_SOURCE_SUFFIX, naming.SOURCE)
+        table_source_name = names.name_or_generate(consumed.name, naming.KTABLE_SOURCE)
+        return table_source(
+            self._internal, source_name, table_source_name, store_name, materialized,
+            _source_writer(source_name, [topic], consumed_for_source),
+        )
+
+    def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
+        """Add a store for `KStream.process(supplier, store_name)` to use."""
+        if not isinstance(store_builder, StoreBuilder):
+            raise TypeError(f"add_state_store() takes a store builder, got {store_builder!r}")
+        if any(s.name == store_builder.name for s in self._internal.state_stores):
+            raise TopologyError(f"a state store named {store_builder.name!r} was already added")
+        self._internal.state_stores.append(store_builder)
+        return self
+
+    def build(self) -> Topology:
+        """The `Topology` of everything defined so far (each call writes a fresh one)."""
+        return self._internal.write()

@@ -1,0 +1,106 @@
+"""`KGroupedStream`: a stream grouped by key, waiting for an aggregation (`count`, `reduce`, `aggregate`).
+
+The aggregation is where the repartition happens when the grouping key may differ from the record
+key. The repartition topic is named after `Grouped(name=...)` if given, else after the aggregation's
+store. A named grouping is repartitioned once and shared by all its aggregations; an unnamed one gets
+one repartition per aggregation (each named after its own store), as in Kafka Streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.dsl import naming
+from streamlet.dsl.graph import GraphNode, InternalBuilder
+from streamlet.dsl.ktable import KTable, TableSupplier
+from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.options import Grouped, Materialized, Named
+from streamlet.dsl.processors.aggregate import (
+    StreamAggregateSupplier,
+    StreamReduceSupplier,
+    count_aggregator,
+    count_initializer,
+)
+from streamlet.dsl.repartition import repartition_node
+from streamlet.serdes import Serdes
+from streamlet.topology import Topology
+
+
+class KGroupedStream:
+    def __init__(self, builder: InternalBuilder, name: str, grouped: Grouped, repartition_required: bool,
+                 graph_node: GraphNode) -> None:
+        self._builder = builder
+        self.name = name
+        self.grouped = grouped
+        self.key_serde = grouped.key_serde
+        self.value_serde = grouped.value_serde
+        self.repartition_required = repartition_required
+        self._node = graph_node
+        self._repartition: GraphNode | None = None
+
+    def __repr__(self) -> str:
+        return f"KGroupedStream({self.name!r})"
+
+    def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
+        """The number of records per key, as Long values unless `materialized` gives another serde."""
+        names = self._builder.names
+        if materialized is not None and materialized.name is None:
+            names.store_name(naming.AGGREGATE)  # Kafka Streams uses up an extra index here
+        materialized = materialized or Materialized()
+        store_name = materialized.name or names.store_name(naming.AGGREGATE)
+        materialized = materialized.copy(
+            key_serde=materialized.key_serde or self.key_serde,
+            value_serde=materialized.value_serde or Serdes.Long(),
+        )
+        name = names.name_or_generate(Named.resolve(named), naming.AGGREGATE)
+        supplier = StreamAggregateSupplier(store_name, count_initializer, count_aggregator)
+        return self._aggregation(name, store_name, materialized, supplier)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
+               named: Named | str | None = None) -> KTable:
+        """Combine values per key: the first value as is, then `reducer(aggregate, value)`."""
+        if not callable(reducer):
+            raise TypeError(f"reducer must be callable, got {reducer!r}")
+        names = self._builder.names
+        materialized = materialized or Materialized()
+        store_name = materialized.name or names.store_name(naming.REDUCE)
+        materialized = materialized.copy(
+            key_serde=materialized.key_serde or self.key_serde,
+            value_serde=materialized.value_serde or self.value_serde,
+        )
+        name = names.name_or_generate(Named.resolve(named), naming.REDUCE)
+        return self._aggregation(name, store_name, materialized, StreamReduceSupplier(store_name, reducer))
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
+        """Fold values per key: `aggregator(key, value, aggregate)`, starting from `initializer()`."""
+        if not callable(initializer) or not callable(aggregator):
+            raise TypeError("initializer and aggregator must be callable")
+        names = self._builder.names
+        materialized = materialized or Materialized()
+        store_name = materialized.name or names.store_name(naming.AGGREGATE)
+        materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde)
+        name = names.name_or_generate(Named.resolve(named), naming.AGGREGATE)
+        supplier = StreamAggregateSupplier(store_name, initializer, aggregator)
+        return self._aggregation(name, store_name, materialized, supplier)
+
+    def _aggregation(self, name: str, store_name: str, materialized: Materialized,
+                     supplier: TableSupplier) -> KTable:
+        builder = self._builder
+        parent = self._node
+        if self.repartition_required:
+            user_topic = self.grouped.name
+            node = repartition_node(builder, user_topic or store_name, self.key_serde, self.value_serde)
+            if self._repartition is None or user_topic is None:
+                self._repartition = node
+            builder.add(self._repartition, self._node)
+            parent = self._repartition
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_processor(name, supplier, *parent_names)
+            topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
+
+        node = builder.add(GraphNode(name, write), parent)
+        return KTable(builder, name, materialized.key_serde, materialized.value_serde, materialized.name,
+                      supplier, node)

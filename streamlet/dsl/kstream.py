@@ -1,0 +1,226 @@
+"""`KStream`: an unbounded stream of records, and the stateless operations on it.
+
+Each operation adds one node to the builder's graph and returns a new `KStream` for it. Besides
+its node, a stream remembers what Kafka Streams tracks: the serdes known for its keys and values
+(inherited by sinks and repartition topics when not given explicitly) and whether its key may have
+changed since it was read (`map`, `flat_map`, `select_key`, `process`), in which case a later
+grouping first repartitions by the new key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from streamlet.dsl import naming
+from streamlet.dsl.graph import GraphNode, InternalBuilder
+from streamlet.dsl.options import Grouped, Named, Produced, Repartitioned
+from streamlet.dsl.processors.stateless import (
+    PassThrough,
+    StreamFilter,
+    StreamFlatMap,
+    StreamFlatMapValues,
+    StreamForeach,
+    StreamMap,
+    StreamMapValues,
+    StreamPeek,
+    StreamSelectKey,
+)
+from streamlet.dsl.repartition import repartition_node
+from streamlet.errors import TopologyError
+from streamlet.processor import Processor, ProcessorSupplier
+from streamlet.serdes import Serde
+from streamlet.topology import Topology
+
+if TYPE_CHECKING:
+    from streamlet.dsl.grouped_stream import KGroupedStream
+
+
+def _check_callable(fn: Any, what: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"{what} must be callable, got {fn!r}")
+
+
+class KStream:
+    def __init__(
+        self,
+        builder: InternalBuilder,
+        name: str,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        repartition_required: bool,
+        graph_node: GraphNode,
+    ) -> None:
+        self._builder = builder
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.repartition_required = repartition_required
+        self._node = graph_node
+
+    def __repr__(self) -> str:
+        return f"KStream({self.name!r})"
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _add_processor(self, name: str, supplier: ProcessorSupplier, parents: list[GraphNode] | None = None,
+                       store_names: tuple[str, ...] = ()) -> GraphNode:
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_processor(name, supplier, *parent_names)
+            if store_names:
+                topology.connect_processor_and_state_stores(name, *store_names)
+
+        return self._builder.add(GraphNode(name, write), *(parents or [self._node]))
+
+    def _stream(self, name: str, node: GraphNode, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None,
+                repartition_required: bool) -> KStream:
+        return KStream(self._builder, name, key_serde, value_serde, repartition_required, node)
+
+    def _generate(self, named: Named | str | None, prefix: str) -> str:
+        return self._builder.names.name_or_generate(Named.resolve(named), prefix)
+
+    # -- stateless operations ------------------------------------------------------------------------
+    def filter(self, predicate: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+        """Keep the records for which `predicate(key, value)` is true."""
+        _check_callable(predicate, "predicate")
+        name = self._generate(named, naming.FILTER)
+        node = self._add_processor(name, partial(StreamFilter, predicate, False))
+        return self._stream(name, node, self.key_serde, self.value_serde, self.repartition_required)
+
+    def filter_not(self, predicate: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+        """Drop the records for which `predicate(key, value)` is true."""
+        _check_callable(predicate, "predicate")
+        name = self._generate(named, naming.FILTER)
+        node = self._add_processor(name, partial(StreamFilter, predicate, True))
+        return self._stream(name, node, self.key_serde, self.value_serde, self.repartition_required)
+
+    def select_key(self, key_selector: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+        """New key `key_selector(key, value)`, same value; a later grouping repartitions."""
+        _check_callable(key_selector, "key_selector")
+        name = self._generate(named, naming.KEY_SELECT)
+        node = self._add_processor(name, partial(StreamSelectKey, key_selector))
+        return self._stream(name, node, None, self.value_serde, True)
+
+    def map(self, mapper: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+        """`mapper(key, value)` returns the new `(key, value)`: a `KeyValue` or a 2-tuple."""
+        _check_callable(mapper, "mapper")
+        name = self._generate(named, naming.MAP)
+        node = self._add_processor(name, partial(StreamMap, mapper))
+        return self._stream(name, node, None, None, True)
+
+    def map_values(self, mapper: Callable[[Any], Any], named: Named | str | None = None) -> KStream:
+        """New value `mapper(value)`, same key (no repartition needed)."""
+        _check_callable(mapper, "mapper")
+        name = self._generate(named, naming.MAPVALUES)
+        node = self._add_processor(name, partial(StreamMapValues, mapper))
+        return self._stream(name, node, self.key_serde, None, self.repartition_required)
+
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[Any]], named: Named | str | None = None) -> KStream:
+        """`mapper(key, value)` returns an iterable of `(key, value)` pairs."""
+        _check_callable(mapper, "mapper")
+        name = self._generate(named, naming.FLATMAP)
+        node = self._add_processor(name, partial(StreamFlatMap, mapper))
+        return self._stream(name, node, None, None, True)
+
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], named: Named | str | None = None) -> KStream:
+        """`mapper(value)` returns an iterable of values, each sent with the record's key."""
+        _check_callable(mapper, "mapper")
+        name = self._generate(named, naming.FLATMAPVALUES)
+        node = self._add_processor(name, partial(StreamFlatMapValues, mapper))
+        return self._stream(name, node, self.key_serde, None, self.repartition_required)
+
+    def peek(self, action: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+        """Call `action(key, value)` for each record and pass the record on unchanged."""
+        _check_callable(action, "action")
+        name = self._generate(named, naming.PEEK)
+        node = self._add_processor(name, partial(StreamPeek, action))
+        return self._stream(name, node, self.key_serde, self.value_serde, self.repartition_required)
+
+    def foreach(self, action: Callable[[Any, Any], Any], named: Named | str | None = None) -> None:
+        """Call `action(key, value)` for each record; the end of this branch."""
+        _check_callable(action, "action")
+        name = self._generate(named, naming.FOREACH)
+        self._add_processor(name, partial(StreamForeach, action))
+
+    def merge(self, other: KStream, named: Named | str | None = None) -> KStream:
+        """Both streams' records in one stream (serdes are dropped: neither side's is known to fit)."""
+        if not isinstance(other, KStream):
+            raise TypeError(f"merge() takes a KStream, got {other!r}")
+        if other._builder is not self._builder:
+            raise TopologyError("cannot merge streams from different StreamsBuilders")
+        name = self._generate(named, naming.MERGE)
+        node = self._add_processor(name, PassThrough, parents=[self._node, other._node])
+        return self._stream(name, node, None, None, self.repartition_required or other.repartition_required)
+
+    # -- sinks and custom processors -----------------------------------------------------------------
+    def to(self, topic: str, produced: Produced | None = None) -> None:
+        """Write the stream to `topic`; serdes from `produced`, else the stream's, else the defaults."""
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"to() needs a topic name, got {topic!r}")
+        produced = produced or Produced()
+        key_serde = produced.key_serde or self.key_serde
+        value_serde = produced.value_serde or self.value_serde
+        partitioner = produced.partitioner
+        name = self._builder.names.name_or_generate(produced.name, naming.SINK)
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_sink(
+                name, topic, *parent_names,
+                key_serializer=None if key_serde is None else key_serde.serializer,
+                value_serializer=None if value_serde is None else value_serde.serializer,
+                partitioner=partitioner,
+            )
+
+        self._builder.add(GraphNode(name, write), self._node)
+
+    def process(self, supplier: ProcessorSupplier, *store_names: str, named: Named | str | None = None) -> KStream:
+        """Run a Processor API processor (a NEW one per task from `supplier`) with access to `store_names`.
+
+        The stores must be added with `StreamsBuilder.add_state_store`. The processor may change
+        keys, so a later grouping repartitions.
+        """
+        if isinstance(supplier, Processor):
+            raise TopologyError(
+                "process() needs a supplier (a Processor subclass or a function returning a NEW processor), "
+                "not a processor instance: each task gets its own processor"
+            )
+        _check_callable(supplier, "supplier")
+        for store in store_names:
+            if not isinstance(store, str):
+                raise TypeError(f"store names must be strings, got {store!r}")
+        given = Named.resolve(named)
+        # Kafka Streams generates a name (using an index) only when none is given, here.
+        name = self._builder.names.processor_name(naming.PROCESSOR) if given is None else given
+        node = self._add_processor(name, supplier, store_names=tuple(store_names))
+        return self._stream(name, node, None, None, True)
+
+    def repartition(self, repartitioned: Repartitioned | None = None) -> KStream:
+        """Route the stream through an internal topic keyed by the current key."""
+        repartitioned = repartitioned or Repartitioned()
+        names = self._builder.names
+        prefix = repartitioned.name if repartitioned.name is not None else names.processor_name(naming.REPARTITION)
+        value_serde = repartitioned.value_serde or self.value_serde
+        key_serde = repartitioned.key_serde or self.key_serde
+        # As in Kafka Streams, the topic's key serde is only the one given to repartition().
+        node = repartition_node(self._builder, prefix, repartitioned.key_serde, value_serde,
+                                repartitioned.partitioner, repartitioned.num_partitions)
+        self._builder.add(node, self._node)
+        return self._stream(node.node_name, node, key_serde, value_serde, False)
+
+    # -- grouping ------------------------------------------------------------------------------------
+    def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
+        """Group by the current key (repartitioning first if the key may have changed)."""
+        from streamlet.dsl.grouped_stream import KGroupedStream
+
+        grouped = grouped or Grouped(key_serde=self.key_serde, value_serde=self.value_serde)
+        return KGroupedStream(self._builder, self.name, grouped, self.repartition_required, self._node)
+
+    def group_by(self, key_selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
+        """Group by `key_selector(key, value)`; the aggregation repartitions by the new key."""
+        from streamlet.dsl.grouped_stream import KGroupedStream
+
+        _check_callable(key_selector, "key_selector")
+        grouped = grouped or Grouped(value_serde=self.value_serde)
+        name = self._builder.names.name_or_generate(grouped.name, naming.KEY_SELECT)
+        node = self._add_processor(name, partial(StreamSelectKey, key_selector))
+        return KGroupedStream(self._builder, name, grouped, True, node)

@@ -1,0 +1,167 @@
+"""`KTable`: a changelog stream seen as a table (latest value per key), and its operations.
+
+A table operation forwards `Change(new, old)` updates (see change.py). Materialization follows
+Kafka Streams: a table keeps a store only when it is named by `Materialized` (queryable) or, for a
+source table, when a downstream node needs its old values; otherwise updates flow through without
+a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streamlet.dsl import naming
+from streamlet.dsl.graph import GraphNode, InternalBuilder
+from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.options import Materialized, Named
+from streamlet.dsl.processors.aggregate import StreamAggregateSupplier, StreamReduceSupplier
+from streamlet.dsl.processors.table import (
+    TableFilterSupplier,
+    TableMapValuesSupplier,
+    TableSourceSupplier,
+    TableToStream,
+)
+from streamlet.serdes import Serde
+from streamlet.topology import Topology
+
+if TYPE_CHECKING:
+    from streamlet.dsl.kstream import KStream
+
+TableSupplier = (
+    TableSourceSupplier | StreamAggregateSupplier | StreamReduceSupplier | TableFilterSupplier
+    | TableMapValuesSupplier
+)
+
+
+class KTable:
+    def __init__(
+        self,
+        builder: InternalBuilder,
+        name: str,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        queryable_store_name: str | None,
+        supplier: TableSupplier,
+        graph_node: GraphNode,
+    ) -> None:
+        self._builder = builder
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._queryable_store_name = queryable_store_name
+        self._supplier = supplier
+        self._node = graph_node
+        self._send_old_values = False
+
+    def __repr__(self) -> str:
+        return f"KTable({self.name!r})"
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        """The store name for interactive queries (`KafkaStreams.store`), if this table has one."""
+        return self._queryable_store_name
+
+    def enable_sending_old_values(self, force_materialization: bool) -> bool:
+        """Ask this table to send old values with each update; False if it cannot without a store."""
+        if not self._send_old_values:
+            supplier = self._supplier
+            if isinstance(supplier, TableSourceSupplier):
+                if not force_materialization and not supplier.materialized:
+                    return False
+                supplier.enable_sending_old_values()
+            elif isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier):
+                supplier.enable_sending_old_values()
+            elif not supplier.enable_sending_old_values(force_materialization):
+                return False
+            self._send_old_values = True
+        return True
+
+    # -- operations ----------------------------------------------------------------------------------
+    def filter(self, predicate: Callable[[Any, Any], Any], materialized: Materialized | None = None,
+               named: Named | str | None = None) -> KTable:
+        """Keep rows for which `predicate(key, value)` holds; other updates become tombstones."""
+        return self._filter(predicate, False, materialized, named)
+
+    def filter_not(self, predicate: Callable[[Any, Any], Any], materialized: Materialized | None = None,
+                   named: Named | str | None = None) -> KTable:
+        """Drop rows for which `predicate(key, value)` holds (their updates become tombstones)."""
+        return self._filter(predicate, True, materialized, named)
+
+    def _filter(self, predicate: Callable[[Any, Any], Any], negate: bool, materialized: Materialized | None,
+                named: Named | str | None) -> KTable:
+        if not callable(predicate):
+            raise TypeError(f"predicate must be callable, got {predicate!r}")
+        names = self._builder.names
+        key_serde, value_serde, queryable = self.key_serde, self.value_serde, None
+        if materialized is not None:
+            if materialized.name is None:
+                names.store_name(naming.KTABLE_FILTER)  # an index Kafka Streams uses up
+            materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde,
+                                             value_serde=materialized.value_serde or self.value_serde)
+            key_serde, value_serde, queryable = materialized.key_serde, materialized.value_serde, materialized.name
+        name = names.name_or_generate(Named.resolve(named), naming.KTABLE_FILTER)
+        supplier = TableFilterSupplier(self.enable_sending_old_values, predicate, negate, queryable)
+        node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
+        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node)
+
+    def map_values(self, mapper: Callable[[Any], Any], materialized: Materialized | None = None,
+                   named: Named | str | None = None) -> KTable:
+        """New value `mapper(value)` per row; tombstones stay tombstones."""
+        if not callable(mapper):
+            raise TypeError(f"mapper must be callable, got {mapper!r}")
+        names = self._builder.names
+        key_serde, value_serde, queryable = self.key_serde, None, None
+        if materialized is not None:
+            if materialized.name is None:
+                names.store_name(naming.KTABLE_MAPVALUES)  # an index Kafka Streams uses up
+            materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde)
+            key_serde, value_serde, queryable = materialized.key_serde, materialized.value_serde, materialized.name
+        name = names.name_or_generate(Named.resolve(named), naming.KTABLE_MAPVALUES)
+        supplier = TableMapValuesSupplier(self.enable_sending_old_values, mapper, queryable)
+        node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
+        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node)
+
+    def to_stream(self, named: Named | str | None = None) -> KStream:
+        """The table's updates as a stream of (key, new value); a deleted row gives a None value."""
+        from streamlet.dsl.kstream import KStream
+
+        name = self._builder.names.name_or_generate(Named.resolve(named), naming.KTABLE_TOSTREAM)
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_processor(name, TableToStream, *parent_names)
+
+        node = self._builder.add(GraphNode(name, write), self._node)
+        return KStream(self._builder, name, self.key_serde, self.value_serde, False, node)
+
+    def _add_table_processor(self, name: str, supplier: TableFilterSupplier | TableMapValuesSupplier,
+                             materialized: Materialized | None, store_name: str | None) -> GraphNode:
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_processor(name, supplier, *parent_names)
+            if materialized is not None and store_name is not None:
+                topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
+
+        return self._builder.add(GraphNode(name, write), self._node)
+
+
+def table_source(
+    builder: InternalBuilder,
+    source_name: str,
+    table_source_name: str,
+    store_name: str,
+    materialized: Materialized,
+    write_source: Callable[[Topology], None],
+) -> KTable:
+    """The two nodes of `StreamsBuilder.table`: a source and the table processor that may keep a store."""
+    supplier = TableSourceSupplier(store_name, materialized.name)
+
+    def write(topology: Topology, parent_names: list[str]) -> None:
+        write_source(topology)
+        topology.add_processor(table_source_name, supplier, source_name)
+        if supplier.materialized:
+            topology.add_state_store(timestamped_store_builder(materialized, store_name), table_source_name)
+
+    node = builder.add(GraphNode(table_source_name, write))
+    return KTable(builder, table_source_name, materialized.key_serde, materialized.value_serde, materialized.name,
+                  supplier, node)
+

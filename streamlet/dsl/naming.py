@@ -1,0 +1,70 @@
+"""Kafka Streams' name generator: one counter shared by processor names and generated store names.
+
+Every DSL operation takes the next index even when the user names it (Kafka Streams "burns" the
+index to keep generated names stable when a name is added later), so the same program yields the
+same `KSTREAM-FILTER-0000000003` here as in Java. The prefixes are Kafka Streams' own.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Processor name prefixes.
+SOURCE = "KSTREAM-SOURCE-"
+SINK = "KSTREAM-SINK-"
+FILTER = "KSTREAM-FILTER-"
+MAP = "KSTREAM-MAP-"
+MAPVALUES = "KSTREAM-MAPVALUES-"
+FLATMAP = "KSTREAM-FLATMAP-"
+FLATMAPVALUES = "KSTREAM-FLATMAPVALUES-"
+KEY_SELECT = "KSTREAM-KEY-SELECT-"
+PEEK = "KSTREAM-PEEK-"
+FOREACH = "KSTREAM-FOREACH-"
+MERGE = "KSTREAM-MERGE-"
+PROCESSOR = "KSTREAM-PROCESSOR-"
+REPARTITION = "KSTREAM-REPARTITION-"
+AGGREGATE = "KSTREAM-AGGREGATE-"
+REDUCE = "KSTREAM-REDUCE-"
+KTABLE_SOURCE = "KTABLE-SOURCE-"
+KTABLE_FILTER = "KTABLE-FILTER-"
+KTABLE_MAPVALUES = "KTABLE-MAPVALUES-"
+KTABLE_TOSTREAM = "KTABLE-TOSTREAM-"
+
+STATE_STORE = "STATE-STORE-"
+REPARTITION_TOPIC_SUFFIX = "-repartition"
+TABLE_SOURCE_SUFFIX = "-source"
+
+_GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
+
+
+def is_generated(name: str) -> bool:
+    """True for a name the generator made (a repartition topic named after it gets generated nodes)."""
+    return _GENERATED.fullmatch(name) is not None
+
+
+class NameGenerator:
+    """The builder-wide counter behind every generated name."""
+
+    def __init__(self) -> None:
+        self._index = 0
+
+    def _next(self) -> int:
+        index = self._index
+        self._index += 1
+        return index
+
+    def processor_name(self, prefix: str) -> str:
+        return f"{prefix}{self._next():010d}"
+
+    def store_name(self, prefix: str) -> str:
+        return f"{prefix}{STATE_STORE}{self._next():010d}"
+
+    def name_or_generate(self, name: str | None, prefix: str) -> str:
+        """The user's name if given, else a generated one; the index is used up either way."""
+        generated = self.processor_name(prefix)
+        return generated if name is None else name
+
+    def suffixed_or_generate(self, name: str | None, suffix: str, prefix: str) -> str:
+        """`name + suffix` if a name is given, else a generated one; the index is used up either way."""
+        generated = self.processor_name(prefix)
+        return generated if name is None else name + suffix

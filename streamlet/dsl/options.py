@@ -1,0 +1,199 @@
+"""The DSL's option objects: `Consumed`, `Produced`, `Grouped`, `Materialized`, `Named`, `Repartitioned`.
+
+Kafka Streams builds these with static factories (`Consumed.with(...)`, `Materialized.as("s")`);
+here they are plain classes with keyword arguments, and every field Kafka Streams would leave null
+defaults to None, meaning "inherit from upstream, else the configured default". Serdes may be given
+as `Serde` instances, `Serde` classes or names ("String", "Long", ...), as everywhere in streamlet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from streamlet.errors import TopologyError
+from streamlet.processor import TimestampExtractor
+from streamlet.serdes import Serde, resolve_serde
+from streamlet.stores.api import KeyValueBytesStoreSupplier
+from streamlet.topology import StreamPartitioner
+
+MAX_NAME_LENGTH = 249
+_LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def validate_name(name: str) -> str:
+    """Kafka Streams' rule for user-given processor, store and topic-prefix names."""
+    if not isinstance(name, str):
+        raise TopologyError(f"a name must be a string, got {name!r}")
+    if not name:
+        raise TopologyError("Name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopologyError('Name cannot be "." or ".."')
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopologyError(f"Name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}")
+    if not set(name) <= _LEGAL:
+        raise TopologyError(
+            f'Name "{name}" is illegal, it contains a character other than ASCII alphanumerics, \'.\', \'_\' and \'-\''
+        )
+    return name
+
+
+def _optional_name(name: str | None) -> str | None:
+    return None if name is None else validate_name(name)
+
+
+class Named:
+    """The name of a DSL operation's processor (instead of a generated `KSTREAM-...` name)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = validate_name(name)
+
+    @staticmethod
+    def resolve(named: Named | str | None) -> str | None:
+        """Operations take a `Named`, a plain string, or None (generate a name)."""
+        if named is None:
+            return None
+        if isinstance(named, Named):
+            return named.name
+        return validate_name(named)
+
+    def __repr__(self) -> str:
+        return f"Named({self.name!r})"
+
+
+class Consumed:
+    """How `StreamsBuilder.stream/table` read a topic; `name` names the source node."""
+
+    def __init__(
+        self,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+        offset_reset: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
+        self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
+        self.timestamp_extractor = timestamp_extractor
+        if offset_reset is not None and offset_reset not in ("earliest", "latest", "none"):
+            raise TopologyError(f"offset_reset must be 'earliest', 'latest' or 'none', got {offset_reset!r}")
+        self.offset_reset = offset_reset
+        self.name = _optional_name(name)
+
+    def __repr__(self) -> str:
+        return (f"Consumed(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "
+                f"timestamp_extractor={self.timestamp_extractor!r}, offset_reset={self.offset_reset!r}, "
+                f"name={self.name!r})")
+
+
+class Produced:
+    """How `KStream.to` writes a topic; `name` names the sink node."""
+
+    def __init__(
+        self,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        partitioner: StreamPartitioner | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
+        self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
+        self.partitioner = partitioner
+        self.name = _optional_name(name)
+
+    def __repr__(self) -> str:
+        return (f"Produced(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "
+                f"partitioner={self.partitioner!r}, name={self.name!r})")
+
+
+class Grouped:
+    """Serdes of a grouping's repartition topic; `name` names that topic (`<name>-repartition`)."""
+
+    def __init__(self, key_serde: Any = None, value_serde: Any = None, name: str | None = None) -> None:
+        self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
+        self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
+        self.name = _optional_name(name)
+
+    def __repr__(self) -> str:
+        return f"Grouped(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, name={self.name!r})"
+
+
+_PERSISTENT_TYPES = ("leveldb", "rocksdb", "persistent")
+_IN_MEMORY_TYPES = ("in_memory", "in-memory", "memory")
+
+
+class Materialized:
+    """How a DSL operation keeps its state: store name (or supplier), serdes, logging and caching.
+
+    The first positional argument is the store name, as Java's `Materialized.as("name")`; a
+    `KeyValueBytesStoreSupplier` (e.g. `Stores.in_memory_key_value_store("s")`) is accepted there too.
+    Defaults are Kafka Streams': a persistent store (LevelDB here), change-logged, cached.
+    """
+
+    def __init__(
+        self,
+        name: str | KeyValueBytesStoreSupplier | None = None,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        logging: bool = True,
+        caching: bool = True,
+        log_config: Mapping[str, Any] | None = None,
+        store_type: str | None = None,
+    ) -> None:
+        self.store_supplier: KeyValueBytesStoreSupplier | None = None
+        if isinstance(name, KeyValueBytesStoreSupplier):
+            self.store_supplier = name
+            self.name: str | None = validate_name(name.name)
+        else:
+            self.name = _optional_name(name)
+        self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
+        self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
+        self.logging = bool(logging)
+        self.caching = bool(caching)
+        self.log_config: dict[str, str] = {str(k): str(v) for k, v in (log_config or {}).items()}
+        if store_type is not None and store_type.lower() not in _PERSISTENT_TYPES + _IN_MEMORY_TYPES:
+            raise TopologyError(f"store_type must be 'leveldb' or 'in_memory', got {store_type!r}")
+        self.store_type = store_type
+
+    @property
+    def in_memory(self) -> bool:
+        return self.store_type is not None and self.store_type.lower() in _IN_MEMORY_TYPES
+
+    def copy(self, **changes: Any) -> Materialized:
+        """A copy with some fields replaced (the DSL fills in inherited serdes without touching yours)."""
+        clone = Materialized.__new__(Materialized)
+        clone.__dict__.update(self.__dict__)
+        clone.log_config = dict(self.log_config)
+        for key, value in changes.items():
+            if not hasattr(clone, key):
+                raise AttributeError(key)
+            setattr(clone, key, value)
+        return clone
+
+    def __repr__(self) -> str:
+        return (f"Materialized(name={self.name!r}, key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "
+                f"logging={self.logging}, caching={self.caching}, store_type={self.store_type!r})")
+
+
+class Repartitioned:
+    """Options of `KStream.repartition`: topic name prefix, serdes, partition count, partitioner."""
+
+    def __init__(
+        self,
+        name: str | None = None,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        num_partitions: int | None = None,
+        partitioner: StreamPartitioner | None = None,
+    ) -> None:
+        self.name = _optional_name(name)
+        self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
+        self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
+        if num_partitions is not None and (isinstance(num_partitions, bool) or num_partitions < 1):
+            raise TopologyError(f"num_partitions must be a positive integer, got {num_partitions!r}")
+        self.num_partitions = num_partitions
+        self.partitioner = partitioner
+
+    def __repr__(self) -> str:
+        return (f"Repartitioned(name={self.name!r}, key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "
+                f"num_partitions={self.num_partitions!r})")

@@ -1,0 +1,1 @@
+"""The DSL's Processor implementations (plain `streamlet.processor.Processor` subclasses)."""

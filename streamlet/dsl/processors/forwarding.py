@@ -1,0 +1,57 @@
+"""Forwarding the updates of a stateful DSL node, through its store's cache or directly.
+
+With caching on, the store holds updates and hands them to the flush listener at commit or eviction
+(one update per key per commit); the processor must then not forward itself. With caching off, the
+processor forwards every update. Either way downstream sees `Change(new, old)` values, the old value
+only when `send_old_values` was asked for by a downstream node.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from streamlet.dsl.change import Change
+from streamlet.errors import TopologyError
+from streamlet.processor import ProcessorContext
+from streamlet.record import Record
+from streamlet.stores.api import TimestampedKeyValueStore
+
+log = logging.getLogger("streamlet.dsl")
+
+
+def timestamped_store(context: ProcessorContext, name: str) -> TimestampedKeyValueStore:
+    store = context.get_state_store(name)
+    if not isinstance(store, TimestampedKeyValueStore):
+        raise TopologyError(
+            f"state store {name!r} must be a timestamped key-value store for the DSL, got {type(store).__name__}"
+        )
+    return store
+
+
+class TimestampedTupleForwarder:
+    def __init__(self, store: TimestampedKeyValueStore, context: ProcessorContext, send_old_values: bool) -> None:
+        self._forward = context.forward
+        self._send_old_values = send_old_values
+        self._caching = store.set_flush_listener(self._forward_flushed, send_old_values)
+
+    def _forward_flushed(self, key: Any, new_value: Any, old_value: Any, timestamp: int) -> None:
+        self._forward(Record(key, Change(new_value, old_value), timestamp))
+
+    def maybe_forward(self, record: Record) -> None:
+        """Forward now unless the cache will (`record.value` is a `Change`)."""
+        if self._caching:
+            return
+        if not self._send_old_values:
+            record = record.with_value(Change(record.value.new_value, None))
+        self._forward(record)
+
+
+def log_skipped(context: ProcessorContext, reason: str) -> None:
+    """Kafka Streams logs (and counts) records a DSL node drops for a null key or value."""
+    meta = context.record_metadata()
+    if meta is None:
+        log.warning("Skipping record due to %s. Topic, partition, and offset not known.", reason)
+    else:
+        log.warning("Skipping record due to %s. topic=[%s] partition=[%d] offset=[%d]",
+                    reason, meta.topic, meta.partition, meta.offset)

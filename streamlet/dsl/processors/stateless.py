@@ -1,0 +1,122 @@
+"""The KStream operations that keep no state: one record in, zero or more records out.
+
+Each output record is the input record with a new key and/or value, so its timestamp and headers
+carry over, as in Kafka Streams. The callables are bound once in `__init__` and `forward` once in
+`init`, keeping `process` to a couple of attribute reads per record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from streamlet.processor import Processor, ProcessorContext
+from streamlet.record import Record
+
+Predicate = Callable[[Any, Any], Any]
+KeyValueMapper = Callable[[Any, Any], Any]
+ValueMapper = Callable[[Any], Any]
+ForeachAction = Callable[[Any, Any], Any]
+
+
+class _Forwarding(Processor):
+    _forward: Callable[[Record], None]
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._forward = context.forward
+
+
+class StreamFilter(_Forwarding):
+    """Forwards records the predicate accepts (or rejects, for `filter_not`)."""
+
+    def __init__(self, predicate: Predicate, negate: bool = False) -> None:
+        self._predicate = predicate
+        self._negate = negate
+
+    def process(self, record: Record) -> None:
+        if bool(self._predicate(record.key, record.value)) is not self._negate:
+            self._forward(record)
+
+
+class PassThrough(_Forwarding):
+    """Forwards every record: `merge`, and the filter in front of a repartition sink."""
+
+    def process(self, record: Record) -> None:
+        self._forward(record)
+
+
+class StreamMap(_Forwarding):
+    """`map`: the mapper returns a new `(key, value)` (a `KeyValue` or a 2-tuple)."""
+
+    def __init__(self, mapper: KeyValueMapper) -> None:
+        self._mapper = mapper
+
+    def process(self, record: Record) -> None:
+        key, value = self._mapper(record.key, record.value)
+        self._forward(Record(key, value, record.timestamp, record.headers))
+
+
+class StreamSelectKey(_Forwarding):
+    """`select_key` and `group_by`'s key selector: a new key, the same value."""
+
+    def __init__(self, key_selector: KeyValueMapper) -> None:
+        self._key_selector = key_selector
+
+    def process(self, record: Record) -> None:
+        self._forward(record.with_key(self._key_selector(record.key, record.value)))
+
+
+class StreamMapValues(_Forwarding):
+    """`map_values`: a new value from the value alone."""
+
+    def __init__(self, mapper: ValueMapper) -> None:
+        self._mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self._forward(record.with_value(self._mapper(record.value)))
+
+
+class StreamFlatMap(_Forwarding):
+    """`flat_map`: the mapper returns an iterable of `(key, value)` pairs, each forwarded."""
+
+    def __init__(self, mapper: Callable[[Any, Any], Iterable[Any]]) -> None:
+        self._mapper = mapper
+
+    def process(self, record: Record) -> None:
+        forward, ts, headers = self._forward, record.timestamp, record.headers
+        for key, value in self._mapper(record.key, record.value):
+            forward(Record(key, value, ts, headers))
+
+
+class StreamFlatMapValues(_Forwarding):
+    """`flat_map_values`: the mapper returns an iterable of values, each forwarded with the same key."""
+
+    def __init__(self, mapper: Callable[[Any], Iterable[Any]]) -> None:
+        self._mapper = mapper
+
+    def process(self, record: Record) -> None:
+        forward = self._forward
+        for value in self._mapper(record.value):
+            forward(record.with_value(value))
+
+
+class StreamPeek(_Forwarding):
+    """`peek`: call the action, then forward the record unchanged."""
+
+    def __init__(self, action: ForeachAction) -> None:
+        self._action = action
+
+    def process(self, record: Record) -> None:
+        self._action(record.key, record.value)
+        self._forward(record)
+
+
+class StreamForeach(Processor):
+    """`foreach`: call the action; a terminal node, nothing is forwarded."""
+
+    def __init__(self, action: ForeachAction) -> None:
+        self._action = action
+
+    def process(self, record: Record) -> None:
+        self._action(record.key, record.value)

@@ -1,0 +1,45 @@
+"""Exceptions that streamlet raises, named as a Kafka Streams user would look for them."""
+
+from __future__ import annotations
+
+
+class StreamsError(Exception):
+    """Base class of every streamlet error."""
+
+
+class TopologyError(StreamsError):
+    """The topology is malformed: unknown parent, duplicate name, store not connected, ..."""
+
+
+class ConfigError(StreamsError):
+    """A configuration value is missing or invalid."""
+
+
+class SerializationError(StreamsError):
+    """A serde could not turn bytes into an object or back."""
+
+
+class DeserializationError(StreamsError):
+    """A consumed record could not be deserialized; names where it came from."""
+
+    def __init__(self, topic: str, partition: int, offset: int, cause: BaseException) -> None:
+        super().__init__(
+            f"failed to deserialize the record at topic {topic!r} partition {partition} offset {offset}: "
+            f"{type(cause).__name__}: {cause}"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.cause = cause
+
+
+class InvalidStateStoreError(StreamsError):
+    """A store was used before init, after close, or from a processor it is not connected to."""
+
+
+class TaskMigratedError(StreamsError):
+    """The task no longer belongs to this instance (rebalance or fencing); close it dirty."""
+
+
+class BrokerUnavailableError(StreamsError):
+    """The local development broker cannot be provisioned or started."""

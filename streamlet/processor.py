@@ -1,0 +1,153 @@
+"""The Processor API's public face: `Processor`, `ProcessorContext`, punctuation.
+
+A processor sees one record at a time through `process`; it reaches its stores and its children
+only through the context it is given in `init`. The context is an abstract class here so that the
+runtime (`streamlet.actors`) can implement it without the public API importing internals.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from streamlet.record import Record, RecordMetadata
+
+if TYPE_CHECKING:
+    from streamlet.config import StreamsConfig
+    from streamlet.stores.api import StateStore
+
+
+class PunctuationType(enum.Enum):
+    """Which clock drives a punctuation: event (stream) time or wall-clock time."""
+
+    STREAM_TIME = "STREAM_TIME"
+    WALL_CLOCK_TIME = "WALL_CLOCK_TIME"
+
+
+Punctuator = Callable[[int], None]
+"""A punctuation callback; it receives the punctuation timestamp in ms."""
+
+
+class Cancellable(ABC):
+    """Returned by `ProcessorContext.schedule`; `cancel()` stops further punctuations."""
+
+    @abstractmethod
+    def cancel(self) -> None: ...
+
+
+def to_millis(duration: timedelta | int | float) -> int:
+    """Durations in the API are `timedelta` or int milliseconds."""
+    if isinstance(duration, timedelta):
+        return int(duration / timedelta(milliseconds=1))
+    if isinstance(duration, bool) or not isinstance(duration, int | float):
+        raise TypeError(f"a duration must be a timedelta or milliseconds, got {duration!r}")
+    return int(duration)
+
+
+class ProcessorContext(ABC):
+    """What a processor may do beyond `process`: forward, schedule, reach stores, ask to commit."""
+
+    @abstractmethod
+    def forward(self, record: Record, child_name: str | None = None) -> None:
+        """Send a record to all children, or to the named child only."""
+
+    @abstractmethod
+    def schedule(
+        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
+    ) -> Cancellable:
+        """Call `callback(timestamp_ms)` every `interval` of stream time or of wall-clock time."""
+
+    @abstractmethod
+    def get_state_store(self, name: str) -> StateStore:
+        """A store connected to this processor (`add_state_store` / `process(..., store_names)`)."""
+
+    @abstractmethod
+    def commit(self) -> None:
+        """Ask the runtime to commit this task soon (at the next batch boundary)."""
+
+    @property
+    @abstractmethod
+    def application_id(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def task_id(self) -> str:
+        """`<sub-topology>_<partition>`, as Kafka Streams prints a TaskId."""
+
+    @property
+    @abstractmethod
+    def app_config(self) -> StreamsConfig: ...
+
+    @abstractmethod
+    def record_metadata(self) -> RecordMetadata | None:
+        """Topic, partition and offset of the record being processed; None in a punctuation."""
+
+    @abstractmethod
+    def current_stream_time_ms(self) -> int: ...
+
+    @abstractmethod
+    def current_system_time_ms(self) -> int: ...
+
+    @property
+    def key_serde(self) -> Any:
+        return self.app_config.default_key_serde()
+
+    @property
+    def value_serde(self) -> Any:
+        return self.app_config.default_value_serde()
+
+
+class Processor:
+    """Base class of a processor: override `process`, and `init`/`close` when needed.
+
+    `init` stores the context in `self.context` by default, so a subclass that overrides `init`
+    should call `super().init(context)`.
+    """
+
+    context: ProcessorContext
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+ProcessorSupplier = Callable[[], Processor]
+"""A zero-argument callable returning a NEW processor on each call (a Processor subclass qualifies)."""
+
+
+class TimestampExtractor(ABC):
+    """Chooses a record's timestamp (event time) from the consumed record."""
+
+    @abstractmethod
+    def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int: ...
+
+
+class RecordTimestampExtractor(TimestampExtractor):
+    """The default: the timestamp embedded in the Kafka record (`FailOnInvalidTimestamp` in Java)."""
+
+    def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int:
+        return record_timestamp
+
+
+class WallclockTimestampExtractor(TimestampExtractor):
+    """Processing-time semantics: the current wall-clock time."""
+
+    def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int:
+        import time
+
+        return int(time.time() * 1000)
+
+
+class UsePartitionTimeOnInvalidTimestamp(TimestampExtractor):
+    """The record's timestamp, or the partition's stream time when the record's is negative."""
+
+    def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int:
+        return record_timestamp if record_timestamp >= 0 else max(partition_time, 0)

@@ -1,0 +1,53 @@
+"""Records and key-value pairs: the values that flow between processor nodes.
+
+`Record` is immutable, like Kafka Streams' `Record`: the `with_*` methods return a new record, so a
+processor can forward a changed copy without disturbing what its siblings see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+Headers = tuple[tuple[str, bytes], ...]
+"""Kafka record headers as an immutable sequence of (name, value) pairs; names may repeat."""
+
+
+class KeyValue(NamedTuple):
+    """A key and a value, as Kafka Streams' `KeyValue`."""
+
+    key: Any
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record: key, value, timestamp (ms since the epoch) and headers."""
+
+    key: Any
+    value: Any
+    timestamp: int = 0
+    headers: Headers = field(default=())
+
+    def with_key(self, key: Any) -> Record:
+        return Record(key, self.value, self.timestamp, self.headers)
+
+    def with_value(self, value: Any) -> Record:
+        return Record(self.key, value, self.timestamp, self.headers)
+
+    def with_timestamp(self, timestamp: int) -> Record:
+        if timestamp < 0:
+            raise ValueError(f"a record timestamp must not be negative, got {timestamp}")
+        return Record(self.key, self.value, timestamp, self.headers)
+
+    def with_headers(self, headers: Headers | list[tuple[str, bytes]] | None) -> Record:
+        return Record(self.key, self.value, self.timestamp, tuple(headers or ()))
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetadata:
+    """Where the record being processed came from (`ProcessorContext.record_metadata()`)."""
+
+    topic: str
+    partition: int
+    offset: int

@@ -1,0 +1,213 @@
+"""`KafkaStreams`: the client an application embeds — lifecycle, state, interactive queries.
+
+It owns one `Supervisor` (a consumer-group member with its task actors) running as a background
+asyncio task on the application's event loop. `start()` returns once the member has joined the
+group machinery (topics prepared, clients started), so configuration and topic errors surface at
+start rather than later in the background. The state machine and its transitions follow Kafka
+Streams: CREATED → REBALANCING ⇄ RUNNING → PENDING_SHUTDOWN → NOT_RUNNING, or ERROR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from streamlet.config import StreamsConfig
+from streamlet.errors import InvalidStateStoreError, StreamsError
+from streamlet.runtime.read_only_store import CompositeReadOnlyKeyValueStore
+from streamlet.runtime.supervisor import Supervisor
+from streamlet.topology import Topology
+
+log = logging.getLogger(__name__)
+
+
+class State(enum.Enum):
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    ERROR = "ERROR"
+
+    def is_running_or_rebalancing(self) -> bool:
+        return self in (State.RUNNING, State.REBALANCING)
+
+
+_TRANSITIONS: dict[State, set[State]] = {
+    State.CREATED: {State.REBALANCING, State.PENDING_SHUTDOWN, State.ERROR},
+    State.REBALANCING: {State.RUNNING, State.REBALANCING, State.PENDING_SHUTDOWN, State.ERROR},
+    State.RUNNING: {State.REBALANCING, State.PENDING_SHUTDOWN, State.ERROR},
+    State.PENDING_SHUTDOWN: {State.NOT_RUNNING, State.ERROR},
+    State.NOT_RUNNING: set(),
+    State.ERROR: {State.PENDING_SHUTDOWN, State.NOT_RUNNING},
+}
+
+StateListener = Callable[[State, State], None]
+"""`listener(new_state, old_state)`, as Kafka Streams' `StateListener.onChange`."""
+
+
+def root_error(exc: BaseException) -> BaseException:
+    """The one real error inside nested task-group exception groups (cancellations left out)."""
+    while isinstance(exc, BaseExceptionGroup):
+        real = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        if len(real) != 1:
+            return exc
+        exc = real[0]
+    return exc
+
+
+class KafkaStreams:
+    def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any]) -> None:
+        self.topology = topology
+        self.config = StreamsConfig.of(config)
+        self.config.application_id  # noqa: B018 - fail fast when missing
+        topology.validate()
+        self._state = State.CREATED
+        self._listener: StateListener | None = None
+        self._exception_handler: Callable[[BaseException], Any] | None = None
+        self._supervisor: Supervisor | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._error: BaseException | None = None
+
+    # -- state ----------------------------------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def set_state_listener(self, listener: StateListener | None) -> None:
+        if self._state is not State.CREATED:
+            raise StreamsError("a state listener can only be set before start()")
+        self._listener = listener
+
+    def set_uncaught_exception_handler(self, handler: Callable[[BaseException], Any] | None) -> None:
+        if self._state is not State.CREATED:
+            raise StreamsError("an exception handler can only be set before start()")
+        self._exception_handler = handler
+
+    def _set_state(self, new: State) -> None:
+        old = self._state
+        if new is old and new is not State.REBALANCING:
+            return
+        if new not in _TRANSITIONS[old]:
+            log.debug("ignored state transition %s -> %s", old.name, new.name)
+            return
+        self._state = new
+        log.info("state transition from %s to %s", old.name, new.name)
+        if self._listener is not None:
+            try:
+                self._listener(new, old)
+            except Exception:
+                log.exception("state listener failed")
+
+    @property
+    def error(self) -> BaseException | None:
+        """What stopped the client, when it is in the ERROR state."""
+        return self._error
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._state is not State.CREATED:
+            raise StreamsError(f"start() needs the CREATED state, not {self._state.name}")
+        self._set_state(State.REBALANCING)
+        self._supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
+        started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._runner = asyncio.create_task(self._run(started), name=f"streamlet-{self.config.application_id}")
+        await started
+
+    def _on_rebalance(self, assigned: bool) -> None:
+        if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.ERROR):
+            return
+        self._set_state(State.RUNNING if assigned else State.REBALANCING)
+
+    async def _run(self, started: asyncio.Future[None]) -> None:
+        import anyio
+
+        assert self._supervisor is not None
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self._supervisor.run)
+                if not started.done():
+                    started.set_result(None)
+        except BaseException as exc:
+            error = root_error(exc)
+            if isinstance(error, asyncio.CancelledError):
+                if not started.done():
+                    started.set_exception(StreamsError("the client was closed while starting"))
+                raise
+            self._error = error
+            log.error("streams client failed: %s: %s", type(error).__name__, error, exc_info=error)
+            self._set_state(State.ERROR)
+            if not started.done():
+                started.set_exception(error)
+            elif self._exception_handler is not None:
+                try:
+                    self._exception_handler(error)
+                except Exception:
+                    log.exception("uncaught exception handler failed")
+            return
+        if not started.done():
+            started.set_result(None)
+
+    async def close(self, timeout: float | None = None) -> bool:
+        """Stop processing, commit and close every task; True if it finished within `timeout`."""
+        if self._state in (State.NOT_RUNNING,):
+            return True
+        if self._state is not State.ERROR:
+            self._set_state(State.PENDING_SHUTDOWN)
+        if self._supervisor is not None:
+            self._supervisor.stop()
+        finished = True
+        if self._runner is not None:
+            done, _ = await asyncio.wait({self._runner}, timeout=timeout)
+            if not done:
+                finished = False
+                self._runner.cancel()
+                try:
+                    await self._runner
+                except (asyncio.CancelledError, Exception):
+                    pass
+        if self._state is not State.ERROR:  # a failed client stays in ERROR, as in Kafka Streams
+            self._set_state(State.NOT_RUNNING)
+        return finished
+
+    async def wait(self) -> None:
+        """Wait until the client stops (closed, or failed)."""
+        if self._runner is not None:
+            await asyncio.shield(self._runner)
+
+    async def __aenter__(self) -> KafkaStreams:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    # -- interactive queries --------------------------------------------------------------------------
+    def store(self, name: str) -> CompositeReadOnlyKeyValueStore:
+        """A read-only view over this instance's local copies of the store (all its active tasks)."""
+        if name not in self.topology.store_builders:
+            raise InvalidStateStoreError(f"the topology has no state store named {name!r}")
+        if not self._state.is_running_or_rebalancing() or self._supervisor is None:
+            raise InvalidStateStoreError(f"store {name!r} is not queryable in state {self._state.name}")
+        supervisor = self._supervisor
+        return CompositeReadOnlyKeyValueStore(name, lambda: supervisor.tasks.stores(name) if supervisor.tasks else [])
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        sup = self._supervisor
+        if sup is None or sup.tasks is None:
+            return {}
+        actors = sup.tasks.actors.values()
+        return {
+            "tasks": sorted(a.task_id for a in actors),
+            "records-processed": sum(a.task.processed for a in actors),
+            "records-skipped": sum(a.task.partition_group.skipped for a in actors),
+            "records-sent": sup.tasks.sender.sent,
+            "records-restored": sup.tasks.reader.total_restored,
+            "commits": sup.commits,
+        }

@@ -1,0 +1,587 @@
+"""A real, single-node Apache Kafka broker on 127.0.0.1, for development and integration tests.
+
+streamlet never fakes Kafka: tests, the demo and `streamlet broker start` run the genuine broker
+(KRaft mode, broker and controller in one JVM), fetched once from Maven Central as plain jars with
+Maven and cached. Transactions work out of the box (single-replica transaction and offsets logs),
+so exactly-once applications can be tested against it.
+
+Three layers, each usable alone:
+- `ensure_kafka_jars()`: the pinned Kafka jars in the cache (fetched at most once, under a file lock
+  so that two processes starting at the same time do not both download into the same place);
+- `LocalKafkaBroker`: one broker process owned by this Python process (context manager, restart);
+- `start_dev_broker()` / `stop_dev_broker()` / `dev_broker_status()`: a long-lived background broker
+  whose pid and ports live in a state file, for `streamlet broker start|stop|status`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import fcntl
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from streamlet.errors import BrokerUnavailableError
+
+log = logging.getLogger(__name__)
+
+KAFKA_VERSION = "3.9.1"
+SCALA_VERSION = "2.13"
+HOST = "127.0.0.1"
+DEFAULT_DEV_PORT = 9092
+
+_RESOURCES = Path(__file__).resolve().parent / "broker"
+_BROKER_JAR = f"kafka_{SCALA_VERSION}-{KAFKA_VERSION}.jar"
+_STARTED_MARKER = "Kafka Server started"
+
+
+# -- cache and tools ------------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    """Where downloaded jars and the dev broker's state live.
+
+    `STREAMLET_CACHE_DIR` wins; a source checkout (pyproject.toml next to the package) keeps its
+    cache in `<repo>/.cache` so that `make clean`-style tooling and .gitignore cover it; an installed
+    package uses the per-user `~/.cache/streamlet`.
+    """
+    configured = os.environ.get("STREAMLET_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser().resolve()
+    repo = Path(__file__).resolve().parents[2]
+    if (repo / "pyproject.toml").is_file() and (repo / "streamlet").is_dir():
+        return repo / ".cache"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "streamlet"
+
+
+def find_java() -> str:
+    """The `java` executable ($JAVA_HOME/bin/java, else the one on PATH)."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("java")
+    if found is None:
+        raise BrokerUnavailableError(
+            "Java was not found (neither $JAVA_HOME/bin/java nor java on PATH): the local Kafka broker "
+            "needs a Java 17+ runtime, e.g. `apt-get install openjdk-17-jre-headless`."
+        )
+    return found
+
+
+def find_maven() -> str:
+    found = shutil.which("mvn")
+    if found is None:
+        raise BrokerUnavailableError(
+            f"Maven (mvn) was not found on PATH: it is needed once to fetch the Apache Kafka {KAFKA_VERSION} "
+            "jars from Maven Central, e.g. `apt-get install maven`."
+        )
+    return found
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock held across processes (released when the process dies)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def kafka_home(cache: Path | None = None) -> Path:
+    return (cache or cache_dir()) / f"kafka-{KAFKA_VERSION}"
+
+
+def _jars_present(home: Path) -> bool:
+    return (home / "libs" / _BROKER_JAR).is_file()
+
+
+def ensure_kafka_jars(cache: Path | None = None) -> Path:
+    """Return the directory holding the Kafka broker jars, fetching them with Maven the first time.
+
+    Maven copies the dependencies into a private scratch directory that is renamed into place only
+    when complete, and the whole fetch runs under a lock file: a crashed or concurrent fetch never
+    leaves a half-filled jar directory behind for the next broker to trip over.
+    """
+    home = kafka_home(cache)
+    if _jars_present(home):
+        return home / "libs"
+    find_java()  # Maven needs Java too; say so first, in the words that matter
+    mvn = find_maven()
+    with _file_lock(home.parent / f"kafka-{KAFKA_VERSION}.lock"):
+        if _jars_present(home):  # another process fetched while we waited for the lock
+            return home / "libs"
+        scratch = home.parent / f"kafka-{KAFKA_VERSION}.partial-{os.getpid()}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        shutil.copy(_RESOURCES / "pom.xml", scratch / "pom.xml")
+        fetch_log = home.parent / f"kafka-{KAFKA_VERSION}-fetch.log"
+        print(f"streamlet: fetching Apache Kafka {KAFKA_VERSION} jars from Maven Central into {home} ...",
+              file=sys.stderr, flush=True)
+        with open(fetch_log, "wb") as out:
+            result = subprocess.run(
+                [mvn, "-B", "-q", "-Dstyle.color=never", "dependency:copy-dependencies",
+                 f"-DoutputDirectory={scratch / 'libs'}", "-DincludeScope=runtime"],
+                cwd=scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False,
+            )
+        if result.returncode != 0 or not _jars_present(scratch):
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise BrokerUnavailableError(
+                f"Maven could not fetch the Apache Kafka {KAFKA_VERSION} jars "
+                f"(exit code {result.returncode}); see {fetch_log}."
+            )
+        shutil.rmtree(home, ignore_errors=True)
+        os.rename(scratch, home)
+    return home / "libs"
+
+
+# -- ports ----------------------------------------------------------------------------------------
+
+def port_is_free(port: int) -> bool:
+    """True if a server could listen on 127.0.0.1:port (SO_REUSEADDR, as the JVM binds)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports that were free a moment ago (all bound at once, so none repeats)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((HOST, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+# -- process helpers ------------------------------------------------------------------------------
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux to SIGTERM the broker when the process that started it dies.
+
+    Without it a test run killed by Ctrl-C or a CI timeout leaves orphan JVMs holding ports. The
+    signal is tied to the *thread* that starts the broker, so start brokers from a long-lived thread.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent already died before the hook ran
+            os._exit(1)
+
+    return hook
+
+
+def _pid_alive(pid: int) -> bool:
+    """True if `pid` runs and is not a zombie (an exited child nobody has reaped yet)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def _pid_command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        result = subprocess.run(["ps", "-p", str(pid), "-o", "command="], capture_output=True, text=True,
+                                check=False)
+        return result.stdout
+
+
+def terminate_pid(pid: int, timeout: float) -> None:
+    """SIGTERM (the broker shuts down cleanly), then SIGKILL if it is still there after `timeout`."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _pid_alive(pid):
+            return
+        time.sleep(0.1)
+    log.warning("the Kafka broker (pid %d) did not stop within %.0fs; killing it", pid, timeout)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    while _pid_alive(pid):
+        time.sleep(0.05)
+
+
+def _random_cluster_id() -> str:
+    """A Kafka cluster id: a random UUID in URL-safe base64 without padding, not starting with '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+# -- the broker -----------------------------------------------------------------------------------
+
+class LocalKafkaBroker:
+    """A single-node Apache Kafka broker+controller (KRaft) listening on 127.0.0.1.
+
+    `port=None` picks a free port; `data_dir=None` uses a temporary directory that `stop()` removes
+    (a given `data_dir` is kept, and a formatted one is reused). `restart()` keeps port and data,
+    which is what tests of broker outages need. `detach=True` lets the broker outlive this Python
+    process (own session, no parent-death signal): `streamlet broker start` uses it.
+    """
+
+    def __init__(
+        self,
+        port: int | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        controller_port: int | None = None,
+        heap: str = "512m",
+        startup_timeout: float = 120.0,
+        stop_timeout: float = 30.0,
+        detach: bool = False,
+    ) -> None:
+        self._requested_port = port
+        self._requested_controller_port = controller_port
+        self._given_data_dir = Path(data_dir).resolve() if data_dir is not None else None
+        self.heap = heap
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.detach = detach
+        self.port: int | None = port
+        self.controller_port: int | None = controller_port
+        self.data_dir: Path | None = self._given_data_dir
+        self._owns_data_dir = False
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stdout: IO[bytes] | None = None
+
+    # -- public surface ----------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        if self.port is None:
+            raise BrokerUnavailableError("the broker has no port yet: start() it first")
+        return f"{HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def log_file(self) -> Path:
+        """The broker's own log (`server.log`), useful when a test wants to show why it failed."""
+        return self._dirs()[1] / "server.log"
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> LocalKafkaBroker:
+        if self.is_running():
+            return self
+        java = find_java()
+        libs = ensure_kafka_jars()
+        self._assign_ports()
+        if self.data_dir is None:
+            self.data_dir = Path(tempfile.mkdtemp(prefix="streamlet-kafka-"))
+            self._owns_data_dir = True
+        log_dirs, logs_dir = self._dirs()
+        log_dirs.mkdir(parents=True, exist_ok=True)
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        properties = self._write_server_properties()
+        classpath = f"{libs}{os.sep}*"
+        if not (log_dirs / "meta.properties").is_file():
+            self._format(java, classpath, properties)
+        server_log = logs_dir / "server.log"
+        log_offset = server_log.stat().st_size if server_log.exists() else 0
+        self._stdout = open(logs_dir / "broker.out", "ab")  # noqa: SIM115 - closed in _stop_process
+        began = time.monotonic()
+        self._process = subprocess.Popen(
+            [java, *self._jvm_options(f"-Xmx{self.heap}"), "-cp", classpath, "kafka.Kafka", str(properties)],
+            stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=subprocess.STDOUT,
+            start_new_session=self.detach,
+            preexec_fn=None if self.detach else _die_with_parent_hook(),
+        )
+        try:
+            self._wait_until_ready(server_log, log_offset)
+        except BaseException:
+            self._stop_process()
+            raise
+        log.info("Kafka %s broker at %s ready in %.1fs (data in %s)",
+                 KAFKA_VERSION, self.bootstrap_servers, time.monotonic() - began, self.data_dir)
+        return self
+
+    def stop(self) -> None:
+        """Stop the broker cleanly; a temporary data dir is removed, a given one is kept."""
+        self._stop_process()
+        if self._owns_data_dir and self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            self.data_dir = None
+            self._owns_data_dir = False
+
+    def restart(self) -> LocalKafkaBroker:
+        """Stop and start again on the same ports with the same data (nothing is lost)."""
+        self._stop_process()
+        return self.start()
+
+    def __enter__(self) -> LocalKafkaBroker:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = self.bootstrap_servers if self.port is not None else "no port yet"
+        return f"LocalKafkaBroker({where}, running={self.is_running()}, data_dir={self.data_dir})"
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _dirs(self) -> tuple[Path, Path]:
+        if self.data_dir is None:
+            raise BrokerUnavailableError("the broker has no data directory yet: start() it first")
+        return self.data_dir / "kafka-logs", self.data_dir / "logs"
+
+    def _assign_ports(self) -> None:
+        """Pick ports once; a restart reuses them so that clients reconnect to the same address."""
+        if self.port is None or self.controller_port is None:
+            spare = iter(free_ports(2))
+            if self.port is None:
+                self.port = next(spare)
+            if self.controller_port is None:
+                self.controller_port = next(p for p in spare if p != self.port)
+        for port in (self.port, self.controller_port):
+            if not port_is_free(port):
+                raise BrokerUnavailableError(f"port {port} on {HOST} is already in use, so the Kafka broker "
+                                             "cannot listen there.")
+
+    def _jvm_options(self, heap_option: str) -> list[str]:
+        logs_dir = self._dirs()[1]
+        return [
+            heap_option, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+            f"-Dkafka.logs.dir={logs_dir}", f"-Dlog4j.configuration=file:{_RESOURCES / 'log4j.properties'}",
+        ]
+
+    def _write_server_properties(self) -> Path:
+        log_dirs, _ = self._dirs()
+        assert self.data_dir is not None
+        settings: dict[str, Any] = {
+            "process.roles": "broker,controller",
+            "node.id": 1,
+            "controller.quorum.voters": f"1@{HOST}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": log_dirs,
+            # One node: every internal topic has one replica, and transactions work.
+            "num.partitions": 1,
+            "default.replication.factor": 1,
+            "min.insync.replicas": 1,
+            "offsets.topic.replication.factor": 1,
+            "offsets.topic.num.partitions": 10,
+            "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 10,
+            # Development speed: consumer groups form at once; topics the apps forget are created.
+            "group.initial.rebalance.delay.ms": 0,
+            "auto.create.topics.enable": "true",
+            "delete.topic.enable": "true",
+            # The log cleaner compacts changelogs; its default 128 MiB buffer would not fit the heap.
+            "log.cleaner.dedupe.buffer.size": 32 * 1024 * 1024,
+        }
+        path = self.data_dir / "server.properties"
+        path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        return path
+
+    def _format(self, java: str, classpath: str, properties: Path) -> None:
+        logs_dir = self._dirs()[1]
+        result = subprocess.run(
+            [java, *self._jvm_options("-Xmx256m"), "-cp", classpath, "kafka.tools.StorageTool", "format",
+             "-t", _random_cluster_id(), "-c", str(properties)],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+        )
+        (logs_dir / "format.out").write_text(result.stdout + result.stderr)
+        if result.returncode != 0:
+            reason = (result.stderr.strip() or result.stdout.strip()).splitlines()
+            raise BrokerUnavailableError(
+                f"formatting the Kafka data directory {self.data_dir} failed (exit code {result.returncode})"
+                f": {reason[-1] if reason else 'no output'}"
+            )
+
+    def _wait_until_ready(self, server_log: Path, log_offset: int) -> None:
+        """Wait for the broker's own "started" log line, then for its listener to accept connections.
+
+        The KRaft broker logs that line only after it registered with the controller and was
+        unfenced; a bare TCP connect could succeed earlier, before requests are served.
+        """
+        assert self._process is not None and self.port is not None
+        deadline = time.monotonic() + self.startup_timeout
+        started = False
+        while time.monotonic() < deadline:
+            code = self._process.poll()
+            if code is not None:
+                raise BrokerUnavailableError(self._startup_failure(code, server_log))
+            if not started:
+                started = self._log_contains(server_log, log_offset, _STARTED_MARKER)
+            if started and _accepts_connections(self.port):
+                return
+            time.sleep(0.1)
+        raise BrokerUnavailableError(
+            f"the Kafka broker did not become ready within {self.startup_timeout:.0f}s; see {server_log}."
+        )
+
+    @staticmethod
+    def _log_contains(path: Path, offset: int, text: str) -> bool:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                return text.encode() in handle.read()
+        except OSError:
+            return False
+
+    def _startup_failure(self, code: int, server_log: Path) -> str:
+        logs_dir = self._dirs()[1]
+        errors = [line for line in (_tail(server_log, 200) + "\n" + _tail(logs_dir / "broker.out", 50))
+                  .splitlines() if "ERROR" in line or "Exception" in line]
+        hint = f": {errors[-1].strip()}" if errors else ""
+        return f"the Kafka broker exited with code {code} while starting (logs in {logs_dir}){hint}"
+
+    def _stop_process(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            terminate_pid(process.pid, self.stop_timeout)
+        if process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+        if self._stdout is not None:
+            self._stdout.close()
+            self._stdout = None
+
+
+# -- the long-lived development broker (streamlet broker start|stop|status) -----------------------
+
+@dataclass
+class DevBrokerState:
+    pid: int
+    port: int
+    controller_port: int
+    data_dir: str
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+def dev_broker_dir() -> Path:
+    """`STREAMLET_DEV_BROKER_DIR`, else `<cache>/dev-broker`: state file and broker data."""
+    configured = os.environ.get("STREAMLET_DEV_BROKER_DIR")
+    return Path(configured).expanduser().resolve() if configured else cache_dir() / "dev-broker"
+
+
+def _state_file() -> Path:
+    return dev_broker_dir() / "state.json"
+
+
+def _read_state() -> DevBrokerState | None:
+    try:
+        raw = json.loads(_state_file().read_text())
+        return DevBrokerState(int(raw["pid"]), int(raw["port"]), int(raw["controller_port"]),
+                              str(raw["data_dir"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _is_our_broker(state: DevBrokerState) -> bool:
+    """The recorded pid is alive and still that broker (pids get reused after a reboot)."""
+    return _pid_alive(state.pid) and "kafka.Kafka" in _pid_command_line(state.pid) \
+        and state.data_dir in _pid_command_line(state.pid)
+
+
+def dev_broker_status() -> DevBrokerState | None:
+    """The running development broker, or None."""
+    state = _read_state()
+    return state if state is not None and _is_our_broker(state) else None
+
+
+def start_dev_broker(port: int | None = None) -> tuple[DevBrokerState, bool]:
+    """Start the background development broker unless it runs; returns (state, newly_started).
+
+    Without `port`, it listens on 9092 when that is free (the address every Kafka tutorial uses),
+    else on any free port. Its data survives stop/start in `<dev broker dir>/data`.
+    """
+    directory = dev_broker_dir()
+    with _file_lock(directory / "state.lock"):
+        running = dev_broker_status()
+        if running is not None:
+            return running, False
+        previous = _read_state()
+        if port is None:
+            port = DEFAULT_DEV_PORT if port_is_free(DEFAULT_DEV_PORT) else None
+        controller_port = None  # reuse the last one: the quorum's voter address stays the same
+        if previous is not None and previous.controller_port != port \
+                and port_is_free(previous.controller_port):
+            controller_port = previous.controller_port
+        broker = LocalKafkaBroker(port, directory / "data", controller_port=controller_port, detach=True)
+        broker.start()
+        assert broker.pid is not None and broker.port is not None and broker.controller_port is not None
+        state = DevBrokerState(broker.pid, broker.port, broker.controller_port, str(broker.data_dir))
+        _state_file().write_text(json.dumps(asdict(state), indent=2) + "\n")
+        return state, True
+
+
+def stop_dev_broker(timeout: float = 30.0) -> DevBrokerState | None:
+    """Stop the background development broker; returns what was stopped, or None if none ran."""
+    with _file_lock(dev_broker_dir() / "state.lock"):
+        running = dev_broker_status()
+        if running is not None:
+            terminate_pid(running.pid, timeout)
+        return running

@@ -1,0 +1,75 @@
+"""`RecordSender`: delivers drained task output to Kafka with aiokafka's batch API.
+
+Records arrive already serialized and partitioned (see `RecordCollector`), grouped per partition,
+so they go straight into `BatchBuilder`s: one await per full batch, never one per record. Delivery
+futures are kept until `flush()`, which a commit awaits before committing offsets: a record's input
+offset is committed only once the record is acknowledged. `flush()` also returns, per partition,
+the next offset after our last acknowledged record, which the tasks write into their checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from streamlet.actors.record_collector import ProducedRecord
+from streamlet.errors import StreamsError
+
+
+class ProductionError(StreamsError):
+    """The producer could not deliver records to a topic partition."""
+
+
+class RecordSender:
+    def __init__(self, producer: Any) -> None:
+        self._producer = producer
+        self._inflight: list[tuple[str, int, int, asyncio.Future[Any]]] = []
+        self.acked_offsets: dict[tuple[str, int], int] = {}
+        self.sent = 0
+
+    async def send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
+        producer = self._producer
+        for (topic, partition), records in drained.items():
+            builder = producer.create_batch()
+            count = 0
+            for r in records:
+                if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
+                                  headers=list(r.headers)) is None:
+                    if count == 0:
+                        raise ProductionError(f"a record for {topic}-{partition} is larger than the batch size")
+                    await self._submit(builder, topic, partition, count)
+                    builder = producer.create_batch()
+                    count = 0
+                    if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
+                                      headers=list(r.headers)) is None:
+                        raise ProductionError(f"a record for {topic}-{partition} is larger than the batch size")
+                count += 1
+            if count:
+                await self._submit(builder, topic, partition, count)
+
+    async def _submit(self, builder: Any, topic: str, partition: int, count: int) -> None:
+        fut = await self._producer.send_batch(builder, topic, partition=partition)
+        self._inflight.append((topic, partition, count, fut))
+        self.sent += count
+
+    async def flush(self) -> dict[tuple[str, int], int]:
+        """Wait until everything sent so far is acknowledged; raise if anything failed."""
+        inflight, self._inflight = self._inflight, []
+        if inflight:
+            results = await asyncio.gather(*(f for _, _, _, f in inflight), return_exceptions=True)
+            errors = []
+            for (topic, partition, count, _), res in zip(inflight, results, strict=True):
+                if isinstance(res, BaseException):
+                    errors.append(f"{topic}-{partition}: {type(res).__name__}: {res}")
+                    continue
+                nxt = res.offset + count
+                key = (topic, partition)
+                if nxt > self.acked_offsets.get(key, -1):
+                    self.acked_offsets[key] = nxt
+            if errors:
+                raise ProductionError("failed to produce records: " + "; ".join(errors[:5]))
+        return dict(self.acked_offsets)
+
+    def forget(self) -> None:
+        """Drop in-flight futures without waiting (after the producer itself failed or was closed)."""
+        self._inflight = []

@@ -1,0 +1,203 @@
+"""`Supervisor`: one group member — consumer, producer, task actors — run as one task group.
+
+The supervisor is the only place that talks to the consumer group: it polls, routes each consumed
+batch to the actor of its task, commits on the commit interval, and handles rebalance callbacks.
+Its task group holds the poll loop and every task actor, so a failure anywhere cancels the whole
+member (structured concurrency) and surfaces in `KafkaStreams` as the ERROR state.
+
+Rebalances (aiokafka's eager protocol): on revoke, dispatch stops and everything processed so far
+is flushed and committed; on assign, tasks whose partitions left are closed and new tasks are
+created and restored before any of their records is dispatched. Tasks whose partitions stayed keep
+their open stores.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+
+from streamlet.config import StreamsConfig
+from streamlet.errors import StreamsError
+from streamlet.runtime.changelog_reader import ChangelogReader
+from streamlet.runtime.record_sender import RecordSender
+from streamlet.runtime.task_manager import TaskManager
+from streamlet.runtime.topics import TopicPlan, prepare_topics
+from streamlet.topology import Topology
+
+log = logging.getLogger(__name__)
+
+
+def make_assignor(topic_to_subtopology: dict[str, int]) -> Any:
+    """The task-aware assignor; aiokafka's range assignor co-partitions equal-sized topics meanwhile."""
+    try:
+        from streamlet.runtime import assignor
+    except ImportError:
+        from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+        return RangePartitionAssignor
+    return assignor.make_assignor(topic_to_subtopology)
+
+
+class _RebalanceListener(ConsumerRebalanceListener):
+    def __init__(self, supervisor: Supervisor) -> None:
+        self._sup = supervisor
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._sup.on_revoked(revoked)
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._sup.on_assigned(assigned)
+
+
+class Supervisor:
+    def __init__(self, topology: Topology, config: StreamsConfig,
+                 on_rebalance: Callable[[bool], None] | None = None) -> None:
+        self.topology = topology
+        self.config = config
+        self.app_id = config.application_id
+        self._on_rebalance = on_rebalance or (lambda _running: None)
+        self._stop = anyio.Event()
+        self._dispatch_lock = anyio.Lock()
+        self._commit_interval_s = int(config["commit.interval.ms"]) / 1000
+        self.plan: TopicPlan | None = None
+        self.tasks: TaskManager | None = None
+        self.consumer: Any = None
+        self.producer: Any = None
+        self.restore_consumer: Any = None
+        self.assigned: set[tuple[str, int]] = set()
+        self.commits = 0
+
+    def resolve_topic(self, name: str) -> str:
+        return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
+
+    def _partition_count(self, topic: str) -> int:
+        assert self.plan is not None
+        n = self.plan.partition_counts.get(topic)
+        if n is None:
+            raise StreamsError(f"topic {topic!r} is unknown to this application (not created or described)")
+        return n
+
+    def _state_root(self) -> Path:
+        base = self.config.get("state.dir")
+        if not base:
+            import tempfile
+
+            base = str(Path(tempfile.gettempdir()) / "streamlet")
+        return Path(base) / self.app_id
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        return {"bootstrap_servers": self.config["bootstrap.servers"],
+                "client_id": self.config.get("client.id") or f"{self.app_id}-streamlet"}
+
+    async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run until `stop()`; then commit and close cleanly. Reports started once the group is joined."""
+        config = self.config
+        self.plan = await prepare_topics(self.topology, config, self.resolve_topic)
+        self.producer = AIOKafkaProducer(
+            **self._client_kwargs(), acks="all", enable_idempotence=True, linger_ms=5,
+            max_batch_size=1024 * 1024, max_request_size=4 * 1024 * 1024,
+        )
+        assignor = make_assignor(self.plan.topic_to_subtopology)
+        self.consumer = AIOKafkaConsumer(
+            **self._client_kwargs(), group_id=self.app_id, enable_auto_commit=False,
+            auto_offset_reset=str(config["auto.offset.reset"]),
+            isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
+            max_poll_records=int(config["max.poll.records"]),
+            session_timeout_ms=int(config["session.timeout.ms"]),
+            heartbeat_interval_ms=int(config["heartbeat.interval.ms"]),
+            partition_assignment_strategy=(assignor,),
+        )
+        self.restore_consumer = AIOKafkaConsumer(
+            **self._client_kwargs(), group_id=None, enable_auto_commit=False,
+            isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
+        )
+        sender = RecordSender(self.producer)
+        self.tasks = TaskManager(self.topology, config, sender, ChangelogReader(self.restore_consumer),
+                                 self._state_root(), self.resolve_topic, self._partition_count)
+        await self.producer.start()
+        try:
+            await self.restore_consumer.start()
+            try:
+                await self.consumer.start()
+                try:
+                    self.consumer.subscribe(sorted(self.plan.source_topics), listener=_RebalanceListener(self))
+                    async with anyio.create_task_group() as tg:
+                        self.tasks.bind(tg)
+                        task_status.started()
+                        await self._poll_loop()
+                        await self._shutdown()
+                finally:
+                    await self.consumer.stop()
+            finally:
+                await self.restore_consumer.stop()
+        finally:
+            await self.producer.stop()
+
+    async def _poll_loop(self) -> None:
+        assert self.tasks is not None
+        consumer = self.consumer
+        poll_ms = int(self.config["poll.ms"])
+        max_records = int(self.config["max.poll.records"])
+        last_commit = time.monotonic()
+        while not self._stop.is_set():
+            batches = await consumer.getmany(timeout_ms=poll_ms, max_records=max_records)
+            if batches:
+                async with self._dispatch_lock:
+                    for tp, records in batches.items():
+                        actor = self.tasks.actor_for(tp.topic, tp.partition)
+                        if actor is None or (tp.topic, tp.partition) not in self.assigned:
+                            # Fetched before a rebalance took the partition away: the new owner
+                            # re-reads it from the committed offset.
+                            continue
+                        await actor.post_records(tp.topic, tp.partition, records)
+            now = time.monotonic()
+            if now - last_commit >= self._commit_interval_s or self._commit_requested():
+                async with self._dispatch_lock:
+                    await self._commit()
+                last_commit = now
+
+    def _commit_requested(self) -> bool:
+        assert self.tasks is not None
+        return any(a.task.commit_requested for a in self.tasks.actors.values())
+
+    async def _commit_offsets(self, offsets: dict[tuple[str, int], int]) -> None:
+        await self.consumer.commit({TopicPartition(t, p): o for (t, p), o in offsets.items()})
+
+    async def _commit(self) -> None:
+        assert self.tasks is not None
+        if await self.tasks.commit(self._commit_offsets):
+            self.commits += 1
+
+    async def _shutdown(self) -> None:
+        assert self.tasks is not None
+        async with self._dispatch_lock:
+            await self._commit()
+            await self.tasks.close_all(clean=True)
+
+    # -- rebalance callbacks ------------------------------------------------------------------------
+    async def on_revoked(self, revoked: Any) -> None:
+        self._on_rebalance(False)
+        assert self.tasks is not None
+        async with self._dispatch_lock:
+            self.assigned = set()
+            try:
+                await self._commit()
+            except Exception:
+                log.exception("commit on revocation failed; the new owners will reprocess from the last commit")
+
+    async def on_assigned(self, assigned: Any) -> None:
+        assert self.tasks is not None
+        async with self._dispatch_lock:
+            parts = {(tp.topic, tp.partition) for tp in assigned}
+            await self.tasks.assign(parts)
+            self.assigned = parts
+        self._on_rebalance(True)

@@ -1,0 +1,344 @@
+"""`TopologyTestDriver`: runs a topology in memory, one record at a time, with no broker.
+
+It drives the very same `StreamTask` core as the Kafka runtime (one task per sub-topology, every
+topic with one partition), so a unit test exercises the real processor graph, stores, caches and
+punctuation rules. Like Kafka Streams' driver, each piped record is processed fully — through
+repartition topics into downstream sub-topologies — and committed before `pipe_input` returns, and
+wall-clock time only moves when the test advances it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from streamlet.actors.record_collector import ProducedRecord, RecordCollector
+from streamlet.actors.stream_task import StreamTask
+from streamlet.config import StreamsConfig
+from streamlet.errors import StreamsError
+from streamlet.processor import to_millis
+from streamlet.record import Headers, KeyValue, Record
+from streamlet.serdes import Deserializer, Serde, Serializer
+from streamlet.stores.api import KeyValueStore, StateStore
+from streamlet.topology import Topology
+
+DEFAULT_APP_ID = "dummy-topology-test-driver-app-id"
+
+
+class NoSuchElementError(StreamsError, LookupError):
+    """Reading from an output topic that holds no (more) records."""
+
+
+@dataclass(slots=True)
+class _Consumed:
+    """A record as the task would consume it from Kafka."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers = field(default=())
+
+
+def _to_ms(ts: int | datetime | None) -> int | None:
+    if ts is None or isinstance(ts, int):
+        return ts
+    if isinstance(ts, datetime):
+        if ts.tzinfo is None:
+            raise ValueError("timestamps must be aware datetimes (with tzinfo) or int milliseconds")
+        return int(ts.timestamp() * 1000)
+    raise TypeError(f"a timestamp must be int ms or an aware datetime, got {ts!r}")
+
+
+def _serializer(s: Serde[Any] | Serializer[Any] | None, fallback: Serde[Any] | None) -> Serializer[Any]:
+    if isinstance(s, Serde):
+        return s.serializer
+    if isinstance(s, Serializer):
+        return s
+    if isinstance(s, type) and issubclass(s, Serde):
+        return s().serializer
+    if fallback is None:
+        raise StreamsError("no serde given and no default serde configured")
+    return fallback.serializer
+
+
+def _deserializer(s: Serde[Any] | Deserializer[Any] | None, fallback: Serde[Any] | None) -> Deserializer[Any]:
+    if isinstance(s, Serde):
+        return s.deserializer
+    if isinstance(s, Deserializer):
+        return s
+    if isinstance(s, type) and issubclass(s, Serde):
+        return s().deserializer
+    if fallback is None:
+        raise StreamsError("no serde given and no default serde configured")
+    return fallback.deserializer
+
+
+class TestInputTopic:
+    """Pipes records into one input topic of the driver."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, driver: TopologyTestDriver, name: str, key_ser: Serializer[Any],
+                 value_ser: Serializer[Any], start_ms: int, advance_ms: int) -> None:
+        self._driver = driver
+        self.name = name
+        self._key_ser = key_ser
+        self._value_ser = value_ser
+        self._current_ms = start_ms
+        self._advance_ms = advance_ms
+
+    def _next_ts(self, timestamp: int | datetime | None) -> int:
+        ms = _to_ms(timestamp)
+        if ms is None:
+            ms = self._current_ms
+            self._current_ms += self._advance_ms
+        return ms
+
+    def pipe_input(self, key: Any = None, value: Any = None, timestamp: int | datetime | None = None,
+                   headers: Headers | None = None) -> None:
+        ts = self._next_ts(timestamp)
+        self._driver._pipe(self.name, self._key_ser.serialize(self.name, key),
+                           self._value_ser.serialize(self.name, value), ts, tuple(headers or ()))
+
+    def pipe_record(self, record: Record) -> None:
+        self.pipe_input(record.key, record.value, record.timestamp, record.headers)
+
+    def pipe_value_list(self, values: list[Any]) -> None:
+        for v in values:
+            self.pipe_input(None, v)
+
+    def pipe_key_value_list(self, pairs: list[KeyValue] | list[tuple[Any, Any]]) -> None:
+        for k, v in pairs:
+            self.pipe_input(k, v)
+
+    def pipe_record_list(self, records: list[Record]) -> None:
+        for r in records:
+            self.pipe_record(r)
+
+    def advance_time(self, advance: timedelta | int) -> None:
+        self._current_ms += to_millis(advance)
+
+
+class TestOutputTopic:
+    """Reads, in order, what the topology wrote to one topic."""
+
+    __test__ = False
+
+    def __init__(self, driver: TopologyTestDriver, name: str, key_de: Deserializer[Any],
+                 value_de: Deserializer[Any]) -> None:
+        self._queue = driver._output_queue(name)
+        self.name = name
+        self._key_de = key_de
+        self._value_de = value_de
+
+    def read_record(self) -> Record:
+        if not self._queue:
+            raise NoSuchElementError(f"no more records in output topic {self.name!r}")
+        r = self._queue.popleft()
+        return Record(self._key_de.deserialize(self.name, r.key), self._value_de.deserialize(self.name, r.value),
+                      r.timestamp, r.headers)
+
+    def read_key_value(self) -> KeyValue:
+        r = self.read_record()
+        return KeyValue(r.key, r.value)
+
+    def read_value(self) -> Any:
+        return self.read_record().value
+
+    def read_records_to_list(self) -> list[Record]:
+        out = []
+        while self._queue:
+            out.append(self.read_record())
+        return out
+
+    def read_key_values_to_list(self) -> list[KeyValue]:
+        return [KeyValue(r.key, r.value) for r in self.read_records_to_list()]
+
+    def read_values_to_list(self) -> list[Any]:
+        return [r.value for r in self.read_records_to_list()]
+
+    def read_key_values_to_map(self) -> dict[Any, Any]:
+        """Latest value per key; a tombstone (None value) removes the key."""
+        result: dict[Any, Any] = {}
+        for r in self.read_records_to_list():
+            if r.value is None:
+                result.pop(r.key, None)
+            else:
+                result[r.key] = r.value
+        return result
+
+    def is_empty(self) -> bool:
+        return not self._queue
+
+    def get_queue_size(self) -> int:
+        return len(self._queue)
+
+
+class TopologyTestDriver:
+    """Runs a `Topology` synchronously in memory (see the module docstring)."""
+
+    __test__ = False
+
+    def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any] | None = None,
+                 initial_wall_clock_time: int | datetime | None = None) -> None:
+        topology.validate()
+        base = dict(StreamsConfig.of(config))
+        if not base.get("application.id"):
+            base["application.id"] = DEFAULT_APP_ID
+        self._tmp_state: str | None = None
+        if not base.get("state.dir"):
+            self._tmp_state = tempfile.mkdtemp(prefix="streamlet-driver-")
+            base["state.dir"] = self._tmp_state
+        self.config = StreamsConfig(base)
+        self.topology = topology
+        wall = _to_ms(initial_wall_clock_time)
+        self._wall_ms = int(time.time() * 1000) if wall is None else wall
+        app_id = self.config.application_id
+        self._resolve = lambda t: f"{app_id}-{t}" if t in topology.internal_topics else t
+        self._outputs: dict[str, deque[ProducedRecord]] = {}
+        self._offsets: dict[str, int] = {}
+        self._collector = RecordCollector(lambda _topic: 1)
+        state_root = Path(self.config["state.dir"]) / app_id
+        cache_total = int(self.config["statestore.cache.max.bytes"])
+        subs = topology.sub_topologies()
+        self._tasks: list[StreamTask] = []
+        self._task_by_topic: dict[str, StreamTask] = {}
+        for sub in subs:
+            task = StreamTask(topology, sub, 0, self.config, self._collector, state_root,
+                              clock=lambda: self._wall_ms, resolve_topic=self._resolve,
+                              cache_bytes=cache_total // max(1, len(subs)))
+            self._tasks.append(task)
+            for t in task.sources_by_topic:
+                self._task_by_topic[t] = task
+        for task in self._tasks:
+            task.initialize_stores()
+        for task in self._tasks:
+            task.initialize_processors()
+        self._closed = False
+        self._capture()
+
+    # -- topics -------------------------------------------------------------------------------------
+    def create_input_topic(self, name: str, key_serde: Any = None, value_serde: Any = None,
+                           start_timestamp: int | datetime | None = None,
+                           auto_advance: timedelta | int = 0) -> TestInputTopic:
+        if name not in self._task_by_topic:
+            raise StreamsError(f"unknown topic {name!r}: no source of the topology reads it "
+                               f"(known: {sorted(self._task_by_topic)})")
+        start = _to_ms(start_timestamp)
+        return TestInputTopic(self, name,
+                              _serializer(key_serde, self.config.default_key_serde()),
+                              _serializer(value_serde, self.config.default_value_serde()),
+                              int(time.time() * 1000) if start is None else start, to_millis(auto_advance))
+
+    def create_output_topic(self, name: str, key_serde: Any = None, value_serde: Any = None) -> TestOutputTopic:
+        return TestOutputTopic(self, name,
+                               _deserializer(key_serde, self.config.default_key_serde()),
+                               _deserializer(value_serde, self.config.default_value_serde()))
+
+    def _output_queue(self, topic: str) -> deque[ProducedRecord]:
+        q = self._outputs.get(topic)
+        if q is None:
+            q = self._outputs[topic] = deque()
+        return q
+
+    def produced_topic_names(self) -> set[str]:
+        return {t for t, q in self._outputs.items() if q}
+
+    # -- stores -------------------------------------------------------------------------------------
+    def get_state_store(self, name: str) -> StateStore:
+        for task in self._tasks:
+            if name in task.stores:
+                return task.stores[name]
+        raise StreamsError(f"no state store named {name!r} in the topology")
+
+    def get_key_value_store(self, name: str) -> KeyValueStore[Any, Any]:
+        store = self.get_state_store(name)
+        if not isinstance(store, KeyValueStore):
+            raise StreamsError(f"state store {name!r} is not a key-value store")
+        return store
+
+    def get_all_state_stores(self) -> dict[str, StateStore]:
+        return {n: s for task in self._tasks for n, s in task.stores.items()}
+
+    # -- time ---------------------------------------------------------------------------------------
+    def advance_wall_clock_time(self, advance: timedelta | int) -> None:
+        self._check_open()
+        self._wall_ms += to_millis(advance)
+        for task in self._tasks:
+            task.maybe_punctuate_wall_clock(self._wall_ms)
+        self._complete_work()
+
+    @property
+    def wall_clock_time_ms(self) -> int:
+        return self._wall_ms
+
+    # -- processing ---------------------------------------------------------------------------------
+    def _pipe(self, topic: str, key: bytes | None, value: bytes | None, ts: int, headers: Headers) -> None:
+        self._check_open()
+        task = self._task_by_topic.get(topic)
+        if task is None:
+            raise StreamsError(f"unknown topic {topic!r}: no source of the topology reads it")
+        self._enqueue(task, topic, key, value, ts, headers)
+        self._complete_work()
+
+    def _enqueue(self, task: StreamTask, topic: str, key: bytes | None, value: bytes | None, ts: int,
+                 headers: Headers) -> None:
+        offset = self._offsets.get(topic, 0)
+        self._offsets[topic] = offset + 1
+        task.add_records(topic, 0, [_Consumed(topic, 0, offset, ts, key, value, headers)])
+
+    def _complete_work(self) -> None:
+        """Process until nothing is buffered anywhere, committing (flushing caches) every round."""
+        while True:
+            for task in self._tasks:
+                task.process()
+            for task in self._tasks:
+                task.prepare_commit()
+            if not self._capture():
+                break
+
+    def _capture(self) -> bool:
+        """Move produced records to the output topics; feed internal ones back. True if any was fed."""
+        fed = False
+        for (topic, _partition), records in self._collector.drain().items():
+            q = self._output_queue(topic)
+            q.extend(records)
+            task = self._task_by_topic.get(topic)
+            if task is not None:
+                for r in records:
+                    self._enqueue(task, topic, r.key, r.value, r.timestamp, r.headers)
+                fed = True
+        return fed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StreamsError("the TopologyTestDriver is closed")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for task in self._tasks:
+                task.close(clean=True)
+            self._capture()
+        finally:
+            if self._tmp_state is not None:
+                shutil.rmtree(self._tmp_state, ignore_errors=True)
+
+    def __enter__(self) -> TopologyTestDriver:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

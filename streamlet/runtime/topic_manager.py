@@ -1,0 +1,353 @@
+"""Topic preparation at start-up: check the user's topics, then create and verify the internal ones.
+
+Kafka Streams fails fast (MissingSourceTopicException) when a topic the application reads does not
+exist, and creates the topics the application owns before it joins its group:
+
+* repartition topics (`<application.id>-<name>`): as many partitions as the sub-topology that writes
+  them has tasks, i.e. the max partition count of that sub-topology's source topics. Repartition topics
+  can feed further sub-topologies, so the counts are resolved iteratively to a fixed point.
+* changelog topics (`<application.id>-<store>-changelog`, for stores with logging enabled): compacted,
+  one partition per task of the sub-topology that owns the store.
+
+An existing internal topic with the wrong partition count is an error (the keys would no longer map to
+the tasks that own their state). Several instances start at once, so "already exists" from a
+concurrent creation is expected and fine.
+
+Two layers: `plan_internal_topics` is pure (topology + partition counts in, plan out) so the counting
+rules are testable without a broker; `ensure_topics` / `prepare_topics` do the I/O with aiokafka's
+admin client.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+from streamlet.errors import StreamsError
+from streamlet.topology import Topology
+
+log = logging.getLogger(__name__)
+
+# Kafka Streams' defaults for the topics it owns (checked against kafka-streams 3.9.1's
+# RepartitionTopicConfig / UnwindowedUnversionedChangelogTopicConfig). Kafka Streams also gives
+# repartition topics retention.ms=-1 because it deletes consumed records itself after each commit;
+# streamlet keeps the broker's retention until it purges repartition topics the same way.
+REPARTITION_TOPIC_DEFAULTS: Mapping[str, str] = {
+    "cleanup.policy": "delete",
+    "segment.bytes": "52428800",
+    "message.timestamp.type": "CreateTime",
+}
+CHANGELOG_TOPIC_DEFAULTS: Mapping[str, str] = {
+    "cleanup.policy": "compact",
+    "message.timestamp.type": "CreateTime",
+}
+
+_NO_ERROR = 0
+_TOPIC_ALREADY_EXISTS = 36
+
+
+class MissingTopicsError(StreamsError):
+    """Topics the topology reads or writes do not exist; names them all."""
+
+    def __init__(self, missing_sources: Iterable[str], missing_sinks: Iterable[str] = ()) -> None:
+        self.missing_sources = sorted(missing_sources)
+        self.missing_sinks = sorted(missing_sinks)
+        parts = []
+        if self.missing_sources:
+            parts.append(f"source topics {self.missing_sources}")
+        if self.missing_sinks:
+            parts.append(f"sink topics {self.missing_sinks}")
+        super().__init__(f"{' and '.join(parts)} do not exist; create them before starting the application")
+
+
+class MissingSourceTopicError(MissingTopicsError):
+    """A topic the topology reads does not exist (Kafka Streams: MissingSourceTopicException)."""
+
+
+class MissingSinkTopicError(MissingTopicsError):
+    """Only output topics are missing: streamlet needs their partition counts to partition like Java."""
+
+
+class InternalTopicError(StreamsError):
+    """An internal topic cannot be created, or exists with a partition count that does not match."""
+
+
+# -- names ---------------------------------------------------------------------------------------------------
+def internal_topic_name(application_id: str, name: str) -> str:
+    return f"{application_id}-{name}"
+
+
+def changelog_topic_name(application_id: str, store_name: str) -> str:
+    return f"{application_id}-{store_name}-changelog"
+
+
+def resolve_topic(topology: Topology, application_id: str, name: str) -> str:
+    """The real name of a topic as the topology names it (internal topics get the application prefix)."""
+    return internal_topic_name(application_id, name) if name in topology.internal_topics else name
+
+
+# -- the plan (pure) ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InternalTopic:
+    name: str  # real name
+    kind: str  # "repartition" | "changelog"
+    partitions: int
+    config: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class TopicPlan:
+    """Every topic the application touches, with partition counts; input of `ensure_topics`."""
+
+    application_id: str
+    source_topics: dict[str, int]
+    """Real name of every source topic -> id of the sub-topology reading it (the assignor's input)."""
+    subtopology_partitions: dict[int, int]
+    """Sub-topology id -> number of tasks."""
+    user_topics: dict[str, int]
+    """Partition counts of the non-internal topics the application reads or writes."""
+    internal_topics: dict[str, InternalTopic] = field(default_factory=dict)
+    changelog_topics: dict[str, str] = field(default_factory=dict)
+    """Store name -> real changelog topic name, for stores with logging enabled."""
+
+    @property
+    def partition_counts(self) -> dict[str, int]:
+        counts = dict(self.user_topics)
+        counts.update((name, t.partitions) for name, t in self.internal_topics.items())
+        return counts
+
+
+def user_topics(topology: Topology) -> tuple[set[str], set[str]]:
+    """(sources, sinks): the topics the topology reads and writes that the application does not own."""
+    sources: set[str] = set()
+    sinks: set[str] = set()
+    for sub in topology.sub_topologies():
+        sources.update(t for t in sub.source_topics if t not in topology.internal_topics)
+        sinks.update(t for t in sub.sink_topics if t not in topology.internal_topics)
+    return sources, sinks - sources
+
+
+def plan_internal_topics(
+    topology: Topology, application_id: str, source_partition_counts: Mapping[str, int]
+) -> TopicPlan:
+    """Resolve task counts and internal topic partition counts from the user topics' partition counts.
+
+    `source_partition_counts`: partition counts of existing topics by real name; must cover every user
+    source topic (else MissingSourceTopicError) and should cover user sink topics (else
+    MissingSinkTopicError: the runtime partitions output itself and needs the count).
+    """
+    subs = topology.sub_topologies()
+    sources, sinks = user_topics(topology)
+    missing_sources = {t for t in sources if t not in source_partition_counts}
+    missing_sinks = {t for t in sinks if t not in source_partition_counts}
+    if missing_sources:
+        raise MissingSourceTopicError(missing_sources, missing_sinks)
+    if missing_sinks:
+        raise MissingSinkTopicError((), missing_sinks)
+
+    writers: dict[str, set[int]] = {}
+    for sub in subs:
+        for t in sub.sink_topics:
+            if t in topology.internal_topics:
+                writers.setdefault(t, set()).add(sub.id)
+
+    internal_counts: dict[str, int] = {
+        name: spec.num_partitions for name, spec in topology.internal_topics.items() if spec.num_partitions
+    }
+    tasks: dict[int, int] = {}
+
+    def count_of(topic: str) -> int | None:
+        if topic in topology.internal_topics:
+            return internal_counts.get(topic)
+        return source_partition_counts[topic]
+
+    changed = True
+    while changed:  # each pass resolves at least one more sub-topology or topic, or stops
+        changed = False
+        for sub in subs:
+            if sub.id in tasks:
+                continue
+            counts = [count_of(t) for t in sub.source_topics]
+            if counts and all(c is not None for c in counts):
+                tasks[sub.id] = max(c for c in counts if c is not None)
+                changed = True
+        for name in topology.internal_topics:
+            if name in internal_counts:
+                continue
+            upstream = writers.get(name, set())
+            if upstream and upstream <= tasks.keys():
+                internal_counts[name] = max(tasks[s] for s in upstream)
+                changed = True
+
+    unresolved = sorted(name for name in topology.internal_topics if name not in internal_counts)
+    if unresolved:
+        raise InternalTopicError(
+            f"cannot determine the partition count of internal topics {unresolved}: no sub-topology with "
+            "known partitions writes them (give them a partition count)"
+        )
+    stuck = sorted(sub.id for sub in subs if sub.id not in tasks)
+    if stuck:
+        raise InternalTopicError(f"cannot determine the number of tasks of sub-topologies {stuck}")
+
+    internal: dict[str, InternalTopic] = {}
+    for name, spec in topology.internal_topics.items():
+        real = internal_topic_name(application_id, name)
+        defaults = CHANGELOG_TOPIC_DEFAULTS if spec.kind == "changelog" else REPARTITION_TOPIC_DEFAULTS
+        internal[real] = InternalTopic(real, spec.kind, internal_counts[name], {**defaults, **spec.config})
+    changelogs: dict[str, str] = {}
+    for sub in subs:
+        for store in sub.stores:
+            builder = topology.store_builders[store]
+            if not builder.logging_enabled:
+                continue
+            real = changelog_topic_name(application_id, store)
+            config = {**CHANGELOG_TOPIC_DEFAULTS, **(getattr(builder, "logging_config", None) or {})}
+            internal[real] = InternalTopic(real, "changelog", tasks[sub.id], config)
+            changelogs[store] = real
+
+    return TopicPlan(
+        application_id=application_id,
+        source_topics={resolve_topic(topology, application_id, t): sub.id for sub in subs for t in sub.source_topics},
+        subtopology_partitions=dict(sorted(tasks.items())),
+        user_topics={t: source_partition_counts[t] for t in sorted(sources | sinks)},
+        internal_topics=internal,
+        changelog_topics=changelogs,
+    )
+
+
+# -- I/O -----------------------------------------------------------------------------------------------------------
+@asynccontextmanager
+async def _admin_client(admin_or_bootstrap: Any) -> AsyncIterator[Any]:
+    """Use the caller's started admin client, or start (and close) one for a bootstrap string."""
+    if not isinstance(admin_or_bootstrap, str):
+        yield admin_or_bootstrap
+        return
+    admin = AIOKafkaAdminClient(bootstrap_servers=admin_or_bootstrap)
+    await admin.start()
+    try:
+        yield admin
+    finally:
+        await admin.close()
+
+
+async def describe_partition_counts(admin: Any, topics: Iterable[str] | None = None) -> dict[str, int]:
+    """Partition counts of the existing topics among `topics` (all topics when None).
+
+    Asks for the metadata of *all* topics: naming a missing topic in a metadata request would make a
+    broker with `auto.create.topics.enable=true` create it, with the wrong partition count.
+    """
+    wanted = None if topics is None else set(topics)
+    counts: dict[str, int] = {}
+    for entry in await admin.describe_topics(None):
+        name = entry["topic"]
+        if entry.get("error_code", _NO_ERROR) != _NO_ERROR or not entry["partitions"]:
+            continue
+        if wanted is None or name in wanted:
+            counts[name] = len(entry["partitions"])
+    return counts
+
+
+async def _broker_default_replication(admin: Any) -> int:
+    """The cluster's `default.replication.factor` (aiokafka's CreateTopics v3 cannot send -1 for it)."""
+    cluster = await admin.describe_cluster()
+    broker_ids = sorted(b["node_id"] for b in cluster["brokers"])
+    if not broker_ids:
+        raise InternalTopicError("the cluster reports no brokers")
+    responses = await admin.describe_configs(
+        [ConfigResource(ConfigResourceType.BROKER, str(broker_ids[0]), {"default.replication.factor": None})]
+    )
+    for response in responses:
+        for resource in response.resources:
+            for entry in resource[4]:  # (name, value, read_only, ...) per config entry
+                if entry[0] == "default.replication.factor" and entry[1] is not None:
+                    return int(entry[1])
+    return min(3, len(broker_ids))
+
+
+async def ensure_topics(
+    admin_or_bootstrap: Any,
+    plan: TopicPlan,
+    *,
+    replication_factor: int = -1,
+    timeout_s: float = 30.0,
+) -> dict[str, int]:
+    """Create the plan's missing internal topics and verify them all; returns every topic's partition count.
+
+    `replication_factor` -1 uses the broker's default. Idempotent, and safe while other instances of the
+    same application do the same. Raises InternalTopicError when an internal topic exists with another
+    partition count, or cannot be created.
+    """
+    async with _admin_client(admin_or_bootstrap) as admin:
+        existing = await describe_partition_counts(admin, plan.internal_topics)
+        _check_partition_counts(plan, existing)
+        to_create = [t for name, t in sorted(plan.internal_topics.items()) if name not in existing]
+        if to_create:
+            replication = replication_factor if replication_factor > 0 else await _broker_default_replication(admin)
+            response = await admin.create_topics(
+                [NewTopic(t.name, t.partitions, replication, topic_configs=dict(t.config)) for t in to_create]
+            )
+            failures = []
+            for topic_error in response.topic_errors:
+                name, code = topic_error[0], topic_error[1]
+                message = topic_error[2] if len(topic_error) > 2 else None
+                if code == _TOPIC_ALREADY_EXISTS:
+                    log.info("internal topic %s was created concurrently (another instance)", name)
+                elif code != _NO_ERROR:
+                    failures.append(f"{name}: error {code} {message or ''}".strip())
+            if failures:
+                raise InternalTopicError(f"could not create internal topics: {'; '.join(failures)}")
+            log.info("created internal topics %s", [t.name for t in to_create])
+            existing = await _wait_until_visible(admin, plan, timeout_s)
+            _check_partition_counts(plan, existing)
+    return plan.partition_counts
+
+
+def _check_partition_counts(plan: TopicPlan, existing: Mapping[str, int]) -> None:
+    wrong = [
+        f"{name} has {existing[name]} partitions, expected {t.partitions}"
+        for name, t in sorted(plan.internal_topics.items())
+        if name in existing and existing[name] != t.partitions
+    ]
+    if wrong:
+        raise InternalTopicError(
+            "existing internal topics do not match the topology: " + "; ".join(wrong)
+            + " (delete them, e.g. with the application reset tool, or change the topology back)"
+        )
+
+
+async def _wait_until_visible(admin: Any, plan: TopicPlan, timeout_s: float) -> dict[str, int]:
+    """Topic creation is asynchronous in the cluster: poll metadata until every internal topic shows up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        existing = await describe_partition_counts(admin, plan.internal_topics)
+        missing = sorted(set(plan.internal_topics) - existing.keys())
+        if not missing:
+            return existing
+        if time.monotonic() > deadline:
+            raise InternalTopicError(f"internal topics {missing} did not appear within {timeout_s}s of creation")
+        await anyio.sleep(0.1)
+
+
+async def prepare_topics(
+    topology: Topology,
+    application_id: str,
+    admin_or_bootstrap: Any,
+    *,
+    replication_factor: int = -1,
+    timeout_s: float = 30.0,
+) -> TopicPlan:
+    """Describe the user topics, plan and ensure the internal ones: the whole start-up step in one call."""
+    async with _admin_client(admin_or_bootstrap) as admin:
+        sources, sinks = user_topics(topology)
+        counts = await describe_partition_counts(admin, sources | sinks)
+        plan = plan_internal_topics(topology, application_id, counts)
+        await ensure_topics(admin, plan, replication_factor=replication_factor, timeout_s=timeout_s)
+        return plan

@@ -1,0 +1,365 @@
+"""The store contract shared by every backend and by the runtime.
+
+Layers, inner to outer, as in Kafka Streams (but each a small class of its own):
+a *bytes store* (LevelDB or in-memory, bytes -> bytes, iterated in byte order), optionally wrapped by
+a *change-logging* layer (every write also goes to the changelog through the `StateStoreContext`),
+optionally by a *caching* layer (dedups writes per key until flush/eviction, then forwards them to a
+flush listener), and finally a *typed* facade that applies the serdes (`KeyValueStore`).
+
+The runtime owns one `StateStoreContext` per task; stores never talk to Kafka themselves.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+
+from streamlet.record import KeyValue
+
+if TYPE_CHECKING:
+    from streamlet.config import StreamsConfig
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+ChangelogEntry = tuple[bytes, bytes | None, int]
+"""(key bytes, value bytes or None for a delete, record timestamp) as read back from a changelog."""
+
+RestoreCallback = Callable[[list[ChangelogEntry]], None]
+"""Applies one batch of changelog entries to a store during restoration."""
+
+FlushListener = Callable[[Any, Any, Any, int], None]
+"""`listener(key, new_value, old_value, timestamp)`, called by a caching store when it evicts/flushes."""
+
+
+class ValueAndTimestamp(NamedTuple):
+    """A value with the timestamp of the record that last wrote it (timestamped stores)."""
+
+    value: Any
+    timestamp: int
+
+
+class RecordContext(NamedTuple):
+    """The record a write came from; a cache keeps it so that a later flush forwards with it."""
+
+    timestamp: int
+    headers: tuple[tuple[str, bytes], ...]
+    topic: str | None
+    partition: int
+    offset: int
+
+
+class StateStoreContext(ABC):
+    """What the runtime offers a store: identity, directories, the changelog and the record context."""
+
+    @property
+    @abstractmethod
+    def application_id(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def task_id(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def partition(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def app_config(self) -> StreamsConfig: ...
+
+    @property
+    @abstractmethod
+    def state_dir(self) -> Path:
+        """This task's own directory; a persistent store keeps its files in `state_dir / name`."""
+
+    @abstractmethod
+    def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool) -> None:
+        """Called once from `store.init`: the runtime restores a logged store through `restore`."""
+
+    @abstractmethod
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Append one update to the store's changelog (sent with the task's next flush)."""
+
+    @abstractmethod
+    def record_context(self) -> RecordContext:
+        """The context of the record being processed (or of the punctuation in progress)."""
+
+    @abstractmethod
+    def set_record_context(self, context: RecordContext) -> None:
+        """Used by a cache flush so that downstream nodes see the flushed entry's record context."""
+
+    @abstractmethod
+    def cache_budget_bytes(self, store_name: str) -> int:
+        """How many bytes this store's cache may hold; 0 disables caching (every update emitted)."""
+
+
+class StateStore(ABC):
+    """Anything a processor can reach by name through `ProcessorContext.get_state_store`."""
+
+    name: str
+
+    @abstractmethod
+    def init(self, context: StateStoreContext) -> None:
+        """Open the store and register it (and its restore callback) with the runtime."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Push cached writes down (and to the changelog); called at every commit."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @property
+    @abstractmethod
+    def persistent(self) -> bool: ...
+
+    @property
+    @abstractmethod
+    def is_open(self) -> bool: ...
+
+
+class KeyValueIterator(Generic[K, V], Iterator[KeyValue]):
+    """An iterator of `KeyValue` in serialized-key byte order; also a context manager."""
+
+    def __init__(self, source: Iterator[KeyValue], on_close: Callable[[], None] | None = None) -> None:
+        self._source = source
+        self._on_close = on_close
+        self._closed = False
+
+    def __iter__(self) -> KeyValueIterator[K, V]:
+        return self
+
+    def __next__(self) -> KeyValue:
+        if self._closed:
+            raise StopIteration
+        return next(self._source)
+
+    def peek_next_key(self) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._on_close is not None:
+                self._on_close()
+
+    def __enter__(self) -> KeyValueIterator[K, V]:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class KeyValueStore(StateStore, Generic[K, V]):
+    """The typed key-value store interface of the API contract."""
+
+    @abstractmethod
+    def get(self, key: K) -> V | None: ...
+
+    @abstractmethod
+    def put(self, key: K, value: V | None) -> None:
+        """`put(key, None)` deletes, as in Kafka Streams."""
+
+    @abstractmethod
+    def put_if_absent(self, key: K, value: V) -> V | None: ...
+
+    @abstractmethod
+    def put_all(self, entries: list[KeyValue] | list[tuple[K, V]]) -> None: ...
+
+    @abstractmethod
+    def delete(self, key: K) -> V | None: ...
+
+    @abstractmethod
+    def range(self, from_key: K | None, to_key: K | None) -> KeyValueIterator[K, V]:
+        """Inclusive on both ends; None means unbounded on that side."""
+
+    @abstractmethod
+    def all(self) -> KeyValueIterator[K, V]: ...
+
+    @abstractmethod
+    def approximate_num_entries(self) -> int: ...
+
+
+class TimestampedKeyValueStore(KeyValueStore[K, ValueAndTimestamp]):
+    """A key-value store whose values are `ValueAndTimestamp`; what the DSL's aggregations use.
+
+    In its changelog the value bytes are the plain value's, and the timestamp is the Kafka record's
+    timestamp, as Kafka Streams writes timestamped changelogs.
+    """
+
+    @abstractmethod
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """Install the listener that forwards flushed entries; True iff caching is on.
+
+        When it returns False the processor must forward each update itself.
+        """
+
+
+class StoreBuilder(ABC):
+    """Builds a new store instance per task; carries the logging and caching choices."""
+
+    name: str
+    logging_enabled: bool = True
+    caching_enabled: bool = False
+    logging_config: dict[str, str]
+
+    @abstractmethod
+    def build(self) -> StateStore: ...
+
+    @abstractmethod
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> StoreBuilder: ...
+
+    @abstractmethod
+    def with_logging_disabled(self) -> StoreBuilder: ...
+
+    @abstractmethod
+    def with_caching_enabled(self) -> StoreBuilder: ...
+
+    @abstractmethod
+    def with_caching_disabled(self) -> StoreBuilder: ...
+
+
+# -- Additions by the stores helper: the bytes-level contract under the typed stores -------------------
+# Everything above is unchanged; these let other layers (the DSL's Materialized, later window, session
+# and versioned stores) name the bytes stores and their suppliers without importing a backend.
+
+
+class BytesIterator(Iterator[tuple[bytes, bytes]]):
+    """(key, value) byte pairs in unsigned byte order of keys; a context manager that frees its cursor.
+
+    Plain tuples rather than `KeyValue` because this is the inner loop of every scan: the typed layer
+    builds the `KeyValue` it returns from them anyway.
+    """
+
+    def __init__(self, source: Iterator[tuple[bytes, bytes]], on_close: Callable[[], None] | None = None) -> None:
+        self._source = source
+        self._on_close = on_close
+        self._closed = False
+
+    def __iter__(self) -> BytesIterator:
+        return self
+
+    def __next__(self) -> tuple[bytes, bytes]:
+        if self._closed:
+            raise StopIteration
+        return next(self._source)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._on_close is not None:
+                self._on_close()
+
+    def __enter__(self) -> BytesIterator:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class BytesWriteBatch(ABC):
+    """Writes collected and applied together when the `with` block ends without an exception."""
+
+    @abstractmethod
+    def put(self, key: bytes, value: bytes | None) -> None:
+        """Queue a write; `None` queues a delete."""
+
+    @abstractmethod
+    def write(self) -> None:
+        """Apply the queued writes; called by `__exit__` on success."""
+
+    def __enter__(self) -> BytesWriteBatch:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.write()
+
+
+class KeyValueBytesStore(ABC):
+    """The innermost layer: bytes -> bytes, iterated in unsigned byte order of keys.
+
+    Backends (LevelDB, in-memory) and the change-logging wrapper implement it, so the caching and
+    typed layers work the same over any of them.
+    """
+
+    name: str
+
+    @abstractmethod
+    def open(self, context: StateStoreContext) -> None:
+        """Open (creating if needed); a persistent store keeps its files in `context.state_dir / name`."""
+
+    @abstractmethod
+    def get(self, key: bytes) -> bytes | None: ...
+
+    @abstractmethod
+    def put(self, key: bytes, value: bytes | None) -> None:
+        """`None` deletes, as in Kafka Streams."""
+
+    @abstractmethod
+    def delete(self, key: bytes) -> None: ...
+
+    @abstractmethod
+    def batch(self) -> BytesWriteBatch:
+        """A write batch: one atomic write for `put_all`, cache flushes and restoration."""
+
+    @abstractmethod
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
+        """Inclusive on both ends; None means unbounded on that side."""
+
+    def all(self) -> BytesIterator:
+        return self.range(None, None)
+
+    @abstractmethod
+    def approximate_num_entries(self) -> int: ...
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Make the writes so far durable (called at commit, before the checkpoint is written)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @property
+    @abstractmethod
+    def persistent(self) -> bool: ...
+
+    @property
+    @abstractmethod
+    def is_open(self) -> bool: ...
+
+
+class KeyValueBytesStoreSupplier(ABC):
+    """What `Stores.persistent_key_value_store(name)` & co. return: a new bytes store per `get()`."""
+
+    name: str
+
+    @abstractmethod
+    def get(self) -> KeyValueBytesStore: ...
+
+    @property
+    @abstractmethod
+    def persistent(self) -> bool: ...
+
+    @property
+    @abstractmethod
+    def metrics_scope(self) -> str:
+        """Kafka Streams' name for the backend ("rocksdb" there; "leveldb" / "in-memory" here)."""
+
+
+class CachedStateStore(ABC):
+    """A store that may hold writes in a cache and forward them when it flushes or evicts them."""
+
+    @abstractmethod
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """Install the listener for flushed entries; True iff this store caches (else forward yourself)."""

@@ -1,0 +1,134 @@
+"""`NamedCache`: one store's cache as a data structure (no I/O), shaped like Kafka Streams' NamedCache.
+
+- LRU order over all entries (reads and writes refresh an entry); eviction takes the eldest.
+- Dirty order: the keys written since the last flush, in the order of their latest write, which is
+  the order a flush forwards them in (so downstream sees updates in arrival order).
+- A byte-ordered key index, so a range scan can merge cached entries with the store below.
+- A running size in bytes, compared by the caching layer with the store's budget.
+
+Entries keep the *objects* (key and value), not their bytes: a cache hit needs no deserialization,
+and a value overwritten before the next flush is never serialized at all.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from streamlet.stores.api import RecordContext
+from streamlet.stores.sorted_keys import SortedKeyIndex
+
+ENTRY_OVERHEAD_BYTES = 48
+"""Added to key and value bytes per entry, for the bookkeeping the budget should also cover."""
+
+NO_CONTEXT = RecordContext(-1, (), None, -1, -1)
+"""The context of clean entries: they are never forwarded, so they need none."""
+
+
+class CacheEntry:
+    """`value` None is a cached delete (dirty) that hides the store's entry until it is flushed.
+
+    `context` is the record context of the write (`NO_CONTEXT` for a clean entry read from below).
+    """
+
+    __slots__ = ("context", "dirty", "key", "size", "value")
+
+    def __init__(self, key: Any, value: Any, dirty: bool, context: RecordContext, size: int) -> None:
+        self.key = key
+        self.value = value
+        self.dirty = dirty
+        self.context = context
+        self.size = size
+
+
+class NamedCache:
+    __slots__ = ("_dirty", "_entries", "_index", "size_bytes")
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[bytes, CacheEntry] = OrderedDict()
+        self._dirty: dict[bytes, None] = {}
+        self._index = SortedKeyIndex()
+        self.size_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def dirty_count(self) -> int:
+        return len(self._dirty)
+
+    def get(self, key: bytes) -> CacheEntry | None:
+        """The entry, refreshed in LRU order; None on a miss."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key: bytes, entry: CacheEntry) -> None:
+        entries = self._entries
+        old = entries.get(key)
+        if old is not None and old.dirty and not entry.dirty:
+            raise AssertionError("a clean entry must not replace a dirty one before it is flushed")
+        if old is None:
+            self._index.add(key)
+        else:
+            self.size_bytes -= old.size
+            entries.move_to_end(key)
+        entries[key] = entry
+        self.size_bytes += entry.size
+        if entry.dirty:
+            dirty = self._dirty
+            dirty.pop(key, None)  # re-insert: a flush follows the order of the latest writes
+            dirty[key] = None
+
+    def peek(self, key: bytes) -> CacheEntry | None:
+        """The entry without refreshing it in LRU order."""
+        return self._entries.get(key)
+
+    def resize(self, entry: CacheEntry, size: int) -> None:
+        """Correct an entry's size once its value bytes are known (at flush)."""
+        self.size_bytes += size - entry.size
+        entry.size = size
+
+    def remove(self, key: bytes) -> CacheEntry | None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._index.discard(key)
+            self._dirty.pop(key, None)
+            self.size_bytes -= entry.size
+        return entry
+
+    def eldest(self) -> tuple[bytes, CacheEntry]:
+        """The least recently used entry, left in place."""
+        key = next(iter(self._entries))
+        return key, self._entries[key]
+
+    def pop_eldest(self) -> tuple[bytes, CacheEntry]:
+        """Remove and return the least recently used entry (the caller flushes it if dirty)."""
+        key, entry = self._entries.popitem(last=False)
+        self._index.discard(key)
+        self._dirty.pop(key, None)
+        self.size_bytes -= entry.size
+        return key, entry
+
+    def take_dirty(self) -> list[tuple[bytes, CacheEntry]]:
+        """The dirty entries in flush order, now marked clean (they stay cached)."""
+        entries = self._entries
+        taken = []
+        for key in self._dirty:
+            entry = entries[key]
+            entry.dirty = False
+            taken.append((key, entry))
+        self._dirty = {}
+        return taken
+
+    def between(self, from_key: bytes | None, to_key: bytes | None) -> list[tuple[bytes, CacheEntry]]:
+        """A snapshot of the cached entries in [from_key, to_key], in byte order of keys."""
+        entries = self._entries
+        return [(key, entries[key]) for key in self._index.between(from_key, to_key)]
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._dirty = {}
+        self._index.clear()
+        self.size_bytes = 0

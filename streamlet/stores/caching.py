@@ -1,0 +1,229 @@
+"""`CachedAccess`: the caching layer between the typed facade and the (change-logged) bytes store.
+
+Why a cache: an aggregation updates the same keys over and over; the cache keeps the latest value
+per key until the next commit (or until it must evict), so the changelog and the downstream nodes
+get one update per key per commit instead of one per record, and hot keys are read without
+touching the store or deserializing.
+
+On flush or eviction each dirty entry is written below (in one write batch, logged under the
+entry's own record context) and then, if a flush listener is installed, forwarded as
+`listener(key, new_value, old_value, timestamp)` with the entry's record context set, so the
+downstream nodes see the record that made the update. Behaviour follows Kafka Streams' caching
+store: flushes go in the order of the latest writes; evicting a dirty entry flushes it and then
+every other dirty entry; a delete of a key absent below is neither logged nor forwarded when a
+listener is installed; the old value is read from the store below only when needed.
+
+Values are serialized only at flush, so size accounting uses the real byte size of values once
+known, and an estimate (the store's typical value size) for values not serialized yet. A value
+that cannot be serialized therefore fails at the flush (the commit), with the store and key named.
+Values handed to `put` and returned by `get` are the cached objects themselves: treat them as
+immutable, since mutating one in place changes what the store holds without a `put`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from streamlet.errors import SerializationError
+from streamlet.record import KeyValue
+from streamlet.serdes import Deserializer
+from streamlet.stores.api import (
+    BytesIterator,
+    FlushListener,
+    KeyValueBytesStore,
+    KeyValueIterator,
+    StateStoreContext,
+)
+from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES, NO_CONTEXT, CacheEntry, NamedCache
+from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.value_formats import ValueFormat
+
+
+class CachedAccess:
+    def __init__(self, store: KeyValueBytesStore, key_deserializer: Deserializer[Any], topic: str | None,
+                 value_format: ValueFormat, context: StateStoreContext, budget_bytes: int) -> None:
+        self._store = store
+        self._deserialize_key = key_deserializer.deserialize
+        self._topic = topic
+        self._format = value_format
+        self._context = context
+        self._budget = budget_bytes
+        self._cache = NamedCache()
+        self._listener: FlushListener | None = None
+        self._send_old_values = False
+        self._typical_value_size: int | None = None
+
+    # -- reads --------------------------------------------------------------------------------------
+    def get(self, key: bytes, key_obj: Any) -> Any:
+        entry = self._cache.get(key)
+        if entry is not None:
+            return entry.value
+        data = self._store.get(key)
+        if data is None:
+            return None
+        value = self._format.decode(data)
+        self._cache.put(key, CacheEntry(key_obj, value, False, NO_CONTEXT,
+                                        len(key) + len(data) + ENTRY_OVERHEAD_BYTES))
+        self._make_room_without_flushing(key)
+        return value
+
+    def _make_room_without_flushing(self, loaded_key: bytes) -> None:
+        """After a read loaded a clean entry: evict clean entries only, and if a dirty one is next in
+        line, drop the loaded entry instead. A read must never flush, since flushing forwards records:
+        an interactive query reading the store must not push anything downstream."""
+        cache, budget = self._cache, self._budget
+        while cache.size_bytes > budget:
+            key, entry = cache.eldest()
+            if entry.dirty:
+                cache.remove(loaded_key)
+                return
+            cache.remove(key)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator[Any, Any]:
+        cached = self._cache.between(from_key, to_key)
+        below = self._store.range(from_key, to_key)
+        return StoreKeyValueIterator(self._merge(cached, below), below.close)
+
+    def _merge(self, cached: list[tuple[bytes, CacheEntry]], below: BytesIterator) -> Iterator[KeyValue]:
+        """Merge two byte-ordered streams; on equal keys the cache wins, and cached deletes hide."""
+        deserialize_key, topic, decode = self._deserialize_key, self._topic, self._format.decode
+        try:
+            nxt = next(below, None)
+            for key, entry in cached:
+                while nxt is not None and nxt[0] < key:
+                    yield KeyValue(deserialize_key(topic, nxt[0]), decode(nxt[1]))
+                    nxt = next(below, None)
+                if nxt is not None and nxt[0] == key:
+                    nxt = next(below, None)
+                if entry.value is not None:
+                    yield KeyValue(entry.key, entry.value)
+            while nxt is not None:
+                yield KeyValue(deserialize_key(topic, nxt[0]), decode(nxt[1]))
+                nxt = next(below, None)
+        finally:
+            below.close()
+
+    def approximate_num_entries(self) -> int:
+        """The store's count corrected by the dirty entries (clean ones mirror the store)."""
+        count = self._store.approximate_num_entries()
+        get = self._store.get
+        for key, entry in self._cache.between(None, None):
+            if entry.dirty:
+                below = get(key) is not None
+                if entry.value is None and below:
+                    count -= 1
+                elif entry.value is not None and not below:
+                    count += 1
+        return count
+
+    # -- writes -------------------------------------------------------------------------------------
+    def put(self, key: bytes, key_obj: Any, value: Any) -> None:
+        if value is None:
+            size = len(key) + ENTRY_OVERHEAD_BYTES
+        else:
+            size = len(key) + self._value_size_hint(value) + ENTRY_OVERHEAD_BYTES
+        self._cache.put(key, CacheEntry(key_obj, value, True, self._context.record_context(), size))
+        self._maybe_evict()
+
+    def delete(self, key: bytes, key_obj: Any) -> Any:
+        entry = self._cache.get(key)
+        if entry is not None:
+            old = entry.value
+        else:
+            data = self._store.get(key)
+            old = None if data is None else self._format.decode(data)
+        self.put(key, key_obj, None)
+        return old
+
+    def put_all(self, entries: list[tuple[bytes, Any, Any]]) -> None:
+        for key, key_obj, value in entries:
+            self.put(key, key_obj, value)
+
+    def _value_size_hint(self, value: Any) -> int:
+        if type(value) is bytes or type(value) is str:
+            return len(value)
+        typical = self._typical_value_size
+        if typical is None:
+            data = self._format.encode(value)
+            typical = self._typical_value_size = 0 if data is None else len(data)
+        return typical
+
+    # -- flushing -----------------------------------------------------------------------------------
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        self._listener = listener
+        self._send_old_values = send_old_values
+        return True
+
+    def flush(self) -> None:
+        self._flush(None)
+        self._store.flush()
+
+    def _maybe_evict(self) -> None:
+        cache, budget = self._cache, self._budget
+        while cache.size_bytes > budget and len(cache):
+            key, entry = cache.pop_eldest()
+            if entry.dirty:
+                self._flush((key, entry))
+
+    def _flush(self, evicted: tuple[bytes, CacheEntry] | None) -> None:
+        cache = self._cache
+        entries = cache.take_dirty()
+        if evicted is not None:
+            evicted[1].dirty = False
+            entries.insert(0, evicted)
+        if not entries:
+            return
+        store, context, encode = self._store, self._context, self._format.encode
+        listener, send_old_values = self._listener, self._send_old_values
+        evicted_entry = None if evicted is None else evicted[1]  # no longer cached: not resized
+        to_forward: list[tuple[CacheEntry, bytes | None]] = []
+        saved_context = context.record_context()
+        try:
+            with store.batch() as batch:
+                for key, entry in entries:
+                    try:
+                        data = None if entry.value is None else encode(entry.value)
+                    except Exception as exc:
+                        raise SerializationError(
+                            f"state store {store.name!r}: cannot serialize the value of key {entry.key!r} "
+                            f"(values are serialized when the cache flushes): {exc}"
+                        ) from exc
+                    if data is not None:
+                        self._learn_size(key, entry, data, in_cache=entry is not evicted_entry)
+                    if listener is not None:
+                        old = store.get(key) if data is None or send_old_values else None
+                        if data is None and old is None:
+                            continue  # deleting what was never written below: nothing to tell anyone
+                        to_forward.append((entry, old if send_old_values else None))
+                    context.set_record_context(entry.context)
+                    batch.put(key, data)
+            if listener is not None:
+                decode = self._format.decode
+                for entry, old in to_forward:
+                    context.set_record_context(entry.context)
+                    listener(entry.key, entry.value, None if old is None else decode(old), entry.context.timestamp)
+        finally:
+            context.set_record_context(saved_context)
+        for key, entry in entries:
+            if entry.value is None and cache.peek(key) is entry:
+                cache.remove(key)  # a flushed delete has nothing left to hide
+
+    def _learn_size(self, key: bytes, entry: CacheEntry, data: bytes, *, in_cache: bool) -> None:
+        size = len(data)
+        if in_cache:
+            self._cache.resize(entry, len(key) + size + ENTRY_OVERHEAD_BYTES)
+        typical = self._typical_value_size
+        self._typical_value_size = size if typical is None else (7 * typical + size) >> 3
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def forget(self, keys: Iterable[bytes]) -> None:
+        remove = self._cache.remove
+        for key in keys:
+            remove(key)
+
+    def close(self) -> None:
+        """Drop the cache without flushing: a clean close flushes first (the runtime does), a dirty
+        close must not forward or log anything."""
+        self._cache.clear()
+        self._store.close()

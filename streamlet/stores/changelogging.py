@@ -1,0 +1,92 @@
+"""The change-logging layer: every write to the bytes store also goes to the store's changelog.
+
+It sits directly on the bytes store, under the cache, so a cache sends only what it flushes or
+evicts (one update per key per commit) while an uncached store logs every update. The runtime
+buffers `log_change` calls and sends them with the task's next flush; under exactly-once they are
+part of the task's transaction.
+"""
+
+from __future__ import annotations
+
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
+from streamlet.stores.value_formats import split_timestamped
+
+
+class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
+    """Logs `(key, value, timestamp of the current record context)`; reads pass straight through."""
+
+    def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
+        self.name = inner.name
+        self.inner = inner
+        self._context = context
+        self._log_change = context.log_change
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        self._log_change(self.name, key, value, self._context.record_context().timestamp)
+
+    def open(self, context: StateStoreContext) -> None:
+        self.inner.open(context)
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.inner.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self.inner.put(key, value)
+        self.log(key, value)
+
+    def delete(self, key: bytes) -> None:
+        self.inner.delete(key)
+        self.log(key, None)
+
+    def batch(self) -> BytesWriteBatch:
+        return _LoggingWriteBatch(self, self.inner.batch())
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
+        return self.inner.range(from_key, to_key)
+
+    def approximate_num_entries(self) -> int:
+        return self.inner.approximate_num_entries()
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    @property
+    def persistent(self) -> bool:
+        return self.inner.persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self.inner.is_open
+
+
+class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore):
+    """Local values carry an 8-byte timestamp prefix; the changelog gets the plain value bytes, and
+    the prefix's timestamp as the record timestamp, so restoring rebuilds the same local bytes.
+    A delete has no value to take a timestamp from and logs the current record's timestamp."""
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            self._log_change(self.name, key, None, self._context.record_context().timestamp)
+        else:
+            timestamp, raw = split_timestamped(value)
+            self._log_change(self.name, key, raw, timestamp)
+
+
+class _LoggingWriteBatch(BytesWriteBatch):
+    """Logs each write when it is queued, so each is logged under the record context current then:
+    a cache flush sets the flushed entry's context before queueing it."""
+
+    def __init__(self, store: ChangeLoggingKeyValueBytesStore, inner: BytesWriteBatch) -> None:
+        self._log = store.log
+        self._inner = inner
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self._inner.put(key, value)
+        self._log(key, value)
+
+    def write(self) -> None:
+        self._inner.write()
+

@@ -1,0 +1,64 @@
+"""`TypedTimestampedKeyValueStore`: values are `ValueAndTimestamp`, as the DSL's aggregations keep them.
+
+Locally each value is stored as an 8-byte big-endian timestamp followed by the value serde's bytes
+(value_formats.py); the changelog carries the plain value bytes with that timestamp as the record
+timestamp. A flush listener sees plain values, and the new value's timestamp (the record's
+timestamp for a delete), as Kafka Streams' timestamped cache flush listener forwards them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from streamlet.record import KeyValue
+from streamlet.serdes import Serde
+from streamlet.stores.api import (
+    FlushListener,
+    KeyValueBytesStore,
+    StateStoreContext,
+    TimestampedKeyValueStore,
+    ValueAndTimestamp,
+)
+from streamlet.stores.changelogging import ChangeLoggingTimestampedKeyValueBytesStore
+from streamlet.stores.typed import TypedKeyValueStore
+from streamlet.stores.value_formats import TimestampedValueFormat, ValueFormat
+
+
+def _checked(value: Any) -> ValueAndTimestamp | None:
+    """None for a delete (`None`, or a `ValueAndTimestamp` without value, as Java's `make` gives null)."""
+    if value is None:
+        return None
+    if not isinstance(value, ValueAndTimestamp):
+        raise TypeError(
+            f"a timestamped store takes ValueAndTimestamp(value, timestamp) values, got {type(value).__name__}"
+        )
+    return None if value.value is None else value
+
+
+class TypedTimestampedKeyValueStore(TypedKeyValueStore, TimestampedKeyValueStore[Any]):
+    def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
+        return TimestampedValueFormat(serde, topic)
+
+    def _change_logging(self, store: KeyValueBytesStore, context: StateStoreContext) -> KeyValueBytesStore:
+        return ChangeLoggingTimestampedKeyValueBytesStore(store, context)
+
+    def put(self, key: Any, value: Any) -> None:
+        super().put(key, _checked(value))
+
+    def put_if_absent(self, key: Any, value: Any) -> Any:
+        return super().put_if_absent(key, _checked(value))
+
+    def put_all(self, entries: Iterable[KeyValue] | Iterable[tuple[Any, Any]]) -> None:
+        super().put_all([(k, _checked(v)) for k, v in entries])
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        def forward_plain_values(key: Any, new: Any, old: Any, timestamp: int) -> None:
+            listener(
+                key,
+                None if new is None else new.value,
+                None if old is None else old.value,
+                timestamp if new is None else new.timestamp,
+            )
+
+        return super().set_flush_listener(forward_plain_values, send_old_values)

@@ -1,0 +1,177 @@
+"""`TypedKeyValueStore`: the `KeyValueStore` processors and tests use; applies the serdes.
+
+It is the outermost layer (Kafka Streams' "metered" store): it serializes the key once, and hands
+the key bytes, the key object and the value object to a `StoreAccess` chosen at `init` (cached or
+direct, over the bytes store, change-logged or not). It is also what registers with the runtime
+for restoration, and restoration writes straight into the bytes store: no changelog, no cache,
+no forwarding.
+
+Serdes left out at build time come from `default.key.serde` / `default.value.serde` at `init`.
+Store serdes see the changelog topic name as their topic, as in Kafka Streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
+from streamlet.record import KeyValue
+from streamlet.serdes import Serde
+from streamlet.stores.access import ClosedAccess, DirectAccess, StoreAccess
+from streamlet.stores.api import (
+    CachedStateStore,
+    ChangelogEntry,
+    FlushListener,
+    KeyValueBytesStore,
+    KeyValueIterator,
+    KeyValueStore,
+    StateStoreContext,
+)
+from streamlet.stores.caching import CachedAccess
+from streamlet.stores.changelogging import ChangeLoggingKeyValueBytesStore
+from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.value_formats import PlainValueFormat, ValueFormat
+
+
+def changelog_topic(application_id: str, store_name: str) -> str:
+    return f"{application_id}-{store_name}-changelog"
+
+
+class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
+    def __init__(
+        self,
+        bytes_store: KeyValueBytesStore,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        *,
+        logging_enabled: bool = True,
+        caching_enabled: bool = False,
+    ) -> None:
+        self.name = bytes_store.name
+        self._bytes = bytes_store
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self.logging_enabled = logging_enabled
+        self.caching_enabled = caching_enabled
+        self._format: ValueFormat | None = None
+        self._topic: str | None = None
+        self._access: StoreAccess = ClosedAccess(self.name, "not initialized yet")
+        self._serialize_key: Any = self._not_open
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def init(self, context: StateStoreContext) -> None:
+        if self.is_open:
+            raise InvalidStateStoreError(f"state store {self.name!r} is already open")
+        key_serde = self._key_serde or context.app_config.default_key_serde()
+        value_serde = self._value_serde or context.app_config.default_value_serde()
+        for which, serde in (("key", key_serde), ("value", value_serde)):
+            if serde is None:
+                raise ConfigError(
+                    f"state store {self.name!r} has no {which} serde: give one to the store builder "
+                    f"(or Materialized) or set default.{which}.serde"
+                )
+        assert key_serde is not None and value_serde is not None
+        topic = changelog_topic(context.application_id, self.name)
+        value_format = self._value_format(value_serde, topic)
+        self._bytes.open(context)
+        below: KeyValueBytesStore = self._bytes
+        if self.logging_enabled:
+            below = self._change_logging(self._bytes, context)
+        budget = context.cache_budget_bytes(self.name) if self.caching_enabled else 0
+        access: StoreAccess
+        if budget > 0:
+            access = CachedAccess(below, key_serde.deserializer, topic, value_format, context, budget)
+        else:
+            access = DirectAccess(below, key_serde.deserializer, topic, value_format)
+        self._topic = topic
+        self._format = value_format
+        self._serialize_key = key_serde.serializer.serialize
+        self._access = access
+        context.register(self, self._restore, logged=self.logging_enabled)
+
+    def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
+        return PlainValueFormat(serde, topic)
+
+    def _change_logging(self, store: KeyValueBytesStore, context: StateStoreContext) -> KeyValueBytesStore:
+        return ChangeLoggingKeyValueBytesStore(store, context)
+
+    def _restore(self, entries: list[ChangelogEntry]) -> None:
+        """Apply one batch read back from the changelog, straight into the bytes store."""
+        assert self._format is not None
+        from_changelog = self._format.from_changelog
+        with self._bytes.batch() as batch:
+            for key, value, timestamp in entries:
+                batch.put(key, from_changelog(value, timestamp))
+        self._access.forget(key for key, _value, _timestamp in entries)
+
+    def flush(self) -> None:
+        self._access.flush()
+
+    def close(self) -> None:
+        """Close without flushing (see `CachedAccess.close`); closing twice is harmless."""
+        if not self.is_open:
+            return
+        try:
+            self._access.close()
+        finally:
+            self._access = ClosedAccess(self.name, "closed")
+            self._serialize_key = self._not_open
+
+    @property
+    def persistent(self) -> bool:
+        return self._bytes.persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self._bytes.is_open and not isinstance(self._access, ClosedAccess)
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        return self._access.set_flush_listener(listener, send_old_values)
+
+    # -- key-value operations -----------------------------------------------------------------------
+    def _key(self, key: Any) -> bytes:
+        data: bytes | None = self._serialize_key(self._topic, key)
+        if data is None:
+            raise StreamsError(f"state store {self.name!r}: a key must not be None")
+        return data
+
+    def _not_open(self, _topic: str | None, _key: Any) -> NoReturn:
+        state = "closed" if self._format is not None else "not initialized yet"
+        raise InvalidStateStoreError(f"state store {self.name!r} is {state}")
+
+    def get(self, key: Any) -> Any:
+        return self._access.get(self._key(key), key)
+
+    def put(self, key: Any, value: Any) -> None:
+        self._access.put(self._key(key), key, value)
+
+    def put_if_absent(self, key: Any, value: Any) -> Any:
+        data = self._key(key)
+        old = self._access.get(data, key)
+        if old is None:
+            self._access.put(data, key, value)
+        return old
+
+    def put_all(self, entries: Iterable[KeyValue] | Iterable[tuple[Any, Any]]) -> None:
+        key = self._key
+        self._access.put_all([(key(k), k, v) for k, v in entries])
+
+    def delete(self, key: Any) -> Any:
+        return self._access.delete(self._key(key), key)
+
+    def range(self, from_key: Any, to_key: Any) -> KeyValueIterator[Any, Any]:
+        low = None if from_key is None else self._key(from_key)
+        high = None if to_key is None else self._key(to_key)
+        if low is not None and high is not None and low > high:
+            return StoreKeyValueIterator(iter(()))  # as Kafka Streams: an inverted range is empty
+        return self._access.range(low, high)
+
+    def all(self) -> KeyValueIterator[Any, Any]:
+        return self._access.range(None, None)
+
+    def approximate_num_entries(self) -> int:
+        return self._access.approximate_num_entries()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, persistent={self.persistent})"

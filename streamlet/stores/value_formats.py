@@ -1,0 +1,79 @@
+"""How a store's value objects become local bytes, and how changelog entries become local bytes again.
+
+Two formats, as Kafka Streams has: plain (the value serde's bytes) and timestamped (an 8-byte
+big-endian signed timestamp, then the value serde's bytes, as its RocksDB timestamped stores keep
+them). A changelog always carries the plain bytes, with the timestamp as the Kafka record's
+timestamp; restoring a timestamped store puts the prefix back from that record timestamp.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from streamlet.errors import SerializationError
+from streamlet.serdes import Serde
+from streamlet.stores.api import ValueAndTimestamp
+
+_TIMESTAMP = struct.Struct(">q")
+TIMESTAMP_SIZE = _TIMESTAMP.size
+
+
+def join_timestamped(timestamp: int, raw_value: bytes) -> bytes:
+    return _TIMESTAMP.pack(timestamp) + raw_value
+
+
+def split_timestamped(value: bytes) -> tuple[int, bytes]:
+    """(timestamp, raw value bytes) of a timestamped store's local value."""
+    if len(value) < TIMESTAMP_SIZE:
+        raise SerializationError(f"a timestamped store value needs at least 8 bytes, got {len(value)}")
+    return _TIMESTAMP.unpack_from(value)[0], value[TIMESTAMP_SIZE:]
+
+
+class PlainValueFormat:
+    """Value objects <-> the value serde's bytes."""
+
+    timestamped = False
+
+    def __init__(self, serde: Serde[Any], topic: str | None) -> None:
+        self._serialize = serde.serializer.serialize
+        self._deserialize = serde.deserializer.deserialize
+        self._topic = topic
+
+    def encode(self, value: Any) -> bytes | None:
+        return self._serialize(self._topic, value)
+
+    def decode(self, data: bytes) -> Any:
+        return self._deserialize(self._topic, data)
+
+    def from_changelog(self, value: bytes | None, timestamp: int) -> bytes | None:
+        return value
+
+
+class TimestampedValueFormat:
+    """`ValueAndTimestamp` <-> timestamp prefix + the value serde's bytes."""
+
+    timestamped = True
+
+    def __init__(self, serde: Serde[Any], topic: str | None) -> None:
+        self._serialize = serde.serializer.serialize
+        self._deserialize = serde.deserializer.deserialize
+        self._topic = topic
+
+    def encode(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = self._serialize(self._topic, value.value)
+        if raw is None:
+            return None
+        return _TIMESTAMP.pack(value.timestamp) + raw
+
+    def decode(self, data: bytes) -> Any:
+        timestamp, raw = split_timestamped(data)
+        return ValueAndTimestamp(self._deserialize(self._topic, raw), timestamp)
+
+    def from_changelog(self, value: bytes | None, timestamp: int) -> bytes | None:
+        return None if value is None else _TIMESTAMP.pack(timestamp) + value
+
+
+ValueFormat = PlainValueFormat | TimestampedValueFormat

@@ -1,0 +1,258 @@
+"""`Topology`: the processor graph as inspectable, typed node specs.
+
+A topology is data, not code to run: source, processor and sink specs with their edges, the stores
+and which processors use them, and the internal topics the DSL asked for. The runtimes
+(`streamlet.runtime`: the asyncio actors, the test driver, Spark) instantiate it per task.
+
+Sub-topologies are the connected components of the graph, where a shared state store also connects
+two processors; they are numbered as Kafka Streams numbers them (components ordered by the sorted
+names of their source nodes), so `describe()` and task ids match a Java app's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from streamlet.errors import TopologyError
+from streamlet.processor import Processor, ProcessorSupplier, TimestampExtractor
+from streamlet.serdes import Deserializer, Serializer
+
+if TYPE_CHECKING:
+    from streamlet.stores.api import StoreBuilder
+    from streamlet.topology_description import TopologyDescription
+
+StreamPartitioner = Callable[[str, Any, Any, int], int | None]
+"""`partitioner(topic, key, value, num_partitions) -> partition` (None: the default partitioner)."""
+
+
+@dataclass(eq=False)
+class SourceSpec:
+    name: str
+    topics: list[str]
+    key_deserializer: Deserializer[Any] | None = None
+    value_deserializer: Deserializer[Any] | None = None
+    timestamp_extractor: TimestampExtractor | None = None
+    offset_reset: str | None = None
+
+
+@dataclass(eq=False)
+class ProcessorSpec:
+    name: str
+    supplier: ProcessorSupplier
+    parents: list[str]
+    stores: list[str] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class SinkSpec:
+    name: str
+    topic: str
+    parents: list[str]
+    key_serializer: Serializer[Any] | None = None
+    value_serializer: Serializer[Any] | None = None
+    partitioner: StreamPartitioner | None = None
+
+
+NodeSpec = SourceSpec | ProcessorSpec | SinkSpec
+
+
+@dataclass(eq=False)
+class InternalTopicSpec:
+    """A topic the application owns; its real name is `<application.id>-<name>`."""
+
+    name: str
+    kind: str  # "repartition" | "changelog"
+    num_partitions: int | None = None  # None: derived from the sub-topology's source topics
+    config: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class SubTopology:
+    """A connected component of the graph; one task per partition of its source topics."""
+
+    id: int
+    nodes: list[str]
+    source_topics: list[str]  # as named in the topology (internal ones unprefixed)
+    sink_topics: list[str]
+    stores: list[str]
+
+
+class Topology:
+    """A processor graph built with the Processor API (or by `StreamsBuilder.build()`)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeSpec] = {}
+        self.children: dict[str, list[str]] = {}
+        self.store_builders: dict[str, StoreBuilder] = {}
+        self.store_users: dict[str, list[str]] = {}
+        self.internal_topics: dict[str, InternalTopicSpec] = {}
+        self._sub_topologies: list[SubTopology] | None = None
+
+    # -- building -------------------------------------------------------------------------------
+    def _add(self, spec: NodeSpec) -> None:
+        if not spec.name:
+            raise TopologyError("a node needs a non-empty name")
+        if spec.name in self.nodes:
+            raise TopologyError(f"a node named {spec.name!r} is already in the topology")
+        parents = [] if isinstance(spec, SourceSpec) else spec.parents
+        for parent in parents:
+            if parent == spec.name:
+                raise TopologyError(f"node {spec.name!r} cannot be its own parent")
+            if parent not in self.nodes:
+                raise TopologyError(f"parent {parent!r} of {spec.name!r} is not in the topology")
+            if isinstance(self.nodes[parent], SinkSpec):
+                raise TopologyError(f"sink {parent!r} cannot have children ({spec.name!r})")
+        self.nodes[spec.name] = spec
+        self.children[spec.name] = []
+        for parent in parents:
+            self.children[parent].append(spec.name)
+        self._sub_topologies = None
+
+    def add_source(
+        self,
+        name: str,
+        *topics: str,
+        key_deserializer: Deserializer[Any] | None = None,
+        value_deserializer: Deserializer[Any] | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+        offset_reset: str | None = None,
+    ) -> Topology:
+        if not topics:
+            raise TopologyError(f"source {name!r} needs at least one topic")
+        for spec in self.nodes.values():
+            if isinstance(spec, SourceSpec):
+                clash = set(spec.topics) & set(topics)
+                if clash:
+                    raise TopologyError(f"topic {sorted(clash)[0]!r} is already read by source {spec.name!r}")
+        self._add(SourceSpec(name, list(topics), key_deserializer, value_deserializer,
+                             timestamp_extractor, offset_reset))
+        return self
+
+    def add_processor(self, name: str, supplier: ProcessorSupplier, *parent_names: str) -> Topology:
+        if not parent_names:
+            raise TopologyError(f"processor {name!r} needs at least one parent")
+        if not callable(supplier):
+            raise TopologyError(f"the supplier of processor {name!r} is not callable")
+        if isinstance(supplier, Processor):
+            raise TopologyError(
+                f"processor {name!r}: pass a supplier (a class or a function returning a NEW processor), "
+                "not a processor instance"
+            )
+        self._add(ProcessorSpec(name, supplier, list(parent_names)))
+        return self
+
+    def add_sink(
+        self,
+        name: str,
+        topic: str,
+        *parent_names: str,
+        key_serializer: Serializer[Any] | None = None,
+        value_serializer: Serializer[Any] | None = None,
+        partitioner: StreamPartitioner | None = None,
+    ) -> Topology:
+        if not parent_names:
+            raise TopologyError(f"sink {name!r} needs at least one parent")
+        self._add(SinkSpec(name, topic, list(parent_names), key_serializer, value_serializer, partitioner))
+        return self
+
+    def add_state_store(self, store_builder: StoreBuilder, *processor_names: str) -> Topology:
+        name = store_builder.name
+        if name in self.store_builders and self.store_builders[name] is not store_builder:
+            raise TopologyError(f"a state store named {name!r} is already in the topology")
+        self.store_builders[name] = store_builder
+        self.store_users.setdefault(name, [])
+        if processor_names:
+            self.connect_processor_and_state_stores(processor_names[0], name)
+            for proc in processor_names[1:]:
+                self.connect_processor_and_state_stores(proc, name)
+        return self
+
+    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> Topology:
+        spec = self.nodes.get(processor_name)
+        if not isinstance(spec, ProcessorSpec):
+            raise TopologyError(f"{processor_name!r} is not a processor of this topology")
+        for store in store_names:
+            if store not in self.store_builders:
+                raise TopologyError(f"state store {store!r} is not in the topology")
+            if store not in spec.stores:
+                spec.stores.append(store)
+                self.store_users[store].append(processor_name)
+        self._sub_topologies = None
+        return self
+
+    def add_internal_topic(self, spec: InternalTopicSpec) -> None:
+        self.internal_topics[spec.name] = spec
+
+    # -- inspecting -----------------------------------------------------------------------------
+    def parents_of(self, name: str) -> list[str]:
+        spec = self.nodes[name]
+        return [] if isinstance(spec, SourceSpec) else list(spec.parents)
+
+    def sub_topologies(self) -> list[SubTopology]:
+        """Connected components, numbered as Kafka Streams numbers its node groups."""
+        if self._sub_topologies is not None:
+            return self._sub_topologies
+        root: dict[str, str] = {n: n for n in self.nodes}
+
+        def find(n: str) -> str:
+            while root[n] != n:
+                root[n] = root[root[n]]
+                n = root[n]
+            return n
+
+        def unite(a: str, b: str) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                root[rb] = ra
+
+        for name in self.nodes:
+            for parent in self.parents_of(name):
+                unite(parent, name)
+        for users in self.store_users.values():
+            for other in users[1:]:
+                unite(users[0], other)
+
+        sources = sorted(n for n, s in self.nodes.items() if isinstance(s, SourceSpec))
+        others = sorted(n for n, s in self.nodes.items() if not isinstance(s, SourceSpec))
+        group_of_root: dict[str, int] = {}
+        for name in sources + others:
+            group_of_root.setdefault(find(name), len(group_of_root))
+        members: dict[int, list[str]] = {gid: [] for gid in group_of_root.values()}
+        for name in self.nodes:
+            members[group_of_root[find(name)]].append(name)
+
+        result = []
+        for gid in sorted(members):
+            names = members[gid]
+            topics: list[str] = []
+            sinks: list[str] = []
+            stores: list[str] = []
+            for n in names:
+                spec = self.nodes[n]
+                if isinstance(spec, SourceSpec):
+                    topics.extend(spec.topics)
+                elif isinstance(spec, SinkSpec):
+                    sinks.append(spec.topic)
+                else:
+                    stores.extend(s for s in spec.stores if s not in stores)
+            result.append(SubTopology(gid, names, topics, sinks, stores))
+        self._sub_topologies = result
+        return result
+
+    def validate(self) -> None:
+        """Checks that runtimes rely on; raised at `KafkaStreams(...)` / driver construction."""
+        if not any(isinstance(s, SourceSpec) for s in self.nodes.values()):
+            raise TopologyError("the topology has no source node")
+        for name, users in self.store_users.items():
+            if not users:
+                raise TopologyError(f"state store {name!r} is not connected to any processor")
+
+    def describe(self) -> TopologyDescription:
+        from streamlet.topology_description import TopologyDescription
+
+        return TopologyDescription.of(self)
+
+    def __repr__(self) -> str:
+        return f"Topology({len(self.nodes)} nodes, {len(self.sub_topologies())} sub-topologies)"

@@ -1,0 +1,104 @@
+"""Small helpers for integration tests against the real broker: topics, producing, reading output."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+async def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
+    finally:
+        await admin.close()
+
+
+async def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
+    await producer.start()
+    try:
+        futures = [await producer.send(topic, key=k, value=v) for k, v in records]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+async def read_until(
+    bootstrap: str,
+    topic: str,
+    done: Callable[[list[Any]], bool],
+    timeout: float = 120.0,
+    isolation_level: str = "read_uncommitted",
+) -> list[Any]:
+    """Read `topic` from the beginning until `done(records)` holds; raise TimeoutError otherwise."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                enable_auto_commit=False, group_id=None, isolation_level=isolation_level)
+    await consumer.start()
+    records: list[Any] = []
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            batch = await consumer.getmany(timeout_ms=500)
+            for recs in batch.values():
+                records.extend(recs)
+            if done(records):
+                return records
+        raise TimeoutError(f"{topic}: condition not met after {timeout}s with {len(records)} records")
+    finally:
+        await consumer.stop()
+
+
+class AppProcess:
+    """A `streamlet run` app instance in its own OS process."""
+
+    def __init__(self, target: str, settings: dict[str, Any], log_path: Path,
+                 env: dict[str, str] | None = None) -> None:
+        self.target = target
+        self.settings = settings
+        self.log_path = log_path
+        self.env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> AppProcess:
+        args = [sys.executable, "-m", "streamlet", "run", self.target]
+        for k, v in self.settings.items():
+            args += ["--set", f"{k}={v}"]
+        env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", **self.env)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        return self
+
+    def stop(self, timeout: float = 60) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+        self._log.close()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")

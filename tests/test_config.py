@@ -1,0 +1,44 @@
+"""StreamsConfig: dotted and snake_case keys, defaults that depend on the guarantee, fast failures."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamlet.config import StreamsConfig
+from streamlet.errors import ConfigError
+from streamlet.serdes import Serdes
+
+
+def test_snake_case_and_dotted_keys_are_the_same() -> None:
+    a = StreamsConfig({"application.id": "x", "commit.interval.ms": "250"})
+    b = StreamsConfig(application_id="x", commit_interval_ms=250)
+    assert a["application.id"] == b["application_id"] == "x"
+    assert a["commit.interval.ms"] == b["commit.interval.ms"] == 250
+
+
+def test_commit_interval_default_depends_on_guarantee() -> None:
+    assert StreamsConfig(application_id="x")["commit.interval.ms"] == 30000
+    eos = StreamsConfig(application_id="x", processing_guarantee="exactly_once_v2")
+    assert eos["commit.interval.ms"] == 100
+    assert eos.exactly_once
+
+
+def test_bad_values_fail_with_the_key_name() -> None:
+    with pytest.raises(ConfigError, match="processing.guarantee"):
+        StreamsConfig(processing_guarantee="maybe_once")
+    with pytest.raises(ConfigError, match="commit.interval.ms"):
+        StreamsConfig(commit_interval_ms="soon")
+    with pytest.raises(ConfigError, match="application.id"):
+        _ = StreamsConfig().application_id
+
+
+def test_serde_config_accepts_classes_instances_and_names() -> None:
+    config = StreamsConfig(default_key_serde=Serdes.String, default_value_serde="LongSerde")
+    assert isinstance(config.default_key_serde(), Serdes.String)
+    assert isinstance(config.default_value_serde(), Serdes.Long)
+
+
+def test_of_accepts_plain_dicts_and_configs() -> None:
+    config = StreamsConfig(application_id="x")
+    assert StreamsConfig.of(config) is config
+    assert StreamsConfig.of({"application.id": "y"}).application_id == "y"

@@ -1,0 +1,199 @@
+"""The local broker is a real Kafka: records round-trip, transactions commit and abort, data survives
+a restart, and a machine without Java or Maven gets one clear sentence instead of a stack trace."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from streamlet.errors import BrokerUnavailableError
+from streamlet.runtime import local_broker
+from streamlet.runtime.local_broker import LocalKafkaBroker, ensure_kafka_jars
+
+pytestmark = pytest.mark.broker
+
+
+def fresh_topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+async def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        await admin.close()
+
+
+async def read_all(bootstrap: str, topic: str, expected: int, isolation_level: str = "read_uncommitted",
+                   idle_polls: int = 4) -> list[tuple[bytes | None, bytes | None]]:
+    """Read from the beginning until `expected` records arrived and a few more polls bring nothing."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                enable_auto_commit=False, group_id=None, isolation_level=isolation_level)
+    await consumer.start()
+    records: list[tuple[bytes | None, bytes | None]] = []
+    quiet = 0
+    try:
+        for _ in range(120):
+            batch = await consumer.getmany(timeout_ms=250)
+            got = [(r.key, r.value) for recs in batch.values() for r in recs]
+            records.extend(got)
+            quiet = quiet + 1 if not got else 0
+            if len(records) >= expected and quiet >= idle_polls:
+                break
+    finally:
+        await consumer.stop()
+    return records
+
+
+@pytest.mark.anyio
+async def test_produce_and_consume_a_record(kafka_broker: LocalKafkaBroker) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    assert bootstrap == f"127.0.0.1:{kafka_broker.port}"
+    topic = fresh_topic("roundtrip")
+    await create_topic(bootstrap, topic)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, key=b"k", value=b"hello kafka")
+    finally:
+        await producer.stop()
+    assert await read_all(bootstrap, topic, expected=1) == [(b"k", b"hello kafka")]
+
+
+@pytest.mark.anyio
+async def test_transactions_commit_and_abort(kafka_broker: LocalKafkaBroker) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = fresh_topic("txn")
+    await create_topic(bootstrap, topic)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=fresh_topic("txn-id"))
+    await producer.start()
+    try:
+        async with producer.transaction():
+            await producer.send(topic, value=b"committed")
+        await producer.begin_transaction()
+        await producer.send(topic, value=b"aborted")
+        await producer.abort_transaction()
+        async with producer.transaction():
+            await producer.send(topic, value=b"after-abort")
+    finally:
+        await producer.stop()
+    committed = await read_all(bootstrap, topic, expected=2, isolation_level="read_committed")
+    assert [value for _, value in committed] == [b"committed", b"after-abort"]
+    # The aborted record is in the log all the same: read_uncommitted sees it.
+    everything = await read_all(bootstrap, topic, expected=3)
+    assert [value for _, value in everything] == [b"committed", b"aborted", b"after-abort"]
+
+
+@pytest.mark.anyio
+async def test_restart_keeps_port_and_data(tmp_path: Path) -> None:
+    data_dir = tmp_path / "broker"
+    with LocalKafkaBroker(data_dir=data_dir) as broker:
+        bootstrap = broker.bootstrap_servers
+        topic = fresh_topic("restart")
+        await create_topic(bootstrap, topic)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, value=b"before restart")
+        finally:
+            await producer.stop()
+        first_pid = broker.pid
+
+        broker.restart()
+
+        assert broker.is_running()
+        assert broker.pid != first_pid
+        assert broker.bootstrap_servers == bootstrap
+        assert await read_all(bootstrap, topic, expected=1) == [(None, b"before restart")]
+    assert not broker.is_running()
+    assert (data_dir / "kafka-logs" / "meta.properties").is_file(), "a given data dir is kept"
+
+
+def test_temporary_data_dir_is_removed_on_stop() -> None:
+    broker = LocalKafkaBroker().start()
+    try:
+        data_dir = broker.data_dir
+        assert data_dir is not None and (data_dir / "kafka-logs" / "meta.properties").is_file()
+        assert broker.log_file.is_file()
+        pid = broker.pid
+    finally:
+        broker.stop()
+    assert pid is not None
+    assert not data_dir.exists()
+    assert not local_broker._pid_alive(pid)
+    assert not broker.is_running()
+
+
+def test_busy_port_is_reported_before_starting_java() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(BrokerUnavailableError, match=f"port {port} .* already in use"):
+            LocalKafkaBroker(port=port).start()
+
+
+def test_missing_java_is_one_sentence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(BrokerUnavailableError) as caught:
+        LocalKafkaBroker().start()
+    message = str(caught.value)
+    assert "Java" in message and "\n" not in message and message.endswith(".")
+
+
+def test_missing_maven_is_one_sentence_when_jars_must_be_fetched(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    java = shutil.which("java")
+    assert java is not None, "the broker tests need Java on PATH"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "java").symlink_to(java)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with pytest.raises(BrokerUnavailableError) as caught:
+        ensure_kafka_jars(tmp_path / "empty-cache")
+    message = str(caught.value)
+    assert "Maven" in message and "\n" not in message
+
+
+def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("STREAMLET_CACHE_DIR", str(tmp_path / "c"))
+    assert local_broker.cache_dir() == (tmp_path / "c").resolve()
+    monkeypatch.delenv("STREAMLET_CACHE_DIR")
+    repo = Path(local_broker.__file__).resolve().parents[2]
+    assert local_broker.cache_dir() == repo / ".cache"  # tests run from the source checkout
+
+
+def test_concurrent_fetches_share_one_download(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Two fetchers racing on an empty cache: one downloads, the other waits and reuses its jars."""
+    cache = tmp_path / "cache"
+    results: list[Path] = []
+    errors: list[BaseException] = []
+
+    def fetch() -> None:
+        try:
+            results.append(ensure_kafka_jars(cache))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=fetch) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(results) == 2 and results[0] == results[1]
+    jars = {p.name for p in results[0].iterdir()}
+    assert f"kafka_2.13-{local_broker.KAFKA_VERSION}.jar" in jars and "slf4j-reload4j-1.7.36.jar" in jars
+    leftovers = [p.name for p in cache.iterdir() if ".partial-" in p.name]
+    assert leftovers == []
+    assert capfd.readouterr().err.count("fetching Apache Kafka") == 1
