@@ -23,7 +23,10 @@ _NON_WORD = re.compile(r"\W+", re.ASCII)
 
 def split_words(line: str) -> list[str]:
     """Java's `line.toLowerCase().split("\\\\W+")`: a leading empty string stays, trailing ones go."""
-    parts = _NON_WORD.split(line.lower())
+    lowered = line.lower()
+    parts = _NON_WORD.split(lowered)
+    if len(parts) == 1:  # no separator at all: Java returns the whole string, even ""
+        return parts
     while parts and parts[-1] == "":
         parts.pop()
     return parts

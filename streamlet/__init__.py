@@ -1,1 +1,102 @@
-"""streamlet: Kafka Streams for Python."""
+"""streamlet: Kafka Streams for Python.
+
+The public API (see API.md) is importable from here: the DSL (`StreamsBuilder`, `KStream`, ...), the
+Processor API (`Topology`, `Processor`, `ProcessorContext`, `Record`), serdes, config, state stores and
+the `KafkaStreams` runtime. Everything under `streamlet.actors`, `streamlet.runtime` and the stores'
+implementation modules is internal and may change without notice. Testing helpers live in
+`streamlet.testing`.
+"""
+
+from streamlet.config import StreamsConfig
+from streamlet.dsl import (
+    Consumed,
+    Grouped,
+    KGroupedStream,
+    KStream,
+    KTable,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+    StreamsBuilder,
+)
+from streamlet.errors import (
+    ConfigError,
+    DeserializationError,
+    InvalidStateStoreError,
+    SerializationError,
+    StreamsError,
+    TopologyError,
+)
+from streamlet.processor import (
+    Cancellable,
+    Processor,
+    ProcessorContext,
+    PunctuationType,
+    RecordTimestampExtractor,
+    TimestampExtractor,
+    UsePartitionTimeOnInvalidTimestamp,
+    WallclockTimestampExtractor,
+)
+from streamlet.record import KeyValue, Record, RecordMetadata
+from streamlet.runtime.kafka_streams import KafkaStreams, State
+from streamlet.serdes import Deserializer, Serde, Serdes, Serializer
+from streamlet.stores import (
+    KeyValueBytesStoreSupplier,
+    KeyValueIterator,
+    KeyValueStore,
+    StateStore,
+    StoreBuilder,
+    Stores,
+    TimestampedKeyValueStore,
+    ValueAndTimestamp,
+)
+from streamlet.topology import Topology
+from streamlet.topology_description import TopologyDescription
+
+__all__ = [
+    "Cancellable",
+    "ConfigError",
+    "Consumed",
+    "DeserializationError",
+    "Deserializer",
+    "Grouped",
+    "InvalidStateStoreError",
+    "KGroupedStream",
+    "KStream",
+    "KTable",
+    "KafkaStreams",
+    "KeyValue",
+    "KeyValueBytesStoreSupplier",
+    "KeyValueIterator",
+    "KeyValueStore",
+    "Materialized",
+    "Named",
+    "Processor",
+    "ProcessorContext",
+    "Produced",
+    "PunctuationType",
+    "Record",
+    "RecordMetadata",
+    "RecordTimestampExtractor",
+    "Repartitioned",
+    "Serde",
+    "Serdes",
+    "SerializationError",
+    "Serializer",
+    "State",
+    "StateStore",
+    "StoreBuilder",
+    "Stores",
+    "StreamsBuilder",
+    "StreamsConfig",
+    "StreamsError",
+    "TimestampExtractor",
+    "TimestampedKeyValueStore",
+    "Topology",
+    "TopologyDescription",
+    "TopologyError",
+    "UsePartitionTimeOnInvalidTimestamp",
+    "ValueAndTimestamp",
+    "WallclockTimestampExtractor",
+]

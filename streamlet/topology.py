@@ -191,7 +191,7 @@ class Topology:
         return [] if isinstance(spec, SourceSpec) else list(spec.parents)
 
     def sub_topologies(self) -> list[SubTopology]:
-        """Connected components, numbered as Kafka Streams numbers its node groups."""
+        """Connected components of the node graph, numbered as Kafka Streams numbers its node groups."""
         if self._sub_topologies is not None:
             return self._sub_topologies
         root: dict[str, str] = {n: n for n in self.nodes}
@@ -214,10 +214,10 @@ class Topology:
             for other in users[1:]:
                 unite(users[0], other)
 
-        sources = sorted(n for n, s in self.nodes.items() if isinstance(s, SourceSpec))
-        others = sorted(n for n, s in self.nodes.items() if not isinstance(s, SourceSpec))
+        # Kafka Streams (3.x) numbers node groups in the order their first node was added, which is
+        # what makes a DSL topology's sub-topology ids follow the order the application wrote it.
         group_of_root: dict[str, int] = {}
-        for name in sources + others:
+        for name in self.nodes:
             group_of_root.setdefault(find(name), len(group_of_root))
         members: dict[int, list[str]] = {gid: [] for gid in group_of_root.values()}
         for name in self.nodes:

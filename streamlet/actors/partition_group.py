@@ -133,6 +133,11 @@ class PartitionGroup:
             self.stream_time = best_ts
         return stamped
 
+    def head_timestamp(self) -> int | None:
+        """The timestamp `next_record` would return next, or None when nothing is buffered."""
+        heads = [q.queue[0].record.timestamp for q in self._queues.values() if q.queue]
+        return min(heads) if heads else None
+
     def single_queue(self) -> RecordQueue | None:
         """The only non-empty queue, if exactly one has records (the fast path needs no merge)."""
         found = None

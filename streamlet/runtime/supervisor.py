@@ -24,24 +24,15 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 
 from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError
+from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.record_sender import RecordSender
+from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
-from streamlet.runtime.topics import TopicPlan, prepare_topics
+from streamlet.runtime.topic_manager import TopicPlan, prepare_topics
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
-
-
-def make_assignor(topic_to_subtopology: dict[str, int]) -> Any:
-    """The task-aware assignor; aiokafka's range assignor co-partitions equal-sized topics meanwhile."""
-    try:
-        from streamlet.runtime import assignor
-    except ImportError:
-        from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-
-        return RangePartitionAssignor
-    return assignor.make_assignor(topic_to_subtopology)
 
 
 class _RebalanceListener(ConsumerRebalanceListener):
@@ -66,6 +57,7 @@ class Supervisor:
         self._dispatch_lock = anyio.Lock()
         self._commit_interval_s = int(config["commit.interval.ms"]) / 1000
         self.plan: TopicPlan | None = None
+        self._partition_counts: dict[str, int] = {}
         self.tasks: TaskManager | None = None
         self.consumer: Any = None
         self.producer: Any = None
@@ -77,8 +69,7 @@ class Supervisor:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
 
     def _partition_count(self, topic: str) -> int:
-        assert self.plan is not None
-        n = self.plan.partition_counts.get(topic)
+        n = self._partition_counts.get(topic)
         if n is None:
             raise StreamsError(f"topic {topic!r} is unknown to this application (not created or described)")
         return n
@@ -91,6 +82,24 @@ class Supervisor:
             base = str(Path(tempfile.gettempdir()) / "streamlet")
         return Path(base) / self.app_id
 
+    def _tasks_with_local_state(self) -> list[TaskId]:
+        """Tasks whose state directory survives from an earlier run: claimed at the first join, so
+        that the sticky assignor gives them back to this instance instead of restoring them elsewhere."""
+        root = self._state_root()
+        found = []
+        if root.is_dir():
+            for entry in root.iterdir():
+                try:
+                    task = TaskId.parse(entry.name)
+                except ValueError:
+                    continue
+                if entry.is_dir() and task.subtopology in self.plan_subtopologies():
+                    found.append(task)
+        return sorted(found)
+
+    def plan_subtopologies(self) -> set[int]:
+        return set(self.plan.subtopology_partitions) if self.plan is not None else set()
+
     def stop(self) -> None:
         self._stop.set()
 
@@ -101,12 +110,14 @@ class Supervisor:
     async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run until `stop()`; then commit and close cleanly. Reports started once the group is joined."""
         config = self.config
-        self.plan = await prepare_topics(self.topology, config, self.resolve_topic)
+        self.plan = await prepare_topics(self.topology, self.app_id, config["bootstrap.servers"],
+                                         replication_factor=int(config["replication.factor"]))
+        self._partition_counts = self.plan.partition_counts
         self.producer = AIOKafkaProducer(
             **self._client_kwargs(), acks="all", enable_idempotence=True, linger_ms=5,
             max_batch_size=1024 * 1024, max_request_size=4 * 1024 * 1024,
         )
-        assignor = make_assignor(self.plan.topic_to_subtopology)
+        assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state())
         self.consumer = AIOKafkaConsumer(
             **self._client_kwargs(), group_id=self.app_id, enable_auto_commit=False,
             auto_offset_reset=str(config["auto.offset.reset"]),

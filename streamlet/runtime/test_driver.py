@@ -276,6 +276,8 @@ class TopologyTestDriver:
         self._wall_ms += to_millis(advance)
         for task in self._tasks:
             task.maybe_punctuate_wall_clock(self._wall_ms)
+        for task in self._tasks:
+            task.prepare_commit()
         self._complete_work()
 
     @property
@@ -298,14 +300,27 @@ class TopologyTestDriver:
         task.add_records(topic, 0, [_Consumed(topic, 0, offset, ts, key, value, headers)])
 
     def _complete_work(self) -> None:
-        """Process until nothing is buffered anywhere, committing (flushing caches) every round."""
+        """Process one record at a time until nothing is buffered, committing after each one.
+
+        Kafka Streams' driver runs every sub-topology in one task and commits (flushing caches) after
+        every single record, including each record read back from a repartition topic; doing the same
+        makes cached aggregations emit exactly what a Java test expects. Across sub-topologies the
+        record with the lowest timestamp goes first, as in that single task's partition group.
+        """
+        self._capture()
         while True:
+            best: StreamTask | None = None
+            best_ts = 0
             for task in self._tasks:
-                task.process()
+                ts = task.partition_group.head_timestamp()
+                if ts is not None and (best is None or ts < best_ts):
+                    best, best_ts = task, ts
+            if best is None:
+                break
+            best.process(1)
             for task in self._tasks:
                 task.prepare_commit()
-            if not self._capture():
-                break
+            self._capture()
 
     def _capture(self) -> bool:
         """Move produced records to the output topics; feed internal ones back. True if any was fed."""

@@ -31,8 +31,9 @@ ChangelogEntry = tuple[bytes, bytes | None, int]
 RestoreCallback = Callable[[list[ChangelogEntry]], None]
 """Applies one batch of changelog entries to a store during restoration."""
 
-FlushListener = Callable[[Any, Any, Any, int], None]
-"""`listener(key, new_value, old_value, timestamp)`, called by a caching store when it evicts/flushes."""
+FlushListener = Callable[[Any, Any, Any, int, tuple[tuple[str, bytes], ...]], None]
+"""`listener(key, new_value, old_value, timestamp, headers)`, called by a caching store when it
+evicts/flushes; timestamp and headers are those of the record that made the latest update."""
 
 
 class ValueAndTimestamp(NamedTuple):

@@ -7,7 +7,7 @@ touching the store or deserializing.
 
 On flush or eviction each dirty entry is written below (in one write batch, logged under the
 entry's own record context) and then, if a flush listener is installed, forwarded as
-`listener(key, new_value, old_value, timestamp)` with the entry's record context set, so the
+`listener(key, new_value, old_value, timestamp, headers)` with the entry's record context set, so the
 downstream nodes see the record that made the update. Behaviour follows Kafka Streams' caching
 store: flushes go in the order of the latest writes; evicting a dirty entry flushes it and then
 every other dirty entry; a delete of a key absent below is neither logged nor forwarded when a
@@ -202,7 +202,8 @@ class CachedAccess:
                 decode = self._format.decode
                 for entry, old in to_forward:
                     context.set_record_context(entry.context)
-                    listener(entry.key, entry.value, None if old is None else decode(old), entry.context.timestamp)
+                    ctx = entry.context
+                    listener(entry.key, entry.value, None if old is None else decode(old), ctx.timestamp, ctx.headers)
         finally:
             context.set_record_context(saved_context)
         for key, entry in entries:

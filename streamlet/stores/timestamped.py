@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from streamlet.record import KeyValue
+from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Serde
 from streamlet.stores.api import (
     FlushListener,
@@ -53,12 +53,13 @@ class TypedTimestampedKeyValueStore(TypedKeyValueStore, TimestampedKeyValueStore
         super().put_all([(k, _checked(v)) for k, v in entries])
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
-        def forward_plain_values(key: Any, new: Any, old: Any, timestamp: int) -> None:
+        def forward_plain_values(key: Any, new: Any, old: Any, timestamp: int, headers: Headers) -> None:
             listener(
                 key,
                 None if new is None else new.value,
                 None if old is None else old.value,
                 timestamp if new is None else new.timestamp,
+                headers,
             )
 
         return super().set_flush_listener(forward_plain_values, send_old_values)

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from streamlet.stores.factory import Stores
 
 from streamlet.processor import Processor, ProcessorContext, PunctuationType
 from streamlet.record import KeyValue, Record
 from streamlet.serdes import Serdes
+from streamlet.stores.factory import Stores
 from streamlet.testing import TestInputTopic, TestOutputTopic, TopologyTestDriver
 from streamlet.topology import Topology
 

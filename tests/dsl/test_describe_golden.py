@@ -19,26 +19,13 @@ from tests.dsl.topologies import REFERENCE_TOPOLOGIES
 GOLDEN = Path(__file__).parent / "golden"
 JAVA_PROJECT = Path(__file__).parents[1] / "java_reference" / "pom.xml"
 
-# Kafka Streams 3.9.1 numbers sub-topologies in the order their first node entered the topology
-# (InternalTopologyBuilder.makeNodeGroups); Topology.sub_topologies() still orders them by sorted
-# source-node names, which differs for these three.
-NEEDS_INSERTION_ORDER_NUMBERING = {"named_operations", "subtopology_numbering", "processor_api_numbering"}
-
-
-def _param(name: str) -> object:
-    if name in NEEDS_INSERTION_ORDER_NUMBERING:
-        return pytest.param(name, marks=pytest.mark.xfail(
-            strict=True, reason="Topology.sub_topologies() must number groups by node insertion order"))
-    return name
-
-
 def test_every_golden_file_has_a_streamlet_topology() -> None:
     golden = {p.stem for p in GOLDEN.glob("*.txt")}
     assert golden == set(REFERENCE_TOPOLOGIES)
     assert len(golden) >= 30
 
 
-@pytest.mark.parametrize("name", [_param(n) for n in sorted(REFERENCE_TOPOLOGIES)])
+@pytest.mark.parametrize("name", sorted(REFERENCE_TOPOLOGIES))
 def test_describe_matches_kafka_streams(name: str) -> None:
     expected = (GOLDEN / f"{name}.txt").read_text()
     actual = str(REFERENCE_TOPOLOGIES[name]().describe())

@@ -20,23 +20,6 @@ from tests.dsl.topologies import REFERENCE_TOPOLOGIES
 SCENARIOS = Path(__file__).parent / "golden" / "behaviour"
 SCENARIO_NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))
 
-KNOWN_GAPS = {
-    # Kafka's driver commits (flushing caches) after every single record it processes, including each
-    # record read back from a repartition topic; streamlet's driver commits once per round of work, so
-    # a cache in a downstream sub-topology dedups records that Java forwards one by one.
-    "wordcount_cached": "TopologyTestDriver must commit after each processed record, as Kafka's does",
-    # A cache flush forwards with the cached entry's headers in Kafka Streams; the store's flush
-    # listener receives (key, new, old, timestamp) only, so flushed updates carry no headers.
-    "value_ops_keep_partitioning_cached": "the stores' flush listener must pass the entry's headers",
-}
-
-
-def _param(name: str) -> Any:
-    if name in KNOWN_GAPS:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[name]))
-    return name
-
-
 def _headers(pairs: list[list[str]]) -> tuple[tuple[str, bytes], ...]:
     return tuple((name, value.encode()) for name, value in pairs)
 
@@ -52,7 +35,7 @@ def test_there_are_scenarios() -> None:
     assert len(SCENARIO_NAMES) >= 15
 
 
-@pytest.mark.parametrize("name", [_param(n) for n in SCENARIO_NAMES])
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
 def test_same_output_records_as_kafka_streams(name: str) -> None:
     scenario = json.loads((SCENARIOS / f"{name}.json").read_text())
     topology = REFERENCE_TOPOLOGIES[scenario["topology"]]()

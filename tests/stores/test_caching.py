@@ -22,8 +22,10 @@ def with_listener(store: TypedKeyValueStore, context: RecordingStateStoreContext
     """Install a listener that also records the record context current when it is called."""
     forwarded: list[Forwarded] = []
 
-    def listener(key: Any, new: Any, old: Any, timestamp: int) -> None:
-        forwarded.append((key, new, old, timestamp, context.record_context()))
+    def listener(key: Any, new: Any, old: Any, timestamp: int, headers: Any) -> None:
+        current = context.record_context()
+        assert headers == current.headers  # the headers of the record that made the update
+        forwarded.append((key, new, old, timestamp, current))
 
     assert store.set_flush_listener(listener, send_old_values) is True
     return forwarded

@@ -64,7 +64,7 @@ def test_store_behaves_like_a_dict_and_its_changelog_rebuilds_it(
         store = build_store(backend, context, key_serde=Serdes.Integer, value_serde=Serdes.String,
                             cached=caching)
         forwarded: list[tuple[int, str | None, str | None]] = []
-        listening = store.set_flush_listener(lambda k, new, old, ts: forwarded.append((k, new, old)), True)
+        listening = store.set_flush_listener(lambda k, new, old, ts, headers: forwarded.append((k, new, old)), True)
         assert listening is (caching and budget > 0)
         model: dict[int, str] = {}
         for step, (op, a, b) in enumerate(ops):

@@ -90,7 +90,7 @@ def test_flush_listener_sees_plain_values_and_the_values_timestamp(
     context.at(70)
     store.delete("a")
     store.flush()
-    assert forwarded == [("a", 1, None, 40), ("a", 2, 1, 55), ("a", None, 2, 70)]
+    assert forwarded == [("a", 1, None, 40, ()), ("a", 2, 1, 55, ()), ("a", None, 2, 70, ())]
     assert [(c.value, c.timestamp) for c in context.changelog] == [
         (struct.pack(">q", 1), 40), (struct.pack(">q", 2), 55), (None, 70),
     ]

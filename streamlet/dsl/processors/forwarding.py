@@ -14,7 +14,7 @@ from typing import Any
 from streamlet.dsl.change import Change
 from streamlet.errors import TopologyError
 from streamlet.processor import ProcessorContext
-from streamlet.record import Record
+from streamlet.record import Headers, Record
 from streamlet.stores.api import TimestampedKeyValueStore
 
 log = logging.getLogger("streamlet.dsl")
@@ -35,8 +35,8 @@ class TimestampedTupleForwarder:
         self._send_old_values = send_old_values
         self._caching = store.set_flush_listener(self._forward_flushed, send_old_values)
 
-    def _forward_flushed(self, key: Any, new_value: Any, old_value: Any, timestamp: int) -> None:
-        self._forward(Record(key, Change(new_value, old_value), timestamp))
+    def _forward_flushed(self, key: Any, new_value: Any, old_value: Any, timestamp: int, headers: Headers) -> None:
+        self._forward(Record(key, Change(new_value, old_value), timestamp, headers))
 
     def maybe_forward(self, record: Record) -> None:
         """Forward now unless the cache will (`record.value` is a `Change`)."""
