@@ -63,11 +63,11 @@ class ChangelogReader:
         began = time.monotonic()
         consumer.assign([tp])
         end = (await consumer.end_offsets([tp]))[tp]
-        if start is None:
-            await consumer.seek_to_beginning(tp)
-        else:
-            consumer.seek(tp, start)
-        position = await consumer.position(tp)
+        # An explicit offset, never seek_to_beginning(): aiokafka may still apply the assignment's
+        # own offset reset after that call returns and land at the end, restoring nothing.
+        begin = (await consumer.beginning_offsets([tp]))[tp]
+        position = begin if start is None else max(start, begin)
+        consumer.seek(tp, position)
         last_log = began
         while position < end:
             batches = await consumer.getmany(tp, timeout_ms=500, max_records=10_000)

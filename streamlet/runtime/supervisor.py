@@ -128,7 +128,7 @@ class Supervisor:
             partition_assignment_strategy=(assignor,),
         )
         self.restore_consumer = AIOKafkaConsumer(
-            **self._client_kwargs(), group_id=None, enable_auto_commit=False,
+            **self._client_kwargs(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
             isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
         )
         sender = RecordSender(self.producer)

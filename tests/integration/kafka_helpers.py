@@ -102,3 +102,15 @@ class AppProcess:
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    async def wait_for_log(self, text: str, timeout: float = 60.0) -> None:
+        """Wait until the app's log contains `text` (e.g. a task started after a rebalance)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log_text():
+                return
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the app exited with {self.proc.returncode}:\n{self.log_text()[-3000:]}")
+            await asyncio.sleep(0.2)
+        raise TimeoutError(f"{text!r} not in the app's log after {timeout}s:\n{self.log_text()[-3000:]}")

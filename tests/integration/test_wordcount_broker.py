@@ -70,9 +70,11 @@ async def test_two_instances_in_separate_processes_count_correctly(kafka_broker:
                    env=topic_env(inp, out))
         for i in range(2)
     ]
-    for app in apps:
-        app.start()
     try:
+        # One after the other, so that the second join is a rebalance that gives each instance tasks
+        # before any input exists (otherwise the first could count everything on its own).
+        await apps[0].start().wait_for_log("to RUNNING")
+        await apps[1].start().wait_for_log("started on")
         await produce(bootstrap, inp, [(str(i).encode(), ln.encode()) for i, ln in enumerate(lines)])
         records = await read_until(bootstrap, out, lambda rs: latest_counts(rs) == dict(expected), timeout=150)
         assert latest_counts(records) == dict(expected)
@@ -80,7 +82,7 @@ async def test_two_instances_in_separate_processes_count_correctly(kafka_broker:
         for app in apps:
             assert "task " in app.log_text() and "started on" in app.log_text(), app.log_text()[-3000:]
     finally:
-        codes = [app.stop() for app in apps]
+        codes = [app.stop() for app in apps if app.proc is not None]
     assert codes == [0, 0], [a.log_text()[-3000:] for a in apps]
 
 

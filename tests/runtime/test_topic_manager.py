@@ -60,16 +60,17 @@ class PlanOnlyStoreBuilder(StoreBuilder):
 def aggregate_through_repartition(inp: str, out: str, *, store_logging: bool = True,
                                   logging_config: dict[str, str] | None = None) -> Topology:
     """in -> [select key] -> repartition -> [aggregate with a store] -> out, as the DSL would wire it.
-    Source names are chosen so that the downstream sub-topology gets id 0 (resolution must iterate)."""
+    The downstream nodes are added first, so the downstream sub-topology gets id 0 (sub-topologies are numbered
+    by insertion order) and partition-count resolution must iterate."""
     t = Topology()
-    t.add_source("z-source", inp)
-    t.add_processor("z-select-key", PassThrough, "z-source")
     t.add_internal_topic(InternalTopicSpec("agg-repartition", "repartition"))
-    t.add_sink("z-repartition-sink", "agg-repartition", "z-select-key")
     t.add_source("a-repartition-source", "agg-repartition")
     t.add_processor("a-aggregate", PassThrough, "a-repartition-source")
     t.add_state_store(PlanOnlyStoreBuilder("agg-store", store_logging, logging_config), "a-aggregate")
     t.add_sink("a-sink", out, "a-aggregate")
+    t.add_source("z-source", inp)
+    t.add_processor("z-select-key", PassThrough, "z-source")
+    t.add_sink("z-repartition-sink", "agg-repartition", "z-select-key")
     return t
 
 
