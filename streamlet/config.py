@@ -38,12 +38,13 @@ DEFAULTS: dict[str, Any] = {
     "heartbeat.interval.ms": 3000,
     "max.task.idle.ms": 0,
     "client.id": "",
+    "transaction.timeout.ms": 10000,  # Kafka Streams' producer default under exactly-once
 }
 
 _INT_KEYS = {
     "commit.interval.ms", "statestore.cache.max.bytes", "num.standby.replicas", "num.stream.threads",
     "replication.factor", "max.poll.records", "poll.ms", "session.timeout.ms", "heartbeat.interval.ms",
-    "max.task.idle.ms",
+    "max.task.idle.ms", "transaction.timeout.ms",
 }
 
 

@@ -207,7 +207,8 @@ class KafkaStreams:
             "tasks": sorted(a.task_id for a in actors),
             "records-processed": sum(a.task.processed for a in actors),
             "records-skipped": sum(a.task.partition_group.skipped for a in actors),
-            "records-sent": sup.tasks.sender.sent,
+            "records-sent": sup.commit_protocol.records_sent if sup.commit_protocol else 0,
             "records-restored": sup.tasks.reader.total_restored,
             "commits": sup.commits,
+            "dirty-recoveries": sup.dirty_recoveries,
         }

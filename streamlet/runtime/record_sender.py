@@ -22,12 +22,24 @@ class ProductionError(StreamsError):
 
 class RecordSender:
     def __init__(self, producer: Any) -> None:
+        self.producer = producer
         self._producer = producer
+        self._error: BaseException | None = None
         self._inflight: list[tuple[str, int, int, asyncio.Future[Any]]] = []
         self.acked_offsets: dict[tuple[str, int], int] = {}
         self.sent = 0
 
     async def send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
+        """Hand records to the producer. A failure is kept for `flush()` to raise: the commit path,
+        not the task that happened to produce, decides what a failed delivery means."""
+        if self._error is not None:
+            return
+        try:
+            await self._send(drained)
+        except Exception as exc:  # re-raised by flush()
+            self._error = exc
+
+    async def _send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
         producer = self._producer
         for (topic, partition), records in drained.items():
             builder = producer.create_batch()
@@ -55,6 +67,9 @@ class RecordSender:
     async def flush(self) -> dict[tuple[str, int], int]:
         """Wait until everything sent so far is acknowledged; raise if anything failed."""
         inflight, self._inflight = self._inflight, []
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise ProductionError(f"failed to produce records: {type(error).__name__}: {error}") from error
         if inflight:
             results = await asyncio.gather(*(f for _, _, _, f in inflight), return_exceptions=True)
             errors = []
@@ -73,3 +88,4 @@ class RecordSender:
     def forget(self) -> None:
         """Drop in-flight futures without waiting (after the producer itself failed or was closed)."""
         self._inflight = []
+        self._error = None

@@ -8,7 +8,14 @@ member (structured concurrency) and surfaces in `KafkaStreams` as the ERROR stat
 Rebalances (aiokafka's eager protocol): on revoke, dispatch stops and everything processed so far
 is flushed and committed; on assign, tasks whose partitions left are closed and new tasks are
 created and restored before any of their records is dispatched. Tasks whose partitions stayed keep
-their open stores.
+their open stores. After every assignment the supervisor seeks each partition explicitly: a kept
+task's partitions to the next offset it has not been handed, a new task's to the committed offset
+read *after* its producer fenced the previous owner. A batch fetched before a rebalance is dropped
+(its records are fetched again from those positions), so no record is skipped or handed over twice.
+
+Under exactly-once a failed commit (fenced by a task's new owner, or a producer error) closes every
+task dirty — transactions aborted, local state discarded — and rejoins the group: whatever this
+member still owns is then rebuilt from the changelogs and the committed offsets.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
-from streamlet.runtime.record_sender import RecordSender
+from streamlet.runtime.commit_protocol import AtLeastOnceCommits, CommitFailed, CommitProtocol, ExactlyOnceCommits
 from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.topic_manager import TopicPlan, prepare_topics
@@ -64,6 +71,10 @@ class Supervisor:
         self.restore_consumer: Any = None
         self.assigned: set[tuple[str, int]] = set()
         self.commits = 0
+        self.commit_protocol: CommitProtocol | None = None
+        self.dirty_recoveries = 0
+        self._epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
+        self._next_offset: dict[tuple[str, int], int] = {}  # the next offset not yet handed to a task
 
     def resolve_topic(self, name: str) -> str:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
@@ -117,6 +128,14 @@ class Supervisor:
             **self._client_kwargs(), acks="all", enable_idempotence=True, linger_ms=5,
             max_batch_size=1024 * 1024, max_request_size=4 * 1024 * 1024,
         )
+        commits: CommitProtocol
+        if config.exactly_once:
+            commits = ExactlyOnceCommits(self.app_id, {
+                **self._client_kwargs(), "acks": "all", "linger_ms": 5, "max_batch_size": 1024 * 1024,
+                "max_request_size": 4 * 1024 * 1024}, int(config["transaction.timeout.ms"]))
+        else:
+            commits = AtLeastOnceCommits(self.producer, self._commit_offsets)
+        self.commit_protocol = commits
         assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state())
         self.consumer = AIOKafkaConsumer(
             **self._client_kwargs(), group_id=self.app_id, enable_auto_commit=False,
@@ -131,8 +150,7 @@ class Supervisor:
             **self._client_kwargs(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
             isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
         )
-        sender = RecordSender(self.producer)
-        self.tasks = TaskManager(self.topology, config, sender, ChangelogReader(self.restore_consumer),
+        self.tasks = TaskManager(self.topology, config, commits, ChangelogReader(self.restore_consumer),
                                  self._state_root(), self.resolve_topic, self._partition_count)
         await self.producer.start()
         try:
@@ -147,6 +165,7 @@ class Supervisor:
                         await self._poll_loop()
                         await self._shutdown()
                 finally:
+                    await self.commit_protocol.stop()
                     await self.consumer.stop()
             finally:
                 await self.restore_consumer.stop()
@@ -160,21 +179,43 @@ class Supervisor:
         max_records = int(self.config["max.poll.records"])
         last_commit = time.monotonic()
         while not self._stop.is_set():
+            epoch = self._epoch
             batches = await consumer.getmany(timeout_ms=poll_ms, max_records=max_records)
             if batches:
                 async with self._dispatch_lock:
-                    for tp, records in batches.items():
-                        actor = self.tasks.actor_for(tp.topic, tp.partition)
-                        if actor is None or (tp.topic, tp.partition) not in self.assigned:
-                            # Fetched before a rebalance took the partition away: the new owner
-                            # re-reads it from the committed offset.
-                            continue
-                        await actor.post_records(tp.topic, tp.partition, records)
+                    if epoch == self._epoch:
+                        await self._dispatch(batches)
+                    else:
+                        self._refetch(batches)
             now = time.monotonic()
             if now - last_commit >= self._commit_interval_s or self._commit_requested():
                 async with self._dispatch_lock:
                     await self._commit()
                 last_commit = now
+
+    async def _dispatch(self, batches: dict[Any, list[Any]]) -> None:
+        assert self.tasks is not None
+        for tp, records in batches.items():
+            key = (tp.topic, tp.partition)
+            actor = self.tasks.actor_for(tp.topic, tp.partition)
+            if actor is None or key not in self.assigned or not records:
+                continue
+            expected = self._next_offset.get(key)
+            if expected is not None and records[0].offset != expected:
+                # Never skip or repeat: only a batch that starts where the task left off is handed over.
+                records = [r for r in records if r.offset >= expected]
+                if not records:
+                    continue
+            await actor.post_records(tp.topic, tp.partition, records)
+            self._next_offset[key] = records[-1].offset + 1
+
+    def _refetch(self, batches: dict[Any, list[Any]]) -> None:
+        """A rebalance ran while this batch was fetched: drop it and seek its partitions back to the
+        next offset their tasks expect, so the same records come again through the new assignment."""
+        for tp in batches:
+            offset = self._next_offset.get((tp.topic, tp.partition))
+            if offset is not None and (tp.topic, tp.partition) in self.assigned:
+                self.consumer.seek(tp, offset)
 
     def _commit_requested(self) -> bool:
         assert self.tasks is not None
@@ -185,8 +226,23 @@ class Supervisor:
 
     async def _commit(self) -> None:
         assert self.tasks is not None
-        if await self.tasks.commit(self._commit_offsets):
-            self.commits += 1
+        try:
+            if await self.tasks.commit():
+                self.commits += 1
+        except CommitFailed as exc:
+            await self._recover_dirty(exc)
+
+    async def _recover_dirty(self, exc: BaseException, rejoin: bool = True) -> None:
+        """Exactly-once after a failed commit: drop all uncommitted work and rejoin the group."""
+        assert self.tasks is not None
+        self.dirty_recoveries += 1
+        log.warning("%s; closing all tasks dirty and rejoining the group", exc)
+        await self.tasks.close_all(clean=False)
+        self.assigned = set()
+        self._next_offset.clear()
+        self._epoch += 1
+        if rejoin:
+            self.consumer._coordinator.request_rejoin()
 
     async def _shutdown(self) -> None:
         assert self.tasks is not None
@@ -199,16 +255,41 @@ class Supervisor:
         self._on_rebalance(False)
         assert self.tasks is not None
         async with self._dispatch_lock:
+            self._epoch += 1
             self.assigned = set()
             try:
-                await self._commit()
+                await self.tasks.commit()
+            except CommitFailed as exc:
+                await self._recover_dirty(exc, rejoin=False)  # the group is rejoining already
             except Exception:
                 log.exception("commit on revocation failed; the new owners will reprocess from the last commit")
 
     async def on_assigned(self, assigned: Any) -> None:
         assert self.tasks is not None
         async with self._dispatch_lock:
+            self._epoch += 1
             parts = {(tp.topic, tp.partition) for tp in assigned}
-            await self.tasks.assign(parts)
+            created = await self.tasks.assign(parts)
+            created_parts = {tp for key in created for tp in self.tasks.partitions_of(key)}
+            for key in [k for k in self._next_offset if k not in parts or k in created_parts]:
+                del self._next_offset[key]
+            await self._seek_assigned(parts)
             self.assigned = parts
         self._on_rebalance(True)
+
+    async def _seek_assigned(self, parts: set[tuple[str, int]]) -> None:
+        """Position every assigned partition where its task continues (see the module docstring)."""
+        consumer = self.consumer
+        for topic, partition in sorted(parts):
+            tp = TopicPartition(topic, partition)
+            offset = self._next_offset.get((topic, partition))
+            if offset is None:
+                offset = await consumer.committed(tp)
+            if offset is None:
+                # No commit yet: auto.offset.reset, resolved here as an explicit offset, because the
+                # fetcher may already have moved past the reset point while this callback ran.
+                latest = str(self.config["auto.offset.reset"]) == "latest"
+                ends = await (consumer.end_offsets([tp]) if latest else consumer.beginning_offsets([tp]))
+                offset = ends[tp]
+            self._next_offset[(topic, partition)] = offset
+            consumer.seek(tp, offset)

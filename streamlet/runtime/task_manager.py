@@ -3,7 +3,9 @@
 A task is (sub-topology, partition). The manager maps consumed partitions to task actors, creates a
 task when the group assigns its partitions (wiping local state that no checkpoint vouches for,
 restoring stores from their changelogs, then starting the actor), and closes tasks whose
-partitions moved elsewhere. It also runs the commit protocol across all actors.
+partitions moved elsewhere. It also runs the commit across all actors: each actor flushes its
+stores and output and names its consumed offsets, then the `CommitProtocol` (at-least-once or
+exactly-once) makes them durable.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ import anyio
 from anyio.abc import TaskGroup
 
 from streamlet.actors.record_collector import RecordCollector
-from streamlet.actors.stream_task import StreamTask, task_id_str
+from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor
 from streamlet.config import StreamsConfig
 from streamlet.runtime.changelog_reader import ChangelogReader
-from streamlet.runtime.record_sender import RecordSender
+from streamlet.runtime.commit_protocol import CommitProtocol, Offsets
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
@@ -35,7 +37,7 @@ class TaskManager:
         self,
         topology: Topology,
         config: StreamsConfig,
-        sender: RecordSender,
+        commits: CommitProtocol,
         reader: ChangelogReader,
         state_root: Path,
         resolve_topic: Callable[[str], str],
@@ -43,7 +45,7 @@ class TaskManager:
     ) -> None:
         self.topology = topology
         self.config = config
-        self.sender = sender
+        self.commits = commits
         self.reader = reader
         self.state_root = state_root
         self.resolve_topic = resolve_topic
@@ -63,6 +65,10 @@ class TaskManager:
     def actor_for(self, topic: str, partition: int) -> TaskActor | None:
         return self._by_partition.get((topic, partition))
 
+    def partitions_of(self, key: TaskKey) -> list[tuple[str, int]]:
+        actor = self.actors.get(key)
+        return [tp for tp, a in self._by_partition.items() if a is actor] if actor is not None else []
+
     def task_keys_for(self, partitions: Iterable[tuple[str, int]]) -> dict[TaskKey, list[tuple[str, int]]]:
         keys: dict[TaskKey, list[tuple[str, int]]] = {}
         for topic, partition in partitions:
@@ -77,25 +83,23 @@ class TaskManager:
         return int(self.config["statestore.cache.max.bytes"]) // max(1, n_tasks)
 
     # -- assignment ---------------------------------------------------------------------------------
-    async def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
-        """Make the running tasks exactly those of `partitions`: close moved ones, create new ones."""
+    async def assign(self, partitions: Iterable[tuple[str, int]]) -> list[TaskKey]:
+        """Make the running tasks exactly those of `partitions`: close moved ones, create new ones.
+        Returns the keys of the tasks created (their input positions come from the committed offsets)."""
         wanted = self.task_keys_for(partitions)
-        moved = [k for k in self.actors if k not in wanted]
-        closed = [self.actors[k].task for k in moved]
-        for key in moved:
+        for key in [k for k in self.actors if k not in wanted]:
             await self._close_task(key, clean=True)
-        if closed:
-            acked = await self.sender.flush()
-            for task in closed:
-                task.post_commit(acked)
         subs = {s.id: s for s in self.topology.sub_topologies()}
         cache_bytes = self._cache_bytes(len(wanted))
+        created = []
         for key, tps in sorted(wanted.items()):
             if key in self.actors:
                 for tp in tps:
                     self._by_partition[tp] = self.actors[key]
                 continue
             await self._create_task(subs[key[0]], key[1], tps, cache_bytes)
+            created.append(key)
+        return created
 
     async def _create_task(self, sub: SubTopology, partition: int, tps: list[tuple[str, int]],
                            cache_bytes: int) -> None:
@@ -108,67 +112,87 @@ class TaskManager:
         if task_dir.exists() and not task.state.read_checkpoint():
             log.info("task %s: local state without a checkpoint is not trusted; wiping it", task.task_id)
             task.state.wipe_local_state()
-        task.initialize_stores()
-        await self.reader.restore(task)
-        task.initialize_processors()
-        actor = TaskActor(task, self.sender.send)
+        # First the sender: under exactly-once opening it fences the task's previous owner, so the
+        # changelog holds no open transaction of theirs when we restore from it.
+        sender = await self.commits.open_task(task.task_id)
+        try:
+            task.initialize_stores()
+            await self.reader.restore(task)
+            if self.config.exactly_once:
+                # From now on the local stores run ahead of the committed changelog until a clean close
+                # writes a new checkpoint; a crash before that leaves none, and the state is rebuilt.
+                task.state.delete_checkpoint()
+            task.initialize_processors()
+        except BaseException:
+            task.close(clean=False)
+            await self.commits.close_task(task.task_id, clean=False)
+            raise
+        actor = TaskActor(task, sender.send)
         self.actors[(sub.id, partition)] = actor
         for tp in tps:
             self._by_partition[tp] = actor
         self._tg.start_soon(actor.run, name=f"task-{task.task_id}")
         log.info("task %s started on %s", task.task_id, ", ".join(f"{t}-{p}" for t, p in tps))
 
-    async def _close_task(self, key: TaskKey, clean: bool) -> dict[tuple[str, int], int]:
+    async def _close_task(self, key: TaskKey, clean: bool) -> None:
+        """Close a task. Clean: flush, commit its last work, checkpoint. Dirty: drop uncommitted work
+        (under exactly-once its transaction is aborted and its local state will be rebuilt)."""
         actor = self.actors.pop(key)
         for tp in [tp for tp, a in self._by_partition.items() if a is actor]:
             del self._by_partition[tp]
-        if actor.closed.is_set():
-            return {}
-        offsets: dict[tuple[str, int], int] = await actor.request(Close(clean))
-        log.info("task %s closed (%s)", task_id_str(*key), "clean" if clean else "dirty")
-        return offsets
+        task = actor.task
+        task_id = task.task_id
+        try:
+            if actor.closed.is_set():
+                clean = False
+            else:
+                offsets: Offsets = await actor.request(Close(clean))
+                if clean:
+                    acked = await self.commits.commit({task_id: offsets})
+                    acked.update(await self.commits.close_task(task_id, clean=True))
+                    task.post_commit(acked)
+        except Exception:
+            if clean:
+                await self.commits.close_task(task_id, clean=False)
+                raise
+            log.exception("error while closing task %s dirty", task_id)
+        if not clean:
+            await self.commits.close_task(task_id, clean=False)
+            if self.config.exactly_once:
+                task.state.wipe_local_state()
+        log.info("task %s closed (%s)", task_id, "clean" if clean else "dirty")
 
     # -- committing ---------------------------------------------------------------------------------
-    async def commit(self, commit_offsets: Callable[[dict[tuple[str, int], int]], Any]) -> int:
-        """Flush every task, wait for delivery, commit input offsets, then let tasks checkpoint."""
+    async def commit(self) -> int:
+        """Flush every task, make output and offsets durable, then let tasks checkpoint.
+        Raises `CommitFailed` (exactly-once) or the delivery error (at-least-once)."""
         if not self.actors:
             return 0
-        offsets: dict[tuple[str, int], int] = {}
-        results: dict[TaskKey, dict[tuple[str, int], int]] = {}
+        results: dict[str, Offsets] = {}
 
-        async def one(key: TaskKey, actor: TaskActor) -> None:
-            results[key] = await actor.request(Commit())
+        async def one(actor: TaskActor) -> None:
+            results[actor.task_id] = await actor.request(Commit())
 
         async with anyio.create_task_group() as tg:
-            for key, actor in self.actors.items():
-                tg.start_soon(one, key, actor)
-        for r in results.values():
-            offsets.update(r)
-        acked = await self.sender.flush()
-        if offsets:
-            await commit_offsets(offsets)
-        for actor in self.actors.values():
-            await actor.post(Committed(acked))
-        return len(offsets)
+            for actor in self.actors.values():
+                tg.start_soon(one, actor)
+        acked = await self.commits.commit(results)
+        if not self.config.exactly_once:
+            # Under exactly-once the checkpoint is written only at a clean close (see _create_task).
+            for actor in self.actors.values():
+                await actor.post(Committed(acked))
+        return sum(len(o) for o in results.values())
 
-    async def close_all(self, clean: bool) -> dict[tuple[str, int], int]:
-        """Close every task; after a clean close, wait for delivery and write the checkpoints."""
-        offsets: dict[tuple[str, int], int] = {}
-        closed: list[StreamTask] = []
+    async def close_all(self, clean: bool) -> None:
+        """Close every task (clean: commit and checkpoint each; dirty: throw uncommitted work away)."""
+        first_error: BaseException | None = None
         for key in list(self.actors):
-            task = self.actors[key].task
             try:
-                offsets.update(await self._close_task(key, clean))
-                closed.append(task)
-            except Exception:
-                if clean:
-                    raise
-                log.exception("error while closing task %s dirty", task_id_str(*key))
-        if clean and closed:
-            acked = await self.sender.flush()
-            for task in closed:
-                task.post_commit(acked)
-        return offsets
+                await self._close_task(key, clean)
+            except Exception as exc:
+                first_error = first_error or exc
+        if first_error is not None:
+            raise first_error
 
     def stores(self, name: str) -> list[Any]:
         return [a.task.stores[name] for a in self.actors.values() if name in a.task.stores]
