@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars bench venv clean distclean
+.PHONY: all demo test lint broker-jars bench chaos venv clean distclean
 
 all: test
 
@@ -36,6 +36,10 @@ test: lint broker-jars
 
 demo: broker-jars
 	$(BIN)/python examples/demo_wordcount.py
+
+# The long chaos run of issue #3: 2,000,000 words, 12 kill -9 of random instances, exactly-once checked.
+chaos: broker-jars
+	$(BIN)/python -m tests.integration.chaos --words 2000000 --kills 12
 
 bench: broker-jars
 	$(BIN)/python -m benchmarks

@@ -10,6 +10,7 @@ the next offset after our last acknowledged record, which the tasks write into t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import Any
 
 from streamlet.actors.record_collector import ProducedRecord
@@ -69,6 +70,7 @@ class RecordSender:
         inflight, self._inflight = self._inflight, []
         if self._error is not None:
             error, self._error = self._error, None
+            _retrieve_quietly(f for _, _, _, f in inflight)
             raise ProductionError(f"failed to produce records: {type(error).__name__}: {error}") from error
         if inflight:
             results = await asyncio.gather(*(f for _, _, _, f in inflight), return_exceptions=True)
@@ -87,5 +89,12 @@ class RecordSender:
 
     def forget(self) -> None:
         """Drop in-flight futures without waiting (after the producer itself failed or was closed)."""
+        _retrieve_quietly(f for _, _, _, f in self._inflight)
         self._inflight = []
         self._error = None
+
+
+def _retrieve_quietly(futures: Iterable[asyncio.Future[Any]]) -> None:
+    """Mark the outcome of abandoned delivery futures as seen: the failure is already being handled."""
+    for fut in futures:
+        fut.add_done_callback(lambda f: None if f.cancelled() else f.exception())

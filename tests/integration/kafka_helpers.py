@@ -100,6 +100,15 @@ class AppProcess:
         self.proc.wait()
         self._log.close()
 
+    def pause(self) -> None:
+        """SIGSTOP: the process is frozen (no heartbeats, no commits) but keeps its connections."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace")
 
