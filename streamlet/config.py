@@ -24,6 +24,8 @@ DEFAULTS: dict[str, Any] = {
     "default.timestamp.extractor": None,
     "default.deserialization.exception.handler": "log_and_fail",
     "default.production.exception.handler": "fail",
+    "processing.exception.handler": "log_and_fail",
+    "errors.dead.letter.queue.topic.name": None,  # <application.id>-dlq when a handler is dead_letter
     "processing.guarantee": AT_LEAST_ONCE,
     "commit.interval.ms": None,  # 30000 under at_least_once, 100 under exactly_once_v2
     "statestore.cache.max.bytes": 10 * 1024 * 1024,

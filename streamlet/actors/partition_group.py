@@ -44,6 +44,7 @@ class StampedRecord:
     topic: str
     partition: int
     offset: int
+    raw: ConsumedRecord  # the bytes as consumed: what a dead-letter topic receives
 
 
 class RecordQueue:
@@ -109,7 +110,7 @@ class PartitionGroup:
                 self.skipped += 1
                 continue
             headers: Headers = tuple(raw.headers) if raw.headers else ()
-            append(StampedRecord(Record(key, value, ts, headers), source, topic, partition, raw.offset))
+            append(StampedRecord(Record(key, value, ts, headers), source, topic, partition, raw.offset, raw))
             added += 1
         self.buffered += added
         return added

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from streamlet.actors.error_handlers import RecordErrorHandler
 from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup
 from streamlet.actors.processor_context import NodeContext
 from streamlet.actors.processor_node import Node, ProcessorNode, SinkNode, SourceNode
@@ -76,8 +77,8 @@ class StreamTask:
         self.sources_by_topic: dict[str, SourceNode] = {}
         self._build_nodes(resolve_topic)
         self.stores: dict[str, StateStore] = {}
-        handler = str(config.get("default.deserialization.exception.handler", "log_and_fail")).lower()
-        self.partition_group = PartitionGroup(self.sources_by_topic, self._deserialization_handler(handler))
+        self.errors = RecordErrorHandler(config, self.task_id, collector)
+        self.partition_group = PartitionGroup(self.sources_by_topic, self.errors.on_deserialization_error)
 
     # -- construction -------------------------------------------------------------------------------
     def _serde(self, which: str, node: str) -> Any:
@@ -119,21 +120,6 @@ class StreamTask:
         if extractor is None:
             return None
         return extractor() if isinstance(extractor, type) else extractor
-
-    def _deserialization_handler(self, handler: str) -> Callable[[ConsumedRecord, BaseException], bool]:
-        if handler in ("log_and_fail", "fail"):
-            return lambda raw, exc: False
-        if handler in ("log_and_continue", "continue"):
-            def skip(raw: ConsumedRecord, exc: BaseException) -> bool:
-                log.warning(
-                    "task %s skipped an undeserializable record at topic %s partition %d offset %d: %s",
-                    self.task_id, raw.topic, raw.partition, raw.offset, exc,
-                )
-                return True
-            return skip
-        raise ConfigError(
-            f"default.deserialization.exception.handler must be log_and_fail or log_and_continue, got {handler!r}"
-        )
 
     def _set_record_ctx(self, ctx: RecordContext) -> None:
         self.record_ctx = ctx
@@ -197,6 +183,9 @@ class StreamTask:
             except StreamsError:
                 raise
             except Exception as exc:
+                if self.errors.on_processing_error(stamped.raw, exc):
+                    offsets[(stamped.topic, stamped.partition)] = stamped.offset + 1
+                    continue
                 exc.add_note(
                     f"while task {self.task_id} processed the record at topic {stamped.topic} "
                     f"partition {stamped.partition} offset {stamped.offset}"

@@ -206,7 +206,10 @@ class KafkaStreams:
         return {
             "tasks": sorted(a.task_id for a in actors),
             "records-processed": sum(a.task.processed for a in actors),
-            "records-skipped": sum(a.task.partition_group.skipped for a in actors),
+            # Not processed and not dead-lettered: negative timestamps and records a handler skipped.
+            "records-skipped": sum(a.task.partition_group.skipped - a.task.errors.counts.deserialization_dead_lettered
+                                   + a.task.errors.counts.processing_skipped for a in actors),
+            "records-dead-lettered": sum(a.task.errors.counts.dead_lettered for a in actors),
             "records-sent": sup.commit_protocol.records_sent if sup.commit_protocol else 0,
             "records-restored": sup.tasks.reader.total_restored,
             "commits": sup.commits,

@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 
+from streamlet.actors.error_handlers import dead_letter_topic
 from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.runtime.assignor import make_assignor
@@ -122,7 +123,8 @@ class Supervisor:
         """Run until `stop()`; then commit and close cleanly. Reports started once the group is joined."""
         config = self.config
         self.plan = await prepare_topics(self.topology, self.app_id, config["bootstrap.servers"],
-                                         replication_factor=int(config["replication.factor"]))
+                                         replication_factor=int(config["replication.factor"]),
+                                         dead_letter_topic=dead_letter_topic(config))
         self._partition_counts = self.plan.partition_counts
         self.producer = AIOKafkaProducer(
             **self._client_kwargs(), acks="all", enable_idempotence=True, linger_ms=5,

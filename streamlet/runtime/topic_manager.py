@@ -98,7 +98,7 @@ def resolve_topic(topology: Topology, application_id: str, name: str) -> str:
 @dataclass(frozen=True)
 class InternalTopic:
     name: str  # real name
-    kind: str  # "repartition" | "changelog"
+    kind: str  # "repartition" | "changelog" | "dead-letter"
     partitions: int
     config: Mapping[str, str]
 
@@ -343,11 +343,18 @@ async def prepare_topics(
     *,
     replication_factor: int = -1,
     timeout_s: float = 30.0,
+    dead_letter_topic: str | None = None,
 ) -> TopicPlan:
-    """Describe the user topics, plan and ensure the internal ones: the whole start-up step in one call."""
+    """Describe the user topics, plan and ensure the internal ones: the whole start-up step in one call.
+    A dead-letter topic is used as it is when it exists, else created with one partition."""
     async with _admin_client(admin_or_bootstrap) as admin:
         sources, sinks = user_topics(topology)
-        counts = await describe_partition_counts(admin, sources | sinks)
+        wanted = sources | sinks | ({dead_letter_topic} if dead_letter_topic else set())
+        counts = await describe_partition_counts(admin, wanted)
+        dlq_partitions = counts.pop(dead_letter_topic, None) if dead_letter_topic else None
         plan = plan_internal_topics(topology, application_id, counts)
+        if dead_letter_topic:
+            plan.internal_topics[dead_letter_topic] = InternalTopic(
+                dead_letter_topic, "dead-letter", dlq_partitions or 1, dict(REPARTITION_TOPIC_DEFAULTS))
         await ensure_topics(admin, plan, replication_factor=replication_factor, timeout_s=timeout_s)
         return plan
