@@ -116,7 +116,7 @@ async def test_log_and_continue_counts_every_skipped_record(kafka_broker: Any, t
 @pytest.mark.parametrize("poison", [TRUNCATED[0], WRONG_TYPE[0]], ids=["truncated", "wrong-type"])
 async def test_fail_stops_the_app_naming_the_record(kafka_broker: Any, tmp_path: Path, poison: bytes) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    streams, inp, out, _ = await run_app(bootstrap, tmp_path, {})  # both handlers default to log_and_fail
+    streams, inp, _out, _ = await run_app(bootstrap, tmp_path, {})  # both handlers default to log_and_fail
     try:
         await produce(bootstrap, inp, [(b"k", orjson.dumps({"n": 1})), (b"k", poison)])
         with anyio.fail_after(30):
