@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -230,10 +231,25 @@ async def run_streams(topology: Any, config: dict[str, Any], close_timeout: floa
 
 def _cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.log_level)  # first, so that the app's import-time logging shows too
+    if args.workers > 1:
+        from streamlet.runtime.workers import WorkerPool
+
+        worker_args = [args.target, "--log-level", args.log_level, "--close-timeout", str(args.close_timeout)]
+        for path in args.config or []:
+            worker_args += ["--config", path]
+        for item in args.set or []:
+            worker_args += ["--set", item]
+        return WorkerPool(worker_args, args.workers).run()
     topology, config = load_target(args.target)
     for path in args.config or []:
         config.update(read_config_file(path))
     config.update(parse_settings(args.set or []))
+    worker = os.environ.get("STREAMLET_WORKER_INDEX")
+    if worker is not None:
+        # One state directory per worker process (see streamlet.runtime.workers).
+        base = config.get("state.dir") or config.get("state_dir") or str(Path(tempfile.gettempdir()) / "streamlet")
+        config.pop("state_dir", None)
+        config["state.dir"] = str(Path(base) / f"worker-{worker}")
     return asyncio.run(run_streams(topology, config, args.close_timeout))
 
 
@@ -277,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a .properties or .json file of settings (repeatable; later files win)")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting (repeatable; wins)")
     run.add_argument("--log-level", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
+    run.add_argument("--workers", type=int, default=1, metavar="N",
+                     help="N supervised worker processes, one group member each (Kafka Streams' "
+                          "num.stream.threads, as processes); a worker that dies is replaced")
     run.add_argument("--close-timeout", type=float, default=60.0, metavar="SECONDS",
                      help="how long a clean close may take after a signal (default 60)")
     run.set_defaults(handler=_cmd_run)

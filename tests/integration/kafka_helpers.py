@@ -66,15 +66,16 @@ class AppProcess:
     """A `streamlet run` app instance in its own OS process."""
 
     def __init__(self, target: str, settings: dict[str, Any], log_path: Path,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, extra_args: list[str] | None = None) -> None:
         self.target = target
+        self.extra_args = extra_args or []
         self.settings = settings
         self.log_path = log_path
         self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> AppProcess:
-        args = [sys.executable, "-m", "streamlet", "run", self.target]
+        args = [sys.executable, "-m", "streamlet", "run", self.target, *self.extra_args]
         for k, v in self.settings.items():
             args += ["--set", f"{k}={v}"]
         env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", **self.env)

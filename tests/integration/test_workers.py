@@ -1,0 +1,65 @@
+"""`streamlet run --workers N` on the real broker: N group members, a killed worker is replaced."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from examples.wordcount import split_words
+from tests.integration.chaos import check_sequences, make_lines, read_sequences
+from tests.integration.kafka_helpers import AppProcess, create_topics, produce
+
+pytestmark = [pytest.mark.anyio, pytest.mark.broker]
+
+
+def worker_pids(log: str) -> dict[int, int]:
+    """worker index -> pid of its latest start, from the supervisor's log."""
+    return {int(i): int(pid) for i, pid in re.findall(r"worker (\d+) started \(pid (\d+)\)", log)}
+
+
+async def test_two_workers_share_the_tasks_and_a_killed_worker_is_replaced(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out = f"workers-in-{sfx}", f"workers-out-{sfx}"
+    await create_topics(bootstrap, {inp: 4, out: 4})
+    lines = make_lines(20_000, random.Random(9))
+    expected = Counter(w for ln in lines for w in split_words(ln))
+    app = AppProcess("tests.integration.wordcount_app:topology", {
+        "bootstrap.servers": bootstrap, "application.id": f"workers-{sfx}", "state.dir": tmp_path / "state",
+        "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0,
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
+        "default.key.serde": "String", "default.value.serde": "String",
+    }, tmp_path / "app.log", env={"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out}, extra_args=["--workers", "2"])
+    app.start()
+    try:
+        with anyio.fail_after(90):
+            while app.log_text().count("to RUNNING") < 2 or len(worker_pids(app.log_text())) < 2:
+                await anyio.sleep(0.2)
+        first = worker_pids(app.log_text())
+        await produce(bootstrap, inp, [(None, ln.encode()) for ln in lines[: len(lines) // 2]])
+        os.kill(first[1], signal.SIGKILL)
+        with anyio.fail_after(60):
+            while worker_pids(app.log_text()).get(1) == first[1]:
+                await anyio.sleep(0.2)
+        await produce(bootstrap, inp, [(None, ln.encode()) for ln in lines[len(lines) // 2:]])
+        sequences = await read_sequences(bootstrap, out, expected, timeout=120)
+        check = check_sequences(sequences, expected)
+        assert check.exact, check.summary()
+        log = app.log_text()
+        assert "worker 1 (pid" in log and "replacing it" in log
+        # Both workers ran tasks: two members of one group, each with a state directory of its own.
+        assert {p.name for p in (tmp_path / "state").iterdir()} >= {"worker-0", "worker-1"}
+    finally:
+        code = app.stop()
+    assert code == 0, app.log_text()[-3000:]
