@@ -75,7 +75,9 @@ class Supervisor:
         self.commit_protocol: CommitProtocol | None = None
         self.dirty_recoveries = 0
         self._epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
-        self._next_offset: dict[tuple[str, int], int] = {}  # the next offset not yet handed to a task
+        # Per partition: the task actor it feeds and the next offset not yet handed to that actor. An
+        # entry of an actor that is gone (closed, or replaced by a new task) is stale and ignored.
+        self._next_offset: dict[tuple[str, int], tuple[Any, int]] = {}
 
     def resolve_topic(self, name: str) -> str:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
@@ -202,21 +204,26 @@ class Supervisor:
             actor = self.tasks.actor_for(tp.topic, tp.partition)
             if actor is None or key not in self.assigned or not records:
                 continue
-            expected = self._next_offset.get(key)
+            expected = self._expected_offset(key, actor)
             if expected is not None and records[0].offset != expected:
                 # Never skip or repeat: only a batch that starts where the task left off is handed over.
                 records = [r for r in records if r.offset >= expected]
                 if not records:
                     continue
             await actor.post_records(tp.topic, tp.partition, records)
-            self._next_offset[key] = records[-1].offset + 1
+            self._next_offset[key] = (actor, records[-1].offset + 1)
+
+    def _expected_offset(self, key: tuple[str, int], actor: Any) -> int | None:
+        entry = self._next_offset.get(key)
+        return entry[1] if entry is not None and actor is not None and entry[0] is actor else None
 
     def _refetch(self, batches: dict[Any, list[Any]]) -> None:
         """A rebalance ran while this batch was fetched: drop it and seek its partitions back to the
         next offset their tasks expect, so the same records come again through the new assignment."""
         for tp in batches:
-            offset = self._next_offset.get((tp.topic, tp.partition))
-            if offset is not None and (tp.topic, tp.partition) in self.assigned:
+            key = (tp.topic, tp.partition)
+            offset = self._expected_offset(key, self.tasks.actor_for(*key) if self.tasks else None)
+            if offset is not None and key in self.assigned:
                 self.consumer.seek(tp, offset)
 
     def _commit_requested(self) -> bool:
@@ -271,11 +278,15 @@ class Supervisor:
         async with self._dispatch_lock:
             self._epoch += 1
             parts = {(tp.topic, tp.partition) for tp in assigned}
-            created = await self.tasks.assign(parts)
-            created_parts = {tp for key in created for tp in self.tasks.partitions_of(key)}
-            for key in [k for k in self._next_offset if k not in parts or k in created_parts]:
-                del self._next_offset[key]
-            await self._seek_assigned(parts)
+            try:
+                await self.tasks.assign(parts)
+                await self._seek_assigned(parts)
+            except Exception:
+                # E.g. the broker went away while a task restored. Dispatch nothing of this assignment
+                # and go through the group again: the next assignment creates what is missing.
+                log.exception("taking over the assigned partitions failed; rejoining the group")
+                self.consumer._coordinator.request_rejoin()
+                return
             self.assigned = parts
         self._on_rebalance(True)
 
@@ -284,7 +295,10 @@ class Supervisor:
         consumer = self.consumer
         for topic, partition in sorted(parts):
             tp = TopicPartition(topic, partition)
-            offset = self._next_offset.get((topic, partition))
+            actor = self.tasks.actor_for(topic, partition) if self.tasks else None
+            if actor is None:
+                continue
+            offset = self._expected_offset((topic, partition), actor)
             if offset is None:
                 offset = await consumer.committed(tp)
             if offset is None:
@@ -293,5 +307,5 @@ class Supervisor:
                 latest = str(self.config["auto.offset.reset"]) == "latest"
                 ends = await (consumer.end_offsets([tp]) if latest else consumer.beginning_offsets([tp]))
                 offset = ends[tp]
-            self._next_offset[(topic, partition)] = offset
+            self._next_offset[(topic, partition)] = (actor, offset)
             consumer.seek(tp, offset)

@@ -65,10 +65,6 @@ class TaskManager:
     def actor_for(self, topic: str, partition: int) -> TaskActor | None:
         return self._by_partition.get((topic, partition))
 
-    def partitions_of(self, key: TaskKey) -> list[tuple[str, int]]:
-        actor = self.actors.get(key)
-        return [tp for tp, a in self._by_partition.items() if a is actor] if actor is not None else []
-
     def task_keys_for(self, partitions: Iterable[tuple[str, int]]) -> dict[TaskKey, list[tuple[str, int]]]:
         keys: dict[TaskKey, list[tuple[str, int]]] = {}
         for topic, partition in partitions:

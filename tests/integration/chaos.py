@@ -189,6 +189,22 @@ def freeze_one(after: float, frozen_for: float) -> Disruption:
     return disrupt
 
 
+def restart_broker(broker: Any, after: float, down_for: float = 3.0) -> Disruption:
+    """Stop the broker mid-run (a clean stop: the JVM exits), keep it down a moment, start it again on
+    the same port with the same data."""
+
+    async def disrupt(apps: list[AppProcess], rng: random.Random, seconds: float, log: Callable[[str], Any]) -> int:
+        await asyncio.sleep(after)
+        log("[chaos] stopping the broker")
+        await asyncio.to_thread(broker._stop_process)
+        await asyncio.sleep(down_for)
+        await asyncio.to_thread(broker.start)
+        log("[chaos] broker back")
+        return 1
+
+    return disrupt
+
+
 async def run_chaos(bootstrap: str, workdir: Path, *, words: int, disrupt: Disruption, guarantee: str,
                     produce_seconds: float, seed: int = 1, settle_timeout: float = 300,
                     extra_settings: dict[str, Any] | None = None, log: Callable[[str], Any] = print) -> ChaosResult:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.chaos import freeze_one, kill_randomly, run_chaos
+from tests.integration.chaos import freeze_one, kill_randomly, restart_broker, run_chaos
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -41,3 +41,15 @@ async def test_frozen_zombie_is_fenced_not_committed(kafka_broker: Any, tmp_path
     zombie_log = result.logs[0]
     # The zombie woke up holding tasks that had moved: its commit must have been refused.
     assert "closing all tasks dirty" in zombie_log or "fenced" in zombie_log.lower(), zombie_log[-4000:]
+
+
+async def test_exactly_once_survives_a_broker_restart(tmp_path: Path) -> None:
+    # A broker of its own: the session broker stays up for the other tests.
+    from streamlet.testing import LocalKafkaBroker
+
+    with LocalKafkaBroker(data_dir=tmp_path / "kafka") as broker:
+        result = await run_chaos(broker.bootstrap_servers, tmp_path, words=60_000,
+                                 disrupt=restart_broker(broker, after=6), guarantee="exactly_once_v2",
+                                 produce_seconds=20, seed=6)
+    assert result.check.exact, result.check.summary()
+    assert all(log.count("to RUNNING") >= 1 for log in result.logs)
