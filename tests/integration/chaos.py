@@ -205,9 +205,31 @@ def restart_broker(broker: Any, after: float, down_for: float = 3.0) -> Disrupti
     return disrupt
 
 
+def scale(steps: list[tuple[float, int]]) -> Disruption:
+    """Change the number of running instances at the given moments: (seconds after the start, count).
+    New instances get state directories of their own; removed ones close cleanly (SIGTERM)."""
+
+    async def disrupt(apps: list[AppProcess], rng: random.Random, seconds: float, log: Callable[[str], Any]) -> int:
+        began = time.monotonic()
+        for at, count in steps:
+            await asyncio.sleep(max(0.0, began + at - time.monotonic()))
+            running = [a for a in apps if a.proc is not None and a.proc.poll() is None]
+            for _ in range(count - len(running)):
+                clone = apps[0].clone(len(apps))
+                apps.append(clone)
+                clone.start()
+            for app in running[count:]:
+                app.stop()
+            log(f"[chaos] scaled from {len(running)} to {count} instances at {time.monotonic() - began:.1f}s")
+        return len(steps)
+
+    return disrupt
+
+
 async def run_chaos(bootstrap: str, workdir: Path, *, words: int, disrupt: Disruption, guarantee: str,
                     produce_seconds: float, seed: int = 1, settle_timeout: float = 300,
-                    extra_settings: dict[str, Any] | None = None, log: Callable[[str], Any] = print) -> ChaosResult:
+                    extra_settings: dict[str, Any] | None = None, instances: int = 2,
+                    log: Callable[[str], Any] = print) -> ChaosResult:
     rng = random.Random(seed)
     suffix = uuid.uuid4().hex[:8]
     inp, out = f"chaos-in-{suffix}", f"chaos-out-{suffix}"
@@ -224,11 +246,12 @@ async def run_chaos(bootstrap: str, workdir: Path, *, words: int, disrupt: Disru
     }
     env = {"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out}
     apps = [AppProcess(TARGET, {**settings, "state.dir": workdir / f"state-{i}"}, workdir / f"app-{i}.log", env=env)
-            for i in range(2)]
+            for i in range(instances)]
     began = time.monotonic()
     try:
         await apps[0].start().wait_for_log("to RUNNING", timeout=120)
-        await apps[1].start().wait_for_log("started on", timeout=120)
+        for app in apps[1:]:
+            await app.start().wait_for_log("started on", timeout=120)
         producing = asyncio.create_task(produce_steadily(bootstrap, inp, lines, produce_seconds))
         disruptions = await disrupt(apps, rng, produce_seconds, log)
         await producing

@@ -101,6 +101,14 @@ class AppProcess:
         self.proc.wait()
         self._log.close()
 
+    def clone(self, index: int) -> AppProcess:
+        """Another instance of the same application, with its own state directory and log."""
+        settings = dict(self.settings)
+        if "state.dir" in settings:
+            settings["state.dir"] = Path(settings["state.dir"]).with_name(f"state-{index}")
+        return AppProcess(self.target, settings, self.log_path.with_name(f"app-{index}.log"), self.env,
+                          self.extra_args)
+
     def pause(self) -> None:
         """SIGSTOP: the process is frozen (no heartbeats, no commits) but keeps its connections."""
         assert self.proc is not None

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.chaos import freeze_one, kill_randomly, restart_broker, run_chaos
+from tests.integration.chaos import freeze_one, kill_randomly, restart_broker, run_chaos, scale
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -53,3 +53,12 @@ async def test_exactly_once_survives_a_broker_restart(tmp_path: Path) -> None:
                                  produce_seconds=20, seed=6)
     assert result.check.exact, result.check.summary()
     assert all(log.count("to RUNNING") >= 1 for log in result.logs)
+
+
+async def test_exactly_once_while_scaling_1_to_3_to_1(kafka_broker: Any, tmp_path: Path) -> None:
+    result = await run_chaos(kafka_broker.bootstrap_servers, tmp_path, words=80_000, instances=1,
+                             disrupt=scale([(6, 3), (16, 1)]), guarantee="exactly_once_v2",
+                             produce_seconds=24, seed=7)
+    assert result.check.exact, result.check.summary()
+    assert len(result.logs) == 3
+    assert all("started on" in log for log in result.logs), "every instance ran tasks at some point"
