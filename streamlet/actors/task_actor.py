@@ -32,6 +32,10 @@ OutputSink = Callable[[Drained], Awaitable[None]]
 """Where an actor delivers its drained output at a batch boundary (the runtime's producer)."""
 
 
+class TaskStoppedError(StreamsError):
+    """A request reached a task actor that had already stopped: a consequence, never the cause."""
+
+
 class Reply:
     """A one-shot answer to a request posted in a mailbox."""
 
@@ -115,11 +119,11 @@ class TaskActor:
     async def request(self, message: Commit | Close) -> Any:
         """Post a request and wait for its reply (or for the actor's failure)."""
         if self.closed.is_set():
-            raise StreamsError(f"task {self.task_id} is no longer running") from self.error
+            raise TaskStoppedError(f"task {self.task_id} is no longer running") from self.error
         try:
             await self.post(message)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            raise StreamsError(f"task {self.task_id} is no longer running") from exc
+            raise TaskStoppedError(f"task {self.task_id} is no longer running") from exc
         return await message.reply.wait()
 
     async def run(self) -> None:
@@ -149,7 +153,7 @@ class TaskActor:
 
     def _fail_pending(self) -> None:
         """Answer requests still queued when the actor stops, so no caller waits forever."""
-        error = StreamsError(f"task {self.task_id} stopped before answering")
+        error = TaskStoppedError(f"task {self.task_id} stopped before answering")
         while True:
             try:
                 message = self._receive.receive_nowait()

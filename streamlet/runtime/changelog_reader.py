@@ -1,19 +1,26 @@
-"""`ChangelogReader`: rebuilds a task's stores from their changelog topics before it processes.
+"""`ChangelogReader`: rebuilds a task's stores from their changelog topics, a slice at a time.
 
 For each logged store of a task it reads the changelog partition from the checkpointed offset (or
 from the beginning when there is no trustworthy local state) up to the partition's end offset as it
-was when restoration started, and hands the entries to the store's restore callback in batches.
-One restore consumer (no consumer group) serves every task of the process, one task at a time.
+was when restoration began, and hands the entries to the store's restore callback in batches.
+
+Why slices: restoration runs in the supervisor's poll loop, between polls, never inside a rebalance
+callback. A restore of millions of records takes seconds; done inside the callback it kept the
+member from the group long enough to be evicted, and two instances then took every task from each
+other in turn. `step()` works for a bounded time and returns, so the consumer keeps polling and
+heartbeating, and tasks that did not move keep processing meanwhile. One restore consumer (no group)
+serves every task of the process, one changelog partition at a time. Progress (records restored,
+records/s, remaining) is logged every few seconds and kept in `history`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 from aiokafka import TopicPartition
 
 from streamlet.actors.stream_task import StreamTask
@@ -33,62 +40,114 @@ class RestoreProgress:
         return self.restored / self.seconds if self.seconds > 0 else 0.0
 
 
+@dataclass
+class _StoreRestore:
+    store: str
+    tp: TopicPartition
+    start: int | None  # checkpointed offset, None = from the beginning
+    end: int = 0
+    position: int = 0
+    began: float = 0.0
+    last_log: float = 0.0
+    progress: RestoreProgress | None = None
+
+
+@dataclass
+class _RestoreJob:
+    task: StreamTask
+    stores: deque[_StoreRestore] = field(default_factory=deque)
+    current: _StoreRestore | None = None
+
+
 class ChangelogReader:
-    def __init__(self, consumer: Any) -> None:
+    def __init__(self, consumer: Any, batch_records: int = 10_000) -> None:
         self._consumer = consumer
-        self._lock = anyio.Lock()
+        self._batch = batch_records
+        self._jobs: deque[_RestoreJob] = deque()
         self.total_restored = 0
         self.history: list[RestoreProgress] = []
 
-    async def restore(self, task: StreamTask) -> list[RestoreProgress]:
-        """Restore every logged store of `task`; trusts local state only where a checkpoint says so."""
-        state = task.state
-        partitions = state.changelog_partitions()
-        if not partitions:
-            return []
-        checkpoint = state.read_checkpoint()
-        progress = []
-        async with self._lock:
-            for store_name, (topic, partition) in partitions.items():
-                start = checkpoint.get(f"{topic}:{partition}")
-                p = await self._restore_one(task, store_name, TopicPartition(topic, partition), start)
-                progress.append(p)
-        return progress
+    @property
+    def restoring(self) -> bool:
+        return bool(self._jobs)
 
-    async def _restore_one(self, task: StreamTask, store_name: str, tp: TopicPartition,
-                           start: int | None) -> RestoreProgress:
+    def begin(self, task: StreamTask) -> None:
+        """Queue `task` for restoration; trusts local state only where a checkpoint says so."""
+        state = task.state
+        checkpoint = state.read_checkpoint()
+        job = _RestoreJob(task)
+        for store_name, (topic, partition) in state.changelog_partitions().items():
+            job.stores.append(_StoreRestore(store_name, TopicPartition(topic, partition),
+                                            checkpoint.get(f"{topic}:{partition}")))
+        self._jobs.append(job)
+
+    def cancel(self, task: StreamTask) -> None:
+        """Forget a task that was closed before its restoration finished."""
+        for job in list(self._jobs):
+            if job.task is task:
+                self._jobs.remove(job)
+                if job.current is not None:
+                    self._consumer.assign([])
+
+    async def step(self, max_seconds: float = 0.2) -> list[StreamTask]:
+        """Restore for about `max_seconds`; returns the tasks whose stores are now complete."""
+        finished: list[StreamTask] = []
+        deadline = time.monotonic() + max_seconds
+        while self._jobs and time.monotonic() < deadline:
+            job = self._jobs[0]
+            if job.current is None:
+                if not job.stores:
+                    self._jobs.popleft()
+                    finished.append(job.task)
+                    continue
+                job.current = job.stores.popleft()
+                await self._open(job.task, job.current)
+            cur = job.current
+            if cur.position < cur.end:
+                await self._read_batch(job.task, cur)
+            if cur.position >= cur.end:
+                self._close(job.task, cur)
+                job.current = None
+        return finished
+
+    async def _open(self, task: StreamTask, cur: _StoreRestore) -> None:
         consumer = self._consumer
-        restore = task.state.registered[store_name].restore
-        progress = RestoreProgress(task.task_id, store_name)
-        began = time.monotonic()
+        tp = cur.tp
+        cur.began = cur.last_log = time.monotonic()
+        cur.progress = RestoreProgress(task.task_id, cur.store)
         consumer.assign([tp])
-        end = (await consumer.end_offsets([tp]))[tp]
+        cur.end = (await consumer.end_offsets([tp]))[tp]
         # An explicit offset, never seek_to_beginning(): aiokafka may still apply the assignment's
         # own offset reset after that call returns and land at the end, restoring nothing.
         begin = (await consumer.beginning_offsets([tp]))[tp]
-        position = begin if start is None else max(start, begin)
-        consumer.seek(tp, position)
-        last_log = began
-        while position < end:
-            batches = await consumer.getmany(tp, timeout_ms=500, max_records=10_000)
-            records = batches.get(tp, [])
-            if records:
-                entries = [(r.key, r.value, r.timestamp) for r in records if r.offset < end]
-                if entries:
-                    restore(entries)
-                    progress.restored += len(entries)
-            position = await consumer.position(tp)
-            now = time.monotonic()
-            if now - last_log > 5:
-                last_log = now
-                log.info("task %s restoring %s from %s: %d records, %d remaining, %.0f records/s",
-                         task.task_id, store_name, tp.topic, progress.restored, max(0, end - position),
-                         progress.restored / (now - began))
-        progress.seconds = time.monotonic() - began
-        consumer.assign([])
+        cur.position = begin if cur.start is None else max(cur.start, begin)
+        consumer.seek(tp, cur.position)
+
+    async def _read_batch(self, task: StreamTask, cur: _StoreRestore) -> None:
+        assert cur.progress is not None
+        consumer = self._consumer
+        batches = await consumer.getmany(cur.tp, timeout_ms=100, max_records=self._batch)
+        records = batches.get(cur.tp, [])
+        if records:
+            entries = [(r.key, r.value, r.timestamp) for r in records if r.offset < cur.end]
+            if entries:
+                task.state.registered[cur.store].restore(entries)
+                cur.progress.restored += len(entries)
+        cur.position = await consumer.position(cur.tp)
+        now = time.monotonic()
+        if now - cur.last_log > 5:
+            cur.last_log = now
+            log.info("task %s restoring %s from %s: %d records, %d remaining, %.0f records/s", task.task_id,
+                     cur.store, cur.tp.topic, cur.progress.restored, max(0, cur.end - cur.position),
+                     cur.progress.restored / (now - cur.began))
+
+    def _close(self, task: StreamTask, cur: _StoreRestore) -> None:
+        progress = cur.progress
+        assert progress is not None
+        progress.seconds = time.monotonic() - cur.began
+        self._consumer.assign([])
         self.total_restored += progress.restored
         self.history.append(progress)
         if progress.restored:
             log.info("task %s restored %d records into %s in %.2fs (%.0f records/s)", task.task_id,
-                     progress.restored, store_name, progress.seconds, progress.records_per_s)
-        return progress
+                     progress.restored, cur.store, progress.seconds, progress.records_per_s)

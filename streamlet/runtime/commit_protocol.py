@@ -36,6 +36,10 @@ Offsets = dict[tuple[str, int], int]
 class CommitFailed(Exception):
     """A commit did not happen; under exactly-once the tasks' uncommitted work must be thrown away."""
 
+    def __init__(self, message: str, task_ids: list[str]) -> None:
+        super().__init__(message)
+        self.task_ids = task_ids
+
 
 class CommitProtocol(Protocol):
     async def open_task(self, task_id: str) -> RecordSender:
@@ -120,18 +124,20 @@ class ExactlyOnceCommits:
     async def commit(self, offsets_by_task: Mapping[str, Offsets]) -> Offsets:
         acked: Offsets = {}
         errors: list[str] = []
+        failed: list[str] = []
 
         async def one(task_id: str, offsets: Offsets) -> None:
             try:
                 acked.update(await self._commit_one(task_id, offsets))
             except Exception as exc:  # every failure means the same: throw the work away
                 errors.append(f"task {task_id}: {type(exc).__name__}: {exc}")
+                failed.append(task_id)
 
         async with anyio.create_task_group() as tg:
             for task_id, offsets in offsets_by_task.items():
                 tg.start_soon(one, task_id, offsets)
         if errors:
-            raise CommitFailed("transactional commit failed: " + "; ".join(errors[:5]))
+            raise CommitFailed("transactional commit failed: " + "; ".join(errors[:5]), sorted(failed))
         return acked
 
     async def _commit_one(self, task_id: str, offsets: Offsets) -> Offsets:

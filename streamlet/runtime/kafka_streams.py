@@ -16,6 +16,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
 from streamlet.errors import InvalidStateStoreError, StreamsError
 from streamlet.runtime.read_only_store import CompositeReadOnlyKeyValueStore
@@ -51,9 +52,13 @@ StateListener = Callable[[State, State], None]
 
 
 def root_error(exc: BaseException) -> BaseException:
-    """The one real error inside nested task-group exception groups (cancellations left out)."""
+    """The one real error inside nested task-group exception groups (cancellations and the errors of
+    requests to tasks that had already failed left out)."""
     while isinstance(exc, BaseExceptionGroup):
-        real = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        real = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError | TaskStoppedError)
+                and not (isinstance(e, BaseExceptionGroup) and e.subgroup(
+                    lambda x: not isinstance(x, asyncio.CancelledError | TaskStoppedError | BaseExceptionGroup))
+                         is None)]
         if len(real) != 1:
             return exc
         exc = real[0]

@@ -183,8 +183,12 @@ class Supervisor:
         max_records = int(self.config["max.poll.records"])
         last_commit = time.monotonic()
         while not self._stop.is_set():
+            if self.tasks.restoring:
+                async with self._dispatch_lock:
+                    await self._restore_step()
             epoch = self._epoch
-            batches = await consumer.getmany(timeout_ms=poll_ms, max_records=max_records)
+            timeout = 0 if self.tasks.restoring else poll_ms
+            batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
             if batches:
                 async with self._dispatch_lock:
                     if epoch == self._epoch:
@@ -196,6 +200,17 @@ class Supervisor:
                 async with self._dispatch_lock:
                     await self._commit()
                 last_commit = now
+
+    async def _restore_step(self) -> None:
+        """Restore a slice; tasks that completed start at their committed offsets (see ChangelogReader)."""
+        assert self.tasks is not None
+        activated = await self.tasks.restore_step()
+        if activated:
+            parts = set(activated) & self.assigned
+            await self._seek_assigned(parts)
+            self.consumer.resume(*(TopicPartition(t, p) for t, p in sorted(parts)))
+        if not self.tasks.restoring and self.assigned:
+            self._on_rebalance(True)
 
     async def _dispatch(self, batches: dict[Any, list[Any]]) -> None:
         assert self.tasks is not None
@@ -241,14 +256,15 @@ class Supervisor:
         except CommitFailed as exc:
             await self._recover_dirty(exc)
 
-    async def _recover_dirty(self, exc: BaseException, rejoin: bool = True) -> None:
-        """Exactly-once after a failed commit: drop all uncommitted work and rejoin the group."""
+    async def _recover_dirty(self, exc: CommitFailed, rejoin: bool = True) -> None:
+        """Exactly-once after a failed commit: the failed tasks' uncommitted work is dropped (their
+        transactions aborted, their local state discarded) and the member rejoins the group, which
+        decides who runs them now. Tasks whose commit succeeded keep running."""
         assert self.tasks is not None
         self.dirty_recoveries += 1
-        log.warning("%s; closing all tasks dirty and rejoining the group", exc)
-        await self.tasks.close_all(clean=False)
-        self.assigned = set()
-        self._next_offset.clear()
+        log.warning("%s; closing tasks %s dirty and rejoining the group", exc, ", ".join(exc.task_ids))
+        dropped = await self.tasks.close_dirty(exc.task_ids)
+        self.assigned -= set(dropped)
         self._epoch += 1
         if rejoin:
             self.consumer._coordinator.request_rejoin()
@@ -280,15 +296,20 @@ class Supervisor:
             parts = {(tp.topic, tp.partition) for tp in assigned}
             try:
                 await self.tasks.assign(parts)
+                restoring = self.tasks.restoring_partitions()
+                if restoring:
+                    # Nothing of a restoring task is fetched until its stores are complete.
+                    self.consumer.pause(*(TopicPartition(t, p) for t, p in restoring))
                 await self._seek_assigned(parts)
             except Exception:
-                # E.g. the broker went away while a task restored. Dispatch nothing of this assignment
-                # and go through the group again: the next assignment creates what is missing.
+                # E.g. the broker went away while a task was created. Dispatch nothing of this
+                # assignment and go through the group again: the next assignment creates what is missing.
                 log.exception("taking over the assigned partitions failed; rejoining the group")
                 self.consumer._coordinator.request_rejoin()
                 return
             self.assigned = parts
-        self._on_rebalance(True)
+        if not self.tasks.restoring:
+            self._on_rebalance(True)
 
     async def _seek_assigned(self, parts: set[tuple[str, int]]) -> None:
         """Position every assigned partition where its task continues (see the module docstring)."""

@@ -24,7 +24,8 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor
 from streamlet.config import StreamsConfig
 from streamlet.runtime.changelog_reader import ChangelogReader
-from streamlet.runtime.commit_protocol import CommitProtocol, Offsets
+from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Offsets
+from streamlet.runtime.record_sender import RecordSender
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class TaskManager:
         self.resolve_topic = resolve_topic
         self.partition_count = partition_count
         self.actors: dict[TaskKey, TaskActor] = {}
+        self.restoring: dict[TaskKey, tuple[StreamTask, RecordSender, list[tuple[str, int]]]] = {}
         self._by_partition: dict[tuple[str, int], TaskActor] = {}
         self._sub_of_topic: dict[str, SubTopology] = {}
         for sub in topology.sub_topologies():
@@ -79,27 +81,30 @@ class TaskManager:
         return int(self.config["statestore.cache.max.bytes"]) // max(1, n_tasks)
 
     # -- assignment ---------------------------------------------------------------------------------
-    async def assign(self, partitions: Iterable[tuple[str, int]]) -> list[TaskKey]:
-        """Make the running tasks exactly those of `partitions`: close moved ones, create new ones.
-        Returns the keys of the tasks created (their input positions come from the committed offsets)."""
+    async def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Make this instance's tasks exactly those of `partitions`: close the ones that moved away and
+        create the new ones, which start in restoration (see `restore_step`)."""
         wanted = self.task_keys_for(partitions)
         for key in [k for k in self.actors if k not in wanted]:
             await self._close_task(key, clean=True)
+        for key in [k for k in self.restoring if k not in wanted]:
+            await self._close_restoring(key)
         subs = {s.id: s for s in self.topology.sub_topologies()}
         cache_bytes = self._cache_bytes(len(wanted))
-        created = []
         for key, tps in sorted(wanted.items()):
             if key in self.actors:
                 for tp in tps:
                     self._by_partition[tp] = self.actors[key]
-                continue
-            await self._create_task(subs[key[0]], key[1], tps, cache_bytes)
-            created.append(key)
-        return created
+            elif key in self.restoring:
+                self.restoring[key] = (self.restoring[key][0], self.restoring[key][1], tps)
+            else:
+                await self._create_task(subs[key[0]], key[1], tps, cache_bytes)
+
+    def restoring_partitions(self) -> list[tuple[str, int]]:
+        return [tp for _, _, tps in self.restoring.values() for tp in tps]
 
     async def _create_task(self, sub: SubTopology, partition: int, tps: list[tuple[str, int]],
                            cache_bytes: int) -> None:
-        assert self._tg is not None, "bind() the task group first"
         collector = RecordCollector(self.partition_count)
         task = StreamTask(self.topology, sub, partition, self.config, collector, self.state_root,
                           clock=lambda: int(time.time() * 1000), resolve_topic=self.resolve_topic,
@@ -113,26 +118,53 @@ class TaskManager:
         sender = await self.commits.open_task(task.task_id)
         try:
             task.initialize_stores()
-            await self.reader.restore(task)
-            if self.config.exactly_once:
-                # From now on the local stores run ahead of the committed changelog until a clean close
-                # writes a new checkpoint; a crash before that leaves none, and the state is rebuilt.
-                task.state.delete_checkpoint()
-            task.initialize_processors()
         except BaseException:
             task.close(clean=False)
             await self.commits.close_task(task.task_id, clean=False)
             raise
-        actor = TaskActor(task, sender.send)
-        self.actors[(sub.id, partition)] = actor
-        for tp in tps:
-            self._by_partition[tp] = actor
-        self._tg.start_soon(actor.run, name=f"task-{task.task_id}")
-        log.info("task %s started on %s", task.task_id, ", ".join(f"{t}-{p}" for t, p in tps))
+        self.reader.begin(task)
+        self.restoring[(sub.id, partition)] = (task, sender, tps)
+
+    async def restore_step(self, max_seconds: float = 0.2) -> list[tuple[str, int]]:
+        """Restore for a while; start the actors of tasks whose stores are complete and return their
+        input partitions (the caller positions them at the committed offsets and resumes them)."""
+        assert self._tg is not None, "bind() the task group first"
+        activated: list[tuple[str, int]] = []
+        for task in await self.reader.step(max_seconds):
+            key = (task.subtopology.id, task.partition)
+            _, sender, tps = self.restoring.pop(key)
+            try:
+                if self.config.exactly_once:
+                    # From now on the local stores run ahead of the committed changelog until a clean
+                    # close writes a new checkpoint; a crash before that leaves none: state is rebuilt.
+                    task.state.delete_checkpoint()
+                task.initialize_processors()
+            except BaseException:
+                task.close(clean=False)
+                await self.commits.close_task(task.task_id, clean=False)
+                raise
+            actor = TaskActor(task, sender.send)
+            self.actors[key] = actor
+            for tp in tps:
+                self._by_partition[tp] = actor
+            self._tg.start_soon(actor.run, name=f"task-{task.task_id}")
+            activated.extend(tps)
+            log.info("task %s started on %s", task.task_id, ", ".join(f"{t}-{p}" for t, p in tps))
+        return activated
+
+    async def _close_restoring(self, key: TaskKey) -> None:
+        """A task that moved away before its restoration finished: nothing was processed, so nothing
+        is committed; its partly restored stores are closed without a checkpoint (rebuilt next time)."""
+        task, _, _ = self.restoring.pop(key)
+        self.reader.cancel(task)
+        task.close(clean=False)
+        await self.commits.close_task(task.task_id, clean=False)
+        log.info("task %s closed while restoring", task.task_id)
 
     async def _close_task(self, key: TaskKey, clean: bool) -> None:
         """Close a task. Clean: flush, commit its last work, checkpoint. Dirty: drop uncommitted work
-        (under exactly-once its transaction is aborted and its local state will be rebuilt)."""
+        (under exactly-once its transaction is aborted and its local state will be rebuilt). A clean
+        close whose commit is refused (the task's new owner fenced us) becomes a dirty one."""
         actor = self.actors.pop(key)
         for tp in [tp for tp, a in self._by_partition.items() if a is actor]:
             del self._by_partition[tp]
@@ -147,16 +179,30 @@ class TaskManager:
                     acked = await self.commits.commit({task_id: offsets})
                     acked.update(await self.commits.close_task(task_id, clean=True))
                     task.post_commit(acked)
+        except CommitFailed as exc:
+            log.warning("task %s: %s; closing it dirty", task_id, exc)
+            clean = False
         except Exception:
-            if clean:
+            if clean and not self.config.exactly_once:
                 await self.commits.close_task(task_id, clean=False)
                 raise
-            log.exception("error while closing task %s dirty", task_id)
+            log.exception("error while closing task %s; closing it dirty", task_id)
+            clean = False
         if not clean:
             await self.commits.close_task(task_id, clean=False)
             if self.config.exactly_once:
                 task.state.wipe_local_state()
         log.info("task %s closed (%s)", task_id, "clean" if clean else "dirty")
+
+    async def close_dirty(self, task_ids: Iterable[str]) -> list[tuple[str, int]]:
+        """Close the named tasks dirty (their commit failed); returns the partitions they read."""
+        wanted = set(task_ids)
+        dropped: list[tuple[str, int]] = []
+        for key, actor in list(self.actors.items()):
+            if actor.task_id in wanted:
+                dropped.extend(tp for tp, a in self._by_partition.items() if a is actor)
+                await self._close_task(key, clean=False)
+        return dropped
 
     # -- committing ---------------------------------------------------------------------------------
     async def commit(self) -> int:
@@ -181,6 +227,8 @@ class TaskManager:
 
     async def close_all(self, clean: bool) -> None:
         """Close every task (clean: commit and checkpoint each; dirty: throw uncommitted work away)."""
+        for key in list(self.restoring):
+            await self._close_restoring(key)
         first_error: BaseException | None = None
         for key in list(self.actors):
             try:
