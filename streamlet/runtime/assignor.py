@@ -23,7 +23,10 @@ Wire format of `user_data` (both directions; integers big-endian):
                     | i32 n_standby | n_standby * (i32 subtopology, i32 partition)
 In JoinGroup metadata the lists are what the member owns now; in the assignment they are what it
 must run. Later versions only append fields, so a reader takes the fields it knows and ignores the rest.
-Standby lists are empty until standby replicas are implemented.
+Standby tasks (`num.standby.replicas`): each stateful task gets that many warm copies on members other
+than its active owner (never two on one member), placed stickily where a member already keeps one, else
+on the member with the fewest; a member that keeps a standby counts as "has state" when the active
+task must move, so a failover lands where the state is warm.
 """
 
 from __future__ import annotations
@@ -114,6 +117,7 @@ class MemberClaim:
 
     epoch: int = -1
     active: frozenset[TaskId] = frozenset()
+    standby: frozenset[TaskId] = frozenset()
 
 
 @dataclass
@@ -165,6 +169,9 @@ def assign_tasks(
                 owner[t], owner_epoch[t] = m, claim.epoch
             else:
                 stale[t].add(m)
+        for t in claim.standby:
+            if t in task_set and t.subtopology in can_run[m]:
+                stale[t].add(m)
 
     # 2. Quotas: base for all, base + 1 for `extra` of them, given to the members owning the most
     #    tasks (that maximises the tasks that stay where they are).
@@ -212,6 +219,37 @@ def assign_tasks(
     return {m: sorted(state[m].tasks) for m in order}
 
 
+def assign_standbys(
+    active: Mapping[str, Collection[TaskId]],
+    stateful: Collection[TaskId],
+    replicas: int,
+    claims: Mapping[str, MemberClaim] | None = None,
+) -> dict[str, list[TaskId]]:
+    """`replicas` standby copies of every stateful task, each on a different member than its active
+    owner and than its other copies; sticky to members that kept one before, else the least loaded."""
+    claims = claims or {}
+    order = sorted(active)
+    result: dict[str, list[TaskId]] = {m: [] for m in order}
+    if replicas <= 0 or len(order) < 2:
+        return result
+    owner = {t: m for m in order for t in active[m]}
+    load = {m: len(active[m]) for m in order}
+    for t in sorted(set(stateful)):
+        if t not in owner:
+            continue
+        for _ in range(replicas):
+            candidates = [m for m in order if m != owner[t] and t not in result[m]]
+            if not candidates:
+                break
+            kept = claims.get
+            best = min(candidates, key=lambda m: (t not in kept(m, MemberClaim()).standby
+                                                  and t not in kept(m, MemberClaim()).active,
+                                                  load[m], m))
+            result[best].append(t)
+            load[best] += 1
+    return {m: sorted(ts) for m, ts in result.items()}
+
+
 # -- the aiokafka assignor -----------------------------------------------------------------------------
 class TaskAssignor(AbstractPartitionAssignor):
     """One instance per KafkaStreams instance; pass it as `partition_assignment_strategy=(assignor,)`.
@@ -226,8 +264,11 @@ class TaskAssignor(AbstractPartitionAssignor):
     version = 0  # the consumer protocol's metadata/assignment schema version
 
     def __init__(self, topic_to_subtopology: Mapping[str, int],
-                 previous_active_tasks: Iterable[TaskId] = ()) -> None:
+                 previous_active_tasks: Iterable[TaskId] = (), *, standby_replicas: int = 0,
+                 stateful_subtopologies: Collection[int] = ()) -> None:
         self.topic_to_subtopology = dict(topic_to_subtopology)
+        self.standby_replicas = standby_replicas
+        self.stateful_subtopologies = frozenset(stateful_subtopologies)
         self.epoch = 0
         self._local_state_tasks = frozenset(previous_active_tasks)
         self.active_tasks: set[TaskId] = set()
@@ -269,10 +310,12 @@ class TaskAssignor(AbstractPartitionAssignor):
                 log.warning("member %s sent unreadable task metadata (%s); treating it as owning nothing",
                             member_id, exc)
                 payload = TaskPayload(-1)
-            claims[member_id] = MemberClaim(payload.epoch, frozenset(payload.active))
+            claims[member_id] = MemberClaim(payload.epoch, frozenset(payload.active), frozenset(payload.standby))
 
         epoch = max((c.epoch for c in claims.values()), default=0) + 1
         by_member = assign_tasks(tasks, list(members), claims, eligible)
+        standbys = assign_standbys(by_member, [t for t in tasks if t.subtopology in self.stateful_subtopologies],
+                                   self.standby_replicas, claims)
         result: dict[str, ConsumerProtocolMemberAssignment] = {}
         for member_id, member_tasks in by_member.items():
             per_topic: dict[str, list[int]] = defaultdict(list)
@@ -282,10 +325,12 @@ class TaskAssignor(AbstractPartitionAssignor):
             result[member_id] = ConsumerProtocolMemberAssignment(
                 self.version,
                 sorted((topic, sorted(ps)) for topic, ps in per_topic.items()),
-                TaskPayload(epoch, tuple(member_tasks), ()).encode(),
+                TaskPayload(epoch, tuple(member_tasks), tuple(standbys.get(member_id, ()))).encode(),
             )
-        log.info("assignment epoch %d: %s", epoch,
-                 {m: [str(t) for t in ts] for m, ts in sorted(by_member.items())})
+        log.info("assignment epoch %d: %s%s", epoch,
+                 {m: [str(t) for t in ts] for m, ts in sorted(by_member.items())},
+                 f"; standby {({m: [str(t) for t in ts] for m, ts in sorted(standbys.items())})}"
+                 if self.standby_replicas else "")
         return result
 
     # Called on every member with its own assignment.
@@ -316,6 +361,8 @@ class TaskAssignor(AbstractPartitionAssignor):
 
 
 def make_assignor(topic_to_subtopology: Mapping[str, int],
-                  previous_active_tasks: Iterable[TaskId] = ()) -> TaskAssignor:
+                  previous_active_tasks: Iterable[TaskId] = (), *, standby_replicas: int = 0,
+                  stateful_subtopologies: Collection[int] = ()) -> TaskAssignor:
     """A fresh assignor for one KafkaStreams instance (topic: real topic name -> sub-topology id)."""
-    return TaskAssignor(topic_to_subtopology, previous_active_tasks)
+    return TaskAssignor(topic_to_subtopology, previous_active_tasks, standby_replicas=standby_replicas,
+                        stateful_subtopologies=stateful_subtopologies)

@@ -219,4 +219,6 @@ class KafkaStreams:
             "records-restored": sup.tasks.reader.total_restored,
             "commits": sup.commits,
             "dirty-recoveries": sup.dirty_recoveries,
+            "standby-tasks": sorted(str(t) for t in sup.standbys.tasks) if sup.standbys else [],
+            "standby-records-applied": sup.standbys.applied if sup.standbys else 0,
         }

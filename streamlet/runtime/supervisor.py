@@ -35,6 +35,7 @@ from streamlet.errors import StreamsError
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.commit_protocol import AtLeastOnceCommits, CommitFailed, CommitProtocol, ExactlyOnceCommits
+from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.topic_manager import TopicPlan, prepare_topics
@@ -73,6 +74,9 @@ class Supervisor:
         self.assigned: set[tuple[str, int]] = set()
         self.commits = 0
         self.commit_protocol: CommitProtocol | None = None
+        self.standby_consumer: Any = None
+        self.standbys: StandbyTasks | None = None
+        self._assignor: Any = None
         self.dirty_recoveries = 0
         self._epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
         # Per partition: the task actor it feeds and the next offset not yet handed to that actor. An
@@ -140,7 +144,11 @@ class Supervisor:
         else:
             commits = AtLeastOnceCommits(self.producer, self._commit_offsets)
         self.commit_protocol = commits
-        assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state())
+        replicas = int(config["num.standby.replicas"])
+        stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}
+        assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state(),
+                                 standby_replicas=replicas, stateful_subtopologies=stateful)
+        self._assignor = assignor
         self.consumer = AIOKafkaConsumer(
             **self._client_kwargs(), group_id=self.app_id, enable_auto_commit=False,
             auto_offset_reset=str(config["auto.offset.reset"]),
@@ -156,7 +164,16 @@ class Supervisor:
         )
         self.tasks = TaskManager(self.topology, config, commits, ChangelogReader(self.restore_consumer),
                                  self._state_root(), self.resolve_topic, self._partition_count)
+        if replicas > 0:
+            self.standby_consumer = AIOKafkaConsumer(
+                **self._client_kwargs(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
+                isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
+            )
+            self.standbys = StandbyTasks(self.topology, config, self.standby_consumer, self._state_root(),
+                                         self.resolve_topic, self._partition_count)
         await self.producer.start()
+        if self.standby_consumer is not None:
+            await self.standby_consumer.start()
         try:
             await self.restore_consumer.start()
             try:
@@ -174,6 +191,10 @@ class Supervisor:
             finally:
                 await self.restore_consumer.stop()
         finally:
+            if self.standbys is not None:
+                self.standbys.close()
+            if self.standby_consumer is not None:
+                await self.standby_consumer.stop()
             await self.producer.stop()
 
     async def _poll_loop(self) -> None:
@@ -186,6 +207,9 @@ class Supervisor:
             if self.tasks.restoring:
                 async with self._dispatch_lock:
                     await self._restore_step()
+            if self.standbys is not None:
+                async with self._dispatch_lock:
+                    await self.standbys.step()
             epoch = self._epoch
             timeout = 0 if self.tasks.restoring else poll_ms
             batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
@@ -295,6 +319,10 @@ class Supervisor:
             self._epoch += 1
             parts = {(tp.topic, tp.partition) for tp in assigned}
             try:
+                if self.standbys is not None:
+                    # First: a standby that became active here releases its stores and checkpoints.
+                    active = {t for t in self._assignor.active_tasks}
+                    await self.standbys.update(set(self._assignor.standby_tasks) - active)
                 await self.tasks.assign(parts)
                 restoring = self.tasks.restoring_partitions()
                 if restoring:

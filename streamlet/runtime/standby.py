@@ -1,0 +1,139 @@
+"""`StandbyTasks`: warm copies of other instances' stores (`num.standby.replicas`).
+
+A standby task is a task's stores without its processors: it follows the task's changelog partitions
+with a consumer of its own (no group; `read_committed` under exactly-once, so it only ever holds
+committed state) and applies every record through the stores' restore callbacks. After each commit
+interval its stores are flushed and a checkpoint of the changelog offsets it has applied is written.
+When the active task fails over to this instance, the standby is closed first (flush, checkpoint) and
+the new active task restores only the changelog tail beyond that checkpoint instead of everything.
+
+Standbys are advanced from the supervisor's poll loop with a zero-timeout fetch: they never hold up
+active processing, and a slow standby only means a longer tail to restore at failover.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from streamlet.actors.record_collector import RecordCollector
+from streamlet.actors.stream_task import StreamTask
+from streamlet.config import StreamsConfig
+from streamlet.runtime.task_id import TaskId
+from streamlet.topology import Topology
+
+log = logging.getLogger(__name__)
+
+
+class StandbyTasks:
+    def __init__(self, topology: Topology, config: StreamsConfig, consumer: Any, state_root: Path,
+                 resolve_topic: Callable[[str], str], partition_count: Callable[[str], int]) -> None:
+        self.topology = topology
+        self.config = config
+        self.consumer = consumer
+        self.state_root = state_root
+        self.resolve_topic = resolve_topic
+        self.partition_count = partition_count
+        self._subs = {s.id: s for s in topology.sub_topologies()}
+        self.tasks: dict[TaskId, StreamTask] = {}
+        self._store_of: dict[TopicPartition, tuple[StreamTask, str]] = {}
+        self._positions: dict[TopicPartition, int] = {}  # next changelog offset to apply
+        self._checkpoint_interval_s = int(config["commit.interval.ms"]) / 1000
+        self._last_checkpoint = time.monotonic()
+        self.applied = 0
+
+    def is_stateful(self, sub_id: int) -> bool:
+        return bool(self._subs[sub_id].stores) if sub_id in self._subs else False
+
+    async def update(self, wanted: Iterable[TaskId]) -> None:
+        """Run exactly the standbys of `wanted` (call before active tasks are created: a standby that
+        became active must release its stores and write its checkpoint first)."""
+        want = {t for t in wanted if self.is_stateful(t.subtopology)}
+        for task_id in [t for t in self.tasks if t not in want]:
+            self._close(task_id)
+        for task_id in sorted(want - set(self.tasks)):
+            self._open(task_id)
+        await self._reassign()
+
+    def _open(self, task_id: TaskId) -> None:
+        task = StreamTask(self.topology, self._subs[task_id.subtopology], task_id.partition, self.config,
+                          RecordCollector(self.partition_count), self.state_root,
+                          clock=lambda: int(time.time() * 1000), resolve_topic=self.resolve_topic, cache_bytes=0)
+        task_dir = self.state_root / task.task_id
+        if task_dir.exists() and not task.state.read_checkpoint():
+            task.state.wipe_local_state()
+        task.initialize_stores()
+        self.tasks[task_id] = task
+        log.info("standby task %s opened", task.task_id)
+
+    def _close(self, task_id: TaskId) -> None:
+        task = self.tasks.pop(task_id)
+        self._write_checkpoint(task)
+        task.state.close()
+        log.info("standby task %s closed", task.task_id)
+
+    async def _reassign(self) -> None:
+        consumer = self.consumer
+        previous = self._positions
+        self._store_of = {}
+        self._positions = {}
+        starts: dict[TopicPartition, int | None] = {}
+        for task in self.tasks.values():
+            checkpoint = task.state.read_checkpoint()
+            for store, (topic, partition) in task.state.changelog_partitions().items():
+                tp = TopicPartition(topic, partition)
+                self._store_of[tp] = (task, store)
+                starts[tp] = previous.get(tp, checkpoint.get(f"{topic}:{partition}"))
+        consumer.assign(sorted(self._store_of))
+        if not starts:
+            return
+        need_begin = [tp for tp, o in starts.items() if o is None]
+        begins = await consumer.beginning_offsets(need_begin) if need_begin else {}
+        for tp, offset in starts.items():
+            start = begins[tp] if offset is None else offset
+            consumer.seek(tp, start)
+            self._positions[tp] = start
+
+    async def step(self) -> int:
+        """Apply whatever the changelogs have for the standbys now (no waiting); checkpoint now and then."""
+        if not self._store_of:
+            return 0
+        batches = await self.consumer.getmany(timeout_ms=0, max_records=20_000)
+        n = 0
+        for tp, records in batches.items():
+            owner = self._store_of.get(tp)
+            if owner is None or not records:
+                continue
+            task, store = owner
+            task.state.registered[store].restore([(r.key, r.value, r.timestamp) for r in records])
+            self._positions[tp] = records[-1].offset + 1
+            n += len(records)
+        self.applied += n
+        now = time.monotonic()
+        if now - self._last_checkpoint >= self._checkpoint_interval_s:
+            self._last_checkpoint = now
+            for task in self.tasks.values():
+                self._write_checkpoint(task)
+        return n
+
+    def _write_checkpoint(self, task: StreamTask) -> None:
+        """Flush the stores, then record how far they hold each changelog (the consumer's position)."""
+        task.state.flush()
+        offsets = {}
+        for topic, partition in task.state.changelog_partitions().values():
+            position = self._positions.get(TopicPartition(topic, partition))
+            if position is not None:
+                offsets[f"{topic}:{partition}"] = position
+        if offsets:
+            current = task.state.read_checkpoint()
+            current.update(offsets)
+            task.state.write_checkpoint(current)
+
+    def close(self) -> None:
+        for task_id in list(self.tasks):
+            self._close(task_id)
