@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
 
+from streamlet.errors import ConfigError
 from streamlet.runtime.record_sender import RecordSender
 
 log = logging.getLogger(__name__)
@@ -57,10 +58,21 @@ class CommitProtocol(Protocol):
     @property
     def records_sent(self) -> int: ...
 
+    @property
+    def records_dropped(self) -> int: ...
+
+
+def skip_failed_productions(config: Mapping[str, Any]) -> bool:
+    """`default.production.exception.handler`: `fail` (default) or `continue` (log, count, go on)."""
+    value = str(config.get("default.production.exception.handler", "fail")).strip().lower()
+    if value not in ("fail", "log_and_fail", "continue", "log_and_continue"):
+        raise ConfigError(f"default.production.exception.handler must be fail or continue; got {value!r}")
+    return value in ("continue", "log_and_continue")
+
 
 class AtLeastOnceCommits:
-    def __init__(self, producer: Any, commit_offsets: Callable[[Offsets], Any]) -> None:
-        self._sender = RecordSender(producer)
+    def __init__(self, producer: Any, commit_offsets: Callable[[Offsets], Any], skip_failed: bool = False) -> None:
+        self._sender = RecordSender(producer, skip_failed)
         self._commit_offsets = commit_offsets
 
     async def open_task(self, task_id: str) -> RecordSender:
@@ -87,16 +99,23 @@ class AtLeastOnceCommits:
     def records_sent(self) -> int:
         return self._sender.sent
 
+    @property
+    def records_dropped(self) -> int:
+        return self._sender.dropped
+
 
 class ExactlyOnceCommits:
-    def __init__(self, application_id: str, producer_config: dict[str, Any], transaction_timeout_ms: int) -> None:
+    def __init__(self, application_id: str, producer_config: dict[str, Any], transaction_timeout_ms: int,
+                 skip_failed: bool = False) -> None:
         self._app_id = application_id
+        self._skip_failed = skip_failed
         self._producer_config = producer_config
         self._txn_timeout_ms = transaction_timeout_ms
         self._senders: dict[str, RecordSender] = {}
         self._committed: dict[str, Offsets] = {}
         self._sent_at_commit: dict[str, int] = {}
         self._closed_sent = 0
+        self._closed_dropped = 0
         self.transactions = 0
 
     def transactional_id(self, task_id: str) -> str:
@@ -115,7 +134,7 @@ class ExactlyOnceCommits:
         except BaseException:
             await producer.stop()
             raise
-        sender = RecordSender(producer)
+        sender = RecordSender(producer, self._skip_failed, transactional=True)
         self._senders[task_id] = sender
         self._committed[task_id] = {}
         self._sent_at_commit[task_id] = 0
@@ -164,6 +183,7 @@ class ExactlyOnceCommits:
         if sender is None:
             return {}
         self._closed_sent += sender.sent
+        self._closed_dropped += sender.dropped
         acked: Offsets = {}
         try:
             if clean:
@@ -186,3 +206,7 @@ class ExactlyOnceCommits:
     @property
     def records_sent(self) -> int:
         return self._closed_sent + sum(s.sent for s in self._senders.values())
+
+    @property
+    def records_dropped(self) -> int:
+        return self._closed_dropped + sum(s.dropped for s in self._senders.values())

@@ -10,11 +10,14 @@ the next offset after our last acknowledged record, which the tasks write into t
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import StreamsError
+
+log = logging.getLogger(__name__)
 
 
 class ProductionError(StreamsError):
@@ -22,8 +25,20 @@ class ProductionError(StreamsError):
 
 
 class RecordSender:
-    def __init__(self, producer: Any) -> None:
+    """`skip_failed`: `default.production.exception.handler = continue` — a record that cannot be
+    produced (larger than a batch, or in a batch the broker refused) is logged and counted in
+    `dropped` instead of failing the commit. Under exactly-once a refused batch still fails the
+    transaction (the producer cannot commit after it), so there only oversized records are skipped."""
+
+    MAX_RECORD_BYTES = 1_000_000
+    """Records above this never leave: the broker's default `message.max.bytes` (about 1 MB) would refuse
+    them, and a refused batch breaks an idempotent producer's sequence for the batches behind it."""
+
+    def __init__(self, producer: Any, skip_failed: bool = False, transactional: bool = False) -> None:
         self.producer = producer
+        self.skip_failed = skip_failed
+        self.transactional = transactional
+        self.dropped = 0
         self._producer = producer
         self._error: BaseException | None = None
         self._inflight: list[tuple[str, int, int, asyncio.Future[Any]]] = []
@@ -45,20 +60,32 @@ class RecordSender:
         for (topic, partition), records in drained.items():
             builder = producer.create_batch()
             count = 0
+            limit = self.MAX_RECORD_BYTES
             for r in records:
+                if (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0) > limit:
+                    self._oversized(topic, partition, r)
+                    continue
                 if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
                                   headers=list(r.headers)) is None:
-                    if count == 0:
-                        raise ProductionError(f"a record for {topic}-{partition} is larger than the batch size")
-                    await self._submit(builder, topic, partition, count)
-                    builder = producer.create_batch()
-                    count = 0
+                    if count:
+                        await self._submit(builder, topic, partition, count)
+                        builder = producer.create_batch()
+                        count = 0
                     if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
                                       headers=list(r.headers)) is None:
-                        raise ProductionError(f"a record for {topic}-{partition} is larger than the batch size")
+                        self._oversized(topic, partition, r)
+                        continue
                 count += 1
             if count:
                 await self._submit(builder, topic, partition, count)
+
+    def _oversized(self, topic: str, partition: int, r: ProducedRecord) -> None:
+        size = len(r.key or b"") + len(r.value or b"")
+        if not self.skip_failed:
+            raise ProductionError(f"a record for {topic}-{partition} ({size} bytes) is larger than the batch size")
+        self.dropped += 1
+        log.warning("skipped a record for %s-%d that is larger than the batch size (%d bytes; "
+                    "default.production.exception.handler=continue)", topic, partition, size)
 
     async def _submit(self, builder: Any, topic: str, partition: int, count: int) -> None:
         fut = await self._producer.send_batch(builder, topic, partition=partition)
@@ -77,6 +104,12 @@ class RecordSender:
             errors = []
             for (topic, partition, count, _), res in zip(inflight, results, strict=True):
                 if isinstance(res, BaseException):
+                    if self.skip_failed and not self.transactional:
+                        self.dropped += count
+                        log.warning("dropped %d records the broker refused for %s-%d "
+                                    "(default.production.exception.handler=continue): %s: %s",
+                                    count, topic, partition, type(res).__name__, res)
+                        continue
                     errors.append(f"{topic}-{partition}: {type(res).__name__}: {res}")
                     continue
                 nxt = res.offset + count

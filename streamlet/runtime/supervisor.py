@@ -34,7 +34,13 @@ from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
-from streamlet.runtime.commit_protocol import AtLeastOnceCommits, CommitFailed, CommitProtocol, ExactlyOnceCommits
+from streamlet.runtime.commit_protocol import (
+    AtLeastOnceCommits,
+    CommitFailed,
+    CommitProtocol,
+    ExactlyOnceCommits,
+    skip_failed_productions,
+)
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
@@ -140,9 +146,10 @@ class Supervisor:
         if config.exactly_once:
             commits = ExactlyOnceCommits(self.app_id, {
                 **self._client_kwargs(), "acks": "all", "linger_ms": 5, "max_batch_size": 1024 * 1024,
-                "max_request_size": 4 * 1024 * 1024}, int(config["transaction.timeout.ms"]))
+                "max_request_size": 4 * 1024 * 1024}, int(config["transaction.timeout.ms"]),
+                skip_failed_productions(config))
         else:
-            commits = AtLeastOnceCommits(self.producer, self._commit_offsets)
+            commits = AtLeastOnceCommits(self.producer, self._commit_offsets, skip_failed_productions(config))
         self.commit_protocol = commits
         replicas = int(config["num.standby.replicas"])
         stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}

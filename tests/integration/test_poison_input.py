@@ -126,3 +126,38 @@ async def test_fail_stops_the_app_naming_the_record(kafka_broker: Any, tmp_path:
             streams.error, "__notes__", [])), repr(streams.error)
     finally:
         await streams.close()
+
+
+def inflating_topology(inp: str, out: str) -> Topology:
+    """Values "big" become 2 MB: larger than any batch, so the producer cannot send them."""
+    builder = StreamsBuilder()
+    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
+     .map_values(lambda v: "x" * (2 << 20) if v == "big" else v.upper())
+     .to(out, Produced(key_serde=Serdes.String(), value_serde=Serdes.String())))
+    return builder.build()
+
+
+@pytest.mark.parametrize("handler", ["fail", "continue"])
+async def test_production_exception_handler(kafka_broker: Any, tmp_path: Path, handler: str) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out = f"produce-in-{sfx}", f"produce-out-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1})
+    streams = KafkaStreams(inflating_topology(inp, out), {
+        "application.id": f"produce-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
+        "commit.interval.ms": 100, "default.production.exception.handler": handler})
+    await streams.start()
+    try:
+        await produce(bootstrap, inp, [(b"k", b"a"), (b"k", b"big"), (b"k", b"b")])
+        if handler == "fail":
+            with anyio.fail_after(30):
+                while streams.state is not State.ERROR:
+                    await anyio.sleep(0.05)
+            assert "larger than the batch size" in str(streams.error)
+        else:
+            got = await read_until(bootstrap, out, lambda rs: len(rs) >= 2, timeout=30)
+            assert [r.value for r in got] == [b"A", b"B"]
+            assert streams.metrics["records-dropped-by-production-handler"] == 1
+            assert streams.state is State.RUNNING
+    finally:
+        await streams.close()
