@@ -50,12 +50,18 @@ class StandbyTasks:
     def is_stateful(self, sub_id: int) -> bool:
         return bool(self._subs[sub_id].stores) if sub_id in self._subs else False
 
-    async def update(self, wanted: Iterable[TaskId]) -> None:
-        """Run exactly the standbys of `wanted` (call before active tasks are created: a standby that
-        became active must release its stores and write its checkpoint first)."""
-        want = {t for t in wanted if self.is_stateful(t.subtopology)}
-        for task_id in [t for t in self.tasks if t not in want]:
+    def release(self, keep: Iterable[TaskId]) -> None:
+        """Close the standbys not in `keep` (checkpointed). Before active tasks are created: a standby
+        that became active here must release its stores first."""
+        keep = set(keep)
+        for task_id in [t for t in self.tasks if t not in keep]:
             self._close(task_id)
+
+    async def update(self, wanted: Iterable[TaskId]) -> None:
+        """Run exactly the standbys of `wanted`. After active tasks that moved away were closed: an
+        active task that became a standby here must release its stores (and checkpoint) first."""
+        want = {t for t in wanted if self.is_stateful(t.subtopology)}
+        self.release(want)
         for task_id in sorted(want - set(self.tasks)):
             self._open(task_id)
         await self._reassign()

@@ -326,11 +326,12 @@ class Supervisor:
             self._epoch += 1
             parts = {(tp.topic, tp.partition) for tp in assigned}
             try:
+                standby = set(self._assignor.standby_tasks) - set(self._assignor.active_tasks)
                 if self.standbys is not None:
-                    # First: a standby that became active here releases its stores and checkpoints.
-                    active = {t for t in self._assignor.active_tasks}
-                    await self.standbys.update(set(self._assignor.standby_tasks) - active)
+                    self.standbys.release(standby)  # a standby that became active here lets go first
                 await self.tasks.assign(parts)
+                if self.standbys is not None:
+                    await self.standbys.update(standby)  # after an active that became standby closed
                 restoring = self.tasks.restoring_partitions()
                 if restoring:
                     # Nothing of a restoring task is fetched until its stores are complete.
