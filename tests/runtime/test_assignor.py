@@ -23,6 +23,7 @@ from streamlet.runtime.assignor import (
     MemberClaim,
     TaskAssignor,
     TaskPayload,
+    assign_standbys,
     assign_tasks,
     make_assignor,
     tasks_for_partition_counts,
@@ -376,3 +377,33 @@ async def test_two_real_members_get_whole_tasks_balanced_and_sticky(kafka_broker
         assert a.assignor.active_tasks == all_tasks - b_before
         a.stop()
         b2.stop()
+
+
+# -- standby replicas ------------------------------------------------------------------------------------
+def test_standbys_never_share_a_member_with_their_active_or_each_other() -> None:
+    tasks = [T(0, p) for p in range(6)] + [T(1, p) for p in range(6)]
+    members = ["a", "b", "c"]
+    active = assign_tasks(tasks, members)
+    stateful = [t for t in tasks if t.subtopology == 1]
+    standby = assign_standbys(active, stateful, 2)
+    for t in stateful:
+        holders = [m for m in members if t in standby[m]]
+        owner = next(m for m in members if t in active[m])
+        assert len(holders) == 2 and owner not in holders
+    assert not any(t.subtopology == 0 for ts in standby.values() for t in ts)  # stateless: no standby
+    # One member: nowhere to put a copy. More replicas than other members: as many as there are.
+    assert assign_standbys({"a": tasks}, stateful, 1) == {"a": []}
+    assert all(len([m for m in members if t in assign_standbys(active, stateful, 5)[m]]) == 2 for t in stateful)
+
+
+def test_standbys_are_sticky_and_a_failover_goes_where_the_standby_was() -> None:
+    tasks = [T(1, p) for p in range(4)]
+    active = {"a": [T(1, 0), T(1, 1)], "b": [T(1, 2), T(1, 3)], "c": []}
+    claims = {"c": MemberClaim(3, frozenset(), frozenset({T(1, 0), T(1, 1), T(1, 2), T(1, 3)}))}
+    standby = assign_standbys(active, tasks, 1, claims)
+    assert standby["c"] == tasks  # c kept them all before: it keeps them (warm state)
+    # a dies: its tasks go to c, which held their standbys, not to b.
+    after = assign_tasks(tasks, ["b", "c"], {
+        "b": MemberClaim(3, frozenset({T(1, 2), T(1, 3)})),
+        "c": MemberClaim(3, frozenset(), frozenset({T(1, 0), T(1, 1)}))})
+    assert after == {"b": [T(1, 2), T(1, 3)], "c": [T(1, 0), T(1, 1)]}
