@@ -63,7 +63,8 @@ async def bench_streamlet_wordcount(bootstrap: str, source: str, records: int, p
             if time.monotonic() > deadline:
                 raise TimeoutError("streamlet produced nothing within 120 s")
             await asyncio.sleep(0.05)
-        finished = await wait_group_done(bootstrap, app_id, [source, repartition], timeout=3600)
+        finished = await wait_group_done(bootstrap, app_id, [source, repartition], timeout=3600,
+                                         transactional=(repartition,) if eos else ())
     finally:
         proc.terminate()
         proc.wait(60)

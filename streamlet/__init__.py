@@ -21,6 +21,7 @@ from streamlet.dsl import (
     StreamsBuilder,
 )
 from streamlet.errors import (
+    ApplicationShutdownError,
     ConfigError,
     DeserializationError,
     InvalidStateStoreError,
@@ -39,7 +40,7 @@ from streamlet.processor import (
     WallclockTimestampExtractor,
 )
 from streamlet.record import KeyValue, Record, RecordMetadata
-from streamlet.runtime.kafka_streams import KafkaStreams, State
+from streamlet.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streamlet.serdes import Deserializer, Serde, Serdes, Serializer
 from streamlet.stores import (
     KeyValueBytesStoreSupplier,
@@ -55,6 +56,7 @@ from streamlet.topology import Topology
 from streamlet.topology_description import TopologyDescription
 
 __all__ = [
+    "ApplicationShutdownError",
     "Cancellable",
     "ConfigError",
     "Consumed",
@@ -88,6 +90,7 @@ __all__ = [
     "StateStore",
     "StoreBuilder",
     "Stores",
+    "StreamThreadExceptionResponse",
     "StreamsBuilder",
     "StreamsConfig",
     "StreamsError",

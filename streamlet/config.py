@@ -40,7 +40,10 @@ DEFAULTS: dict[str, Any] = {
     "heartbeat.interval.ms": 3000,
     "max.task.idle.ms": 0,
     "client.id": "",
-    "transaction.timeout.ms": 10000,  # Kafka Streams' producer default under exactly-once
+    "transaction.timeout.ms": 10000,
+    # What a failure of the running client does when no handler function is set (KafkaStreams.
+    # set_uncaught_exception_handler): shutdown_client | replace_thread | shutdown_application.
+    "uncaught.exception.handler": "shutdown_client",  # Kafka Streams' producer default under exactly-once
 }
 
 _INT_KEYS = {

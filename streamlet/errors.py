@@ -43,3 +43,7 @@ class TaskMigratedError(StreamsError):
 
 class BrokerUnavailableError(StreamsError):
     """The local development broker cannot be provisioned or started."""
+
+
+class ApplicationShutdownError(StreamsError):
+    """Another instance's uncaught-exception handler asked the whole application to shut down."""

@@ -20,7 +20,11 @@ instance gets its own, holding its topology's topic map and its record of the la
 
 Wire format of `user_data` (both directions; integers big-endian):
     u8 version (=1) | i32 epoch | i32 n_active | n_active * (i32 subtopology, i32 partition)
-                    | i32 n_standby | n_standby * (i32 subtopology, i32 partition)
+                    | i32 n_standby | n_standby * (i32 subtopology, i32 partition) | [u8 shutdown]
+The optional trailing `shutdown` byte carries an application shutdown: a member that joins with it set
+asks for one (its uncaught-exception handler said SHUTDOWN_APPLICATION), and the leader then hands
+every member an assignment with it set and no tasks, as Kafka Streams does with its assignment error
+code.
 In JoinGroup metadata the lists are what the member owns now; in the assignment they are what it
 must run. Later versions only append fields, so a reader takes the fields it knows and ignores the rest.
 Standby tasks (`num.standby.replicas`): each stateful task gets that many warm copies on members other
@@ -62,12 +66,15 @@ class TaskPayload:
     epoch: int
     active: tuple[TaskId, ...] = ()
     standby: tuple[TaskId, ...] = ()
+    shutdown: bool = False
 
     def encode(self) -> bytes:
         parts = [_HEADER.pack(USER_DATA_VERSION, self.epoch)]
         for tasks in (self.active, self.standby):
             parts.append(_COUNT.pack(len(tasks)))
             parts.extend(_TASK.pack(t.subtopology, t.partition) for t in sorted(tasks))
+        if self.shutdown:
+            parts.append(b"\x01")
         return b"".join(parts)
 
     @classmethod
@@ -90,7 +97,8 @@ class TaskPayload:
                 raise ValueError("task payload truncated")
             lists.append(tuple(TaskId(*_TASK.unpack_from(data, o)) for o in range(offset, end, _TASK.size)))
             offset = end
-        return cls(epoch, lists[0], lists[1])
+        shutdown = len(data) > offset and data[offset] == 1
+        return cls(epoch, lists[0], lists[1], shutdown)
 
 
 # -- the pure assignment logic -------------------------------------------------------------------------
@@ -269,6 +277,8 @@ class TaskAssignor(AbstractPartitionAssignor):
         self.topic_to_subtopology = dict(topic_to_subtopology)
         self.standby_replicas = standby_replicas
         self.stateful_subtopologies = frozenset(stateful_subtopologies)
+        self.request_shutdown = False  # set to ask the whole application to shut down at the next join
+        self.shutdown_requested = False  # the last assignment said: shut down
         self.epoch = 0
         self._local_state_tasks = frozenset(previous_active_tasks)
         self.active_tasks: set[TaskId] = set()
@@ -279,7 +289,7 @@ class TaskAssignor(AbstractPartitionAssignor):
     # Called on every (re)join: tell the leader what we own.
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
         owned = self.active_tasks if self.assignments else self._local_state_tasks
-        payload = TaskPayload(self.epoch, tuple(owned), tuple(self.standby_tasks))
+        payload = TaskPayload(self.epoch, tuple(owned), tuple(self.standby_tasks), self.request_shutdown)
         return ConsumerProtocolMemberMetadata(self.version, sorted(topics), payload.encode())
 
     # Called on the elected leader only.
@@ -294,6 +304,7 @@ class TaskAssignor(AbstractPartitionAssignor):
 
         claims: dict[str, MemberClaim] = {}
         eligible: dict[str, set[int]] = {}
+        shutdown = False
         topics_of: dict[int, set[str]] = defaultdict(set)
         for topic in counts:
             topics_of[self.topic_to_subtopology[topic]].add(topic)
@@ -310,9 +321,14 @@ class TaskAssignor(AbstractPartitionAssignor):
                 log.warning("member %s sent unreadable task metadata (%s); treating it as owning nothing",
                             member_id, exc)
                 payload = TaskPayload(-1)
+            shutdown |= payload.shutdown
             claims[member_id] = MemberClaim(payload.epoch, frozenset(payload.active), frozenset(payload.standby))
 
         epoch = max((c.epoch for c in claims.values()), default=0) + 1
+        if shutdown:
+            log.warning("a member requested an application shutdown: every member is told to shut down")
+            return {m: ConsumerProtocolMemberAssignment(self.version, [], TaskPayload(epoch, shutdown=True).encode())
+                    for m in members}
         by_member = assign_tasks(tasks, list(members), claims, eligible)
         standbys = assign_standbys(by_member, [t for t in tasks if t.subtopology in self.stateful_subtopologies],
                                    self.standby_replicas, claims)
@@ -354,6 +370,7 @@ class TaskAssignor(AbstractPartitionAssignor):
                           tp.topic, tp.partition, task)
             by_task.setdefault(task, []).append((tp.topic, tp.partition))
         self.epoch = payload.epoch
+        self.shutdown_requested = payload.shutdown
         self.active_tasks = set(by_task)
         self.standby_tasks = set(payload.standby)
         self.partitions_by_task = {t: sorted(ps) for t, ps in by_task.items()}

@@ -18,7 +18,7 @@ from typing import Any
 
 from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
-from streamlet.errors import InvalidStateStoreError, StreamsError
+from streamlet.errors import ApplicationShutdownError, InvalidStateStoreError, StreamsError
 from streamlet.runtime.read_only_store import CompositeReadOnlyKeyValueStore
 from streamlet.runtime.supervisor import Supervisor
 from streamlet.topology import Topology
@@ -63,6 +63,28 @@ def root_error(exc: BaseException) -> BaseException:
             return exc
         exc = real[0]
     return exc
+
+
+class StreamThreadExceptionResponse(enum.Enum):
+    """What the uncaught-exception handler asks for (Kafka Streams' enum of the same name). In streamlet
+    a client has one supervisor (one group member) where Kafka Streams has stream threads: "thread"
+    means that member, and `streamlet run --workers N` gives an application N of them."""
+
+    REPLACE_THREAD = "replace_thread"
+    SHUTDOWN_CLIENT = "shutdown_client"
+    SHUTDOWN_APPLICATION = "shutdown_application"
+
+
+def _response(value: Any) -> StreamThreadExceptionResponse:
+    if value is None:
+        return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+    if isinstance(value, StreamThreadExceptionResponse):
+        return value
+    try:
+        return StreamThreadExceptionResponse(str(value).strip().lower())
+    except ValueError:
+        log.error("unknown uncaught-exception response %r; shutting the client down", value)
+        return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
 
 
 class KafkaStreams:
@@ -131,31 +153,60 @@ class KafkaStreams:
     async def _run(self, started: asyncio.Future[None]) -> None:
         import anyio
 
-        assert self._supervisor is not None
-        try:
-            async with anyio.create_task_group() as tg:
-                await tg.start(self._supervisor.run)
+        replacements = 0
+        while True:
+            assert self._supervisor is not None
+            try:
+                async with anyio.create_task_group() as tg:
+                    await tg.start(self._supervisor.run)
+                    if not started.done():
+                        started.set_result(None)
+            except BaseException as exc:
+                error = root_error(exc)
+                if isinstance(error, asyncio.CancelledError):
+                    if not started.done():
+                        started.set_exception(StreamsError("the client was closed while starting"))
+                    raise
+                log.error("streams client failed: %s: %s", type(error).__name__, error, exc_info=error)
+                response = await self._respond(error, started)
+                if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:
+                    replacements += 1
+                    log.warning("replacing the failed group member (replacement #%d)", replacements)
+                    self._supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
+                    self._set_state(State.REBALANCING)
+                    continue
+                if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
+                    from streamlet.runtime.supervisor import request_application_shutdown
+
+                    try:
+                        if not await request_application_shutdown(self.topology, self.config):
+                            log.error("the group did not acknowledge the application shutdown request")
+                    except Exception:
+                        log.exception("could not request the application shutdown")
+                self._error = error
+                self._set_state(State.ERROR)
                 if not started.done():
-                    started.set_result(None)
-        except BaseException as exc:
-            error = root_error(exc)
-            if isinstance(error, asyncio.CancelledError):
-                if not started.done():
-                    started.set_exception(StreamsError("the client was closed while starting"))
-                raise
-            self._error = error
-            log.error("streams client failed: %s: %s", type(error).__name__, error, exc_info=error)
-            self._set_state(State.ERROR)
+                    started.set_exception(error)
+                return
             if not started.done():
-                started.set_exception(error)
-            elif self._exception_handler is not None:
-                try:
-                    self._exception_handler(error)
-                except Exception:
-                    log.exception("uncaught exception handler failed")
+                started.set_result(None)
             return
-        if not started.done():
-            started.set_result(None)
+
+    async def _respond(self, error: BaseException, started: asyncio.Future[None]) -> StreamThreadExceptionResponse:
+        """Ask the uncaught-exception handler (or `uncaught.exception.handler`) what to do. Errors at
+        start-up, and a shutdown another instance requested, always shut the client down."""
+        if not started.done() or isinstance(error, ApplicationShutdownError) or self._state is State.PENDING_SHUTDOWN:
+            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+        if self._exception_handler is None:
+            return _response(self.config.get("uncaught.exception.handler"))
+        try:
+            result = self._exception_handler(error)
+            if asyncio.iscoroutine(result):
+                result = await result
+        except Exception:
+            log.exception("uncaught exception handler failed; shutting the client down")
+            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+        return _response(result)
 
     async def close(self, timeout: float | None = None) -> bool:
         """Stop processing, commit and close every task; True if it finished within `timeout`."""

@@ -31,7 +31,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 
 from streamlet.actors.error_handlers import dead_letter_topic
 from streamlet.config import StreamsConfig
-from streamlet.errors import StreamsError
+from streamlet.errors import ApplicationShutdownError, StreamsError
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.commit_protocol import (
@@ -84,6 +84,7 @@ class Supervisor:
         self.standbys: StandbyTasks | None = None
         self._assignor: Any = None
         self.dirty_recoveries = 0
+        self.shutdown_requested = False
         self._epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
         # Per partition: the task actor it feeds and the next offset not yet handed to that actor. An
         # entry of an actor that is gone (closed, or replaced by a new task) is stale and ignored.
@@ -192,6 +193,9 @@ class Supervisor:
                         task_status.started()
                         await self._poll_loop()
                         await self._shutdown()
+                        if self.shutdown_requested:
+                            raise ApplicationShutdownError(
+                                f"an instance of application {self.app_id!r} requested an application shutdown")
                 finally:
                     await self.commit_protocol.stop()
                     await self.consumer.stop()
@@ -322,6 +326,10 @@ class Supervisor:
 
     async def on_assigned(self, assigned: Any) -> None:
         assert self.tasks is not None
+        if self._assignor.shutdown_requested:
+            self.shutdown_requested = True
+            self._stop.set()
+            return
         async with self._dispatch_lock:
             self._epoch += 1
             parts = {(tp.topic, tp.partition) for tp in assigned}
@@ -366,3 +374,25 @@ class Supervisor:
                 offset = ends[tp]
             self._next_offset[(topic, partition)] = (actor, offset)
             consumer.seek(tp, offset)
+
+
+async def request_application_shutdown(topology: Topology, config: StreamsConfig, timeout_s: float = 30.0) -> bool:
+    """Join the application's group once with the shutdown flag set (see the assignor): every member
+    then gets a shutdown assignment and stops. True when the group acknowledged it in time."""
+    app_id = config.application_id
+    topics = {(f"{app_id}-{t}" if t in topology.internal_topics else t): sub.id
+              for sub in topology.sub_topologies() for t in sub.source_topics}
+    assignor = make_assignor(topics)
+    assignor.request_shutdown = True
+    consumer = AIOKafkaConsumer(bootstrap_servers=config["bootstrap.servers"], group_id=config.application_id,
+                                enable_auto_commit=False, partition_assignment_strategy=(assignor,),
+                                client_id=f"{config.application_id}-shutdown-request")
+    await consumer.start()
+    try:
+        consumer.subscribe(sorted(topics))
+        with anyio.move_on_after(timeout_s):
+            while not assignor.shutdown_requested:
+                await consumer.getmany(timeout_ms=200)
+        return assignor.shutdown_requested
+    finally:
+        await consumer.stop()
