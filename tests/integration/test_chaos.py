@@ -1,8 +1,9 @@
 """Issue #3's proofs, short form: kill -9, a frozen zombie, on the real broker (`make chaos` is long).
 
 Exactly-once must show every word's count updates as exactly 1..n. At-least-once may count replayed
-input twice after a crash (as Kafka Streams' at_least_once does: the store and its changelog are ahead
-of the committed offsets), so its run must show no loss; the test reports what it observed.
+input twice after a crash, and may miss an update message in the output (as Kafka Streams'
+at_least_once does: the store and its changelog run ahead of the committed offsets and of the output),
+so its run must show that no input was lost; the test reports what else it observed.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ async def test_at_least_once_under_kill_9_loses_nothing(kafka_broker: Any, tmp_p
     result = await run_chaos(kafka_broker.bootstrap_servers, tmp_path, words=50_000, disrupt=kill_randomly(5),
                              guarantee="at_least_once", produce_seconds=20, seed=4)
     print(f"at_least_once under {result.disruptions} kills: "
-          f"{'exactly once by luck' if result.check.exact else 'duplicates'}: {result.check.summary()}")
+          f"{'exactly once by luck' if result.check.exact else 'not exactly once'}: {result.check.summary()}")
     assert result.check.no_loss, result.check.summary()
 
 
@@ -40,7 +41,7 @@ async def test_frozen_zombie_is_fenced_not_committed(kafka_broker: Any, tmp_path
     assert result.check.exact, result.check.summary()
     zombie_log = result.logs[0]
     # The zombie woke up holding tasks that had moved: its commit must have been refused.
-    assert "closing all tasks dirty" in zombie_log or "fenced" in zombie_log.lower(), zombie_log[-4000:]
+    assert "dirty and rejoining the group" in zombie_log and "ProducerFenced" in zombie_log, zombie_log[-4000:]
 
 
 async def test_exactly_once_survives_a_broker_restart(tmp_path: Path) -> None:
