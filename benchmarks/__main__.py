@@ -86,11 +86,13 @@ async def latest_values(bootstrap: str, topic: str) -> dict[bytes, bytes]:
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
         await consumer.seek_to_beginning(*tps)
-        while any(await consumer.position(tp) < ends[tp] for tp in tps):
-            batches = await consumer.getmany(timeout_ms=500, max_records=50_000)
+        pending = {tp for tp in tps if ends[tp] > 0}
+        while pending:
+            batches = await consumer.getmany(*pending, timeout_ms=500, max_records=50_000)
             for records in batches.values():
                 for r in records:
                     latest[r.key] = r.value
+            pending = {tp for tp in pending if await consumer.position(tp) < ends[tp]}
     finally:
         await consumer.stop()
     return latest

@@ -80,20 +80,31 @@ async def committed(admin: Any, group: str) -> dict[TopicPartition, int]:
 
 
 async def wait_group_done(bootstrap: str, group: str, topics: list[str], timeout: float,
-                          transactional: tuple[str, ...] = ()) -> float:
-    """Wait until `group` committed the end offset of every partition of `topics`; returns the time.
-    In `transactional` topics the last offset of a partition is a commit marker, which no consumer
-    ever commits past, so there the group is done one offset short of the end."""
+                          transactional: tuple[str, ...] = (), settle_s: float = 3.0) -> float:
+    """Wait until `group` has consumed everything in `topics`; returns the time it finished.
+
+    Plain topics are done when the committed offset reaches the end offset. In `transactional` topics a
+    partition can end with several commit markers (one per producer whose transaction touched it), which
+    no consumer commits past, so there "done" means: every plain topic is done and the group's committed
+    offsets have not moved for `settle_s`; the finish time is when they last moved."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     deadline = time.monotonic() + timeout
+    last: dict[Any, int] = {}
+    last_change = time.monotonic()
     try:
         while time.monotonic() < deadline:
             ends = await end_offsets(bootstrap, topics)
             done = await committed(admin, group)
-            if ends and all(done.get(tp, -1) >= end - (1 if tp.topic in transactional else 0)
-                            for tp, end in ends.items() if end > 0):
-                return time.monotonic()
+            now = time.monotonic()
+            if done != last:
+                last, last_change = done, now
+            plain_done = ends and all(done.get(tp, -1) >= end for tp, end in ends.items()
+                                      if end > 0 and tp.topic not in transactional)
+            if plain_done and not transactional:
+                return now
+            if plain_done and now - last_change >= settle_s:
+                return last_change
             await asyncio.sleep(0.25)
         raise TimeoutError(f"group {group} did not finish {topics} within {timeout}s")
     finally:
