@@ -21,10 +21,10 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
 from streamlet.runtime.task_id import TaskId
+from streamlet.runtime.task_manager import new_runtime_task
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -67,12 +67,8 @@ class StandbyTasks:
         await self._reassign()
 
     def _open(self, task_id: TaskId) -> None:
-        task = StreamTask(self.topology, self._subs[task_id.subtopology], task_id.partition, self.config,
-                          RecordCollector(self.partition_count), self.state_root,
-                          clock=lambda: int(time.time() * 1000), resolve_topic=self.resolve_topic, cache_bytes=0)
-        task_dir = self.state_root / task.task_id
-        if task_dir.exists() and not task.state.read_checkpoint():
-            task.state.wipe_local_state()
+        task = new_runtime_task(self.topology, self._subs[task_id.subtopology], task_id.partition, self.config,
+                                self.state_root, self.resolve_topic, self.partition_count, cache_bytes=0)
         task.initialize_stores()
         self.tasks[task_id] = task
         log.info("standby task %s opened", task.task_id)

@@ -139,17 +139,14 @@ class Supervisor:
                                          replication_factor=int(config["replication.factor"]),
                                          dead_letter_topic=dead_letter_topic(config))
         self._partition_counts = self.plan.partition_counts
-        self.producer = AIOKafkaProducer(
-            **self._client_kwargs(), acks="all", enable_idempotence=True, linger_ms=5,
-            max_batch_size=1024 * 1024, max_request_size=4 * 1024 * 1024,
-        )
+        producer_config = {**self._client_kwargs(), "acks": "all", "linger_ms": 5,
+                           "max_batch_size": 1024 * 1024, "max_request_size": 4 * 1024 * 1024}
         commits: CommitProtocol
         if config.exactly_once:
-            commits = ExactlyOnceCommits(self.app_id, {
-                **self._client_kwargs(), "acks": "all", "linger_ms": 5, "max_batch_size": 1024 * 1024,
-                "max_request_size": 4 * 1024 * 1024}, int(config["transaction.timeout.ms"]),
-                skip_failed_productions(config))
+            commits = ExactlyOnceCommits(self.app_id, producer_config, int(config["transaction.timeout.ms"]),
+                                         skip_failed_productions(config))
         else:
+            self.producer = AIOKafkaProducer(**producer_config, enable_idempotence=True)
             commits = AtLeastOnceCommits(self.producer, self._commit_offsets, skip_failed_productions(config))
         self.commit_protocol = commits
         replicas = int(config["num.standby.replicas"])
@@ -179,7 +176,8 @@ class Supervisor:
             )
             self.standbys = StandbyTasks(self.topology, config, self.standby_consumer, self._state_root(),
                                          self.resolve_topic, self._partition_count)
-        await self.producer.start()
+        if self.producer is not None:
+            await self.producer.start()
         if self.standby_consumer is not None:
             await self.standby_consumer.start()
         try:
@@ -206,7 +204,8 @@ class Supervisor:
                 self.standbys.close()
             if self.standby_consumer is not None:
                 await self.standby_consumer.stop()
-            await self.producer.stop()
+            if self.producer is not None:
+                await self.producer.stop()
 
     async def _poll_loop(self) -> None:
         assert self.tasks is not None

@@ -33,6 +33,19 @@ log = logging.getLogger(__name__)
 TaskKey = tuple[int, int]  # (sub-topology id, partition)
 
 
+def new_runtime_task(topology: Topology, sub: SubTopology, partition: int, config: StreamsConfig,
+                     state_root: Path, resolve_topic: Callable[[str], str],
+                     partition_count: Callable[[str], int], cache_bytes: int) -> StreamTask:
+    """A task for the Kafka runtime (active or standby), its stores not yet opened. Local state that
+    no checkpoint vouches for is wiped here: it may hold writes the changelog never committed."""
+    task = StreamTask(topology, sub, partition, config, RecordCollector(partition_count), state_root,
+                      clock=lambda: int(time.time() * 1000), resolve_topic=resolve_topic, cache_bytes=cache_bytes)
+    if (state_root / task.task_id).exists() and not task.state.read_checkpoint():
+        log.info("task %s: local state without a checkpoint is not trusted; wiping it", task.task_id)
+        task.state.wipe_local_state()
+    return task
+
+
 class TaskManager:
     def __init__(
         self,
@@ -105,14 +118,8 @@ class TaskManager:
 
     async def _create_task(self, sub: SubTopology, partition: int, tps: list[tuple[str, int]],
                            cache_bytes: int) -> None:
-        collector = RecordCollector(self.partition_count)
-        task = StreamTask(self.topology, sub, partition, self.config, collector, self.state_root,
-                          clock=lambda: int(time.time() * 1000), resolve_topic=self.resolve_topic,
-                          cache_bytes=cache_bytes)
-        task_dir = self.state_root / task.task_id
-        if task_dir.exists() and not task.state.read_checkpoint():
-            log.info("task %s: local state without a checkpoint is not trusted; wiping it", task.task_id)
-            task.state.wipe_local_state()
+        task = new_runtime_task(self.topology, sub, partition, self.config, self.state_root, self.resolve_topic,
+                                self.partition_count, cache_bytes)
         # First the sender: under exactly-once opening it fences the task's previous owner, so the
         # changelog holds no open transaction of theirs when we restore from it.
         sender = await self.commits.open_task(task.task_id)
