@@ -229,6 +229,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("workload", nargs="?", default="wordcount", choices=["wordcount"])
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--quick", action="store_true", help="100,000 records (a few minutes)")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--words-per-line", type=int, default=3)
     parser.add_argument("--vocabulary", type=int, default=10_000)
@@ -236,6 +237,8 @@ def main() -> None:
     parser.add_argument("--systems", default="streamlet,kafka-streams",
                         help="comma-separated: streamlet, kafka-streams")
     args = parser.parse_args()
+    if args.quick:
+        args.records = 100_000
     results = asyncio.run(main_async(args))
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "wordcount.json"

@@ -57,6 +57,7 @@ class _RestoreJob:
     task: StreamTask
     stores: deque[_StoreRestore] = field(default_factory=deque)
     current: _StoreRestore | None = None
+    prepared: bool = False
 
 
 class ChangelogReader:
@@ -95,33 +96,47 @@ class ChangelogReader:
         deadline = time.monotonic() + max_seconds
         while self._jobs and time.monotonic() < deadline:
             job = self._jobs[0]
+            if not job.prepared:
+                await self._prepare(job)
             if job.current is None:
                 if not job.stores:
                     self._jobs.popleft()
                     finished.append(job.task)
                     continue
                 job.current = job.stores.popleft()
-                await self._open(job.task, job.current)
+                self._open(job.task, job.current)
             cur = job.current
             if cur.position < cur.end:
                 await self._read_batch(job.task, cur)
             if cur.position >= cur.end:
                 self._close(job.task, cur)
                 job.current = None
+        if not self._jobs:
+            self._consumer.assign([])
         return finished
 
-    async def _open(self, task: StreamTask, cur: _StoreRestore) -> None:
+    async def _prepare(self, job: _RestoreJob) -> None:
+        """Where each of the task's changelogs starts and ends, for all of them in two requests (no
+        assignment needed: a changelog with nothing to restore is never assigned at all)."""
         consumer = self._consumer
-        tp = cur.tp
+        tps = [s.tp for s in job.stores]
+        if tps:
+            ends = await consumer.end_offsets(tps)
+            # Explicit offsets, never seek_to_beginning(): aiokafka may still apply the assignment's
+            # own offset reset after that call returns and land at the end, restoring nothing.
+            begins = await consumer.beginning_offsets(tps)
+            for cur in job.stores:
+                cur.end = ends[cur.tp]
+                begin = begins[cur.tp]
+                cur.position = begin if cur.start is None else max(cur.start, begin)
+        job.prepared = True
+
+    def _open(self, task: StreamTask, cur: _StoreRestore) -> None:
         cur.began = cur.last_log = time.monotonic()
         cur.progress = RestoreProgress(task.task_id, cur.store)
-        consumer.assign([tp])
-        cur.end = (await consumer.end_offsets([tp]))[tp]
-        # An explicit offset, never seek_to_beginning(): aiokafka may still apply the assignment's
-        # own offset reset after that call returns and land at the end, restoring nothing.
-        begin = (await consumer.beginning_offsets([tp]))[tp]
-        cur.position = begin if cur.start is None else max(cur.start, begin)
-        consumer.seek(tp, cur.position)
+        if cur.position < cur.end:
+            self._consumer.assign([cur.tp])
+            self._consumer.seek(cur.tp, cur.position)
 
     async def _read_batch(self, task: StreamTask, cur: _StoreRestore) -> None:
         assert cur.progress is not None
@@ -145,7 +160,6 @@ class ChangelogReader:
         progress = cur.progress
         assert progress is not None
         progress.seconds = time.monotonic() - cur.began
-        self._consumer.assign([])
         self.total_restored += progress.restored
         self.history.append(progress)
         if progress.restored:

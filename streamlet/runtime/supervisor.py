@@ -163,9 +163,12 @@ class Supervisor:
             heartbeat_interval_ms=int(config["heartbeat.interval.ms"]),
             partition_assignment_strategy=(assignor,),
         )
+        # A short fetch wait: restoration reads finite data, and a long-poll still waiting on the
+        # partition restored last would delay the first fetch of the next one.
         self.restore_consumer = AIOKafkaConsumer(
             **self._client_kwargs(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
             isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
+            fetch_max_wait_ms=20,
         )
         self.tasks = TaskManager(self.topology, config, commits, ChangelogReader(self.restore_consumer),
                                  self._state_root(), self.resolve_topic, self._partition_count)
