@@ -4,6 +4,7 @@ Configured as Kafka Streams configures it:
 
 - `default.deserialization.exception.handler`: `log_and_fail` (default) | `log_and_continue` | `dead_letter`
 - `processing.exception.handler`: `log_and_fail` (default) | `log_and_continue` | `dead_letter`
+- `default.production.exception.handler`: `fail` (default) | `continue` (applied by the `RecordSender`)
 - `errors.dead.letter.queue.topic.name`: the dead-letter topic (default `<application.id>-dlq`; created by
   the runtime when a handler is `dead_letter`).
 
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 DESERIALIZATION_HANDLER = "default.deserialization.exception.handler"
 PROCESSING_HANDLER = "processing.exception.handler"
 DLQ_TOPIC = "errors.dead.letter.queue.topic.name"
+PRODUCTION_HANDLER = "default.production.exception.handler"
 
 
 class Response(enum.Enum):
@@ -59,6 +61,15 @@ def dead_letter_topic(config: StreamsConfig) -> str | None:
                                     parse_response(PROCESSING_HANDLER, config[PROCESSING_HANDLER])):
         return None
     return str(config.get(DLQ_TOPIC) or f"{config.application_id}-dlq")
+
+
+def skip_failed_productions(config: StreamsConfig) -> bool:
+    """`default.production.exception.handler`: `fail` (default) or `continue` (log, count, go on);
+    a record that could not be produced has no dead-letter option."""
+    response = parse_response(PRODUCTION_HANDLER, config[PRODUCTION_HANDLER])
+    if response is Response.DEAD_LETTER:
+        raise ConfigError(f"{PRODUCTION_HANDLER} must be fail or continue; got {config[PRODUCTION_HANDLER]!r}")
+    return response is Response.CONTINUE
 
 
 @dataclass

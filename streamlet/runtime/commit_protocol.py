@@ -26,7 +26,6 @@ from typing import Any, Protocol
 import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
 
-from streamlet.errors import ConfigError
 from streamlet.runtime.record_sender import RecordSender
 
 log = logging.getLogger(__name__)
@@ -60,14 +59,6 @@ class CommitProtocol(Protocol):
 
     @property
     def records_dropped(self) -> int: ...
-
-
-def skip_failed_productions(config: Mapping[str, Any]) -> bool:
-    """`default.production.exception.handler`: `fail` (default) or `continue` (log, count, go on)."""
-    value = str(config.get("default.production.exception.handler", "fail")).strip().lower()
-    if value not in ("fail", "log_and_fail", "continue", "log_and_continue"):
-        raise ConfigError(f"default.production.exception.handler must be fail or continue; got {value!r}")
-    return value in ("continue", "log_and_continue")
 
 
 class AtLeastOnceCommits:
@@ -116,7 +107,6 @@ class ExactlyOnceCommits:
         self._sent_at_commit: dict[str, int] = {}
         self._closed_sent = 0
         self._closed_dropped = 0
-        self.transactions = 0
 
     def transactional_id(self, task_id: str) -> str:
         return f"{self._app_id}-{task_id}"
@@ -170,7 +160,6 @@ class ExactlyOnceCommits:
             await producer.send_offsets_to_transaction(
                 {TopicPartition(t, p): o for (t, p), o in new_offsets.items()}, self._app_id)
         await producer.commit_transaction()
-        self.transactions += 1
         self._committed[task_id].update(new_offsets)
         self._sent_at_commit[task_id] = sender.sent
         await producer.begin_transaction()

@@ -39,7 +39,6 @@ class RecordSender:
         self.skip_failed = skip_failed
         self.transactional = transactional
         self.dropped = 0
-        self._producer = producer
         self._error: BaseException | None = None
         self._inflight: list[tuple[str, int, int, asyncio.Future[Any]]] = []
         self.acked_offsets: dict[tuple[str, int], int] = {}
@@ -56,7 +55,7 @@ class RecordSender:
             self._error = exc
 
     async def _send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
-        producer = self._producer
+        producer = self.producer
         for (topic, partition), records in drained.items():
             builder = producer.create_batch()
             count = 0
@@ -88,7 +87,7 @@ class RecordSender:
                     "default.production.exception.handler=continue)", topic, partition, size)
 
     async def _submit(self, builder: Any, topic: str, partition: int, count: int) -> None:
-        fut = await self._producer.send_batch(builder, topic, partition=partition)
+        fut = await self.producer.send_batch(builder, topic, partition=partition)
         self._inflight.append((topic, partition, count, fut))
         self.sent += count
 

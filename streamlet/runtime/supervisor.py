@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 
-from streamlet.actors.error_handlers import dead_letter_topic
+from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_productions
 from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StreamsError
 from streamlet.runtime.assignor import make_assignor
@@ -39,7 +39,6 @@ from streamlet.runtime.commit_protocol import (
     CommitFailed,
     CommitProtocol,
     ExactlyOnceCommits,
-    skip_failed_productions,
 )
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
