@@ -11,6 +11,7 @@ from streamlet.config import StreamsConfig
 from streamlet.dsl import (
     Consumed,
     Grouped,
+    Joined,
     KGroupedStream,
     KStream,
     KTable,
@@ -19,6 +20,8 @@ from streamlet.dsl import (
     Produced,
     Repartitioned,
     StreamsBuilder,
+    TimeWindowedKStream,
+    TimeWindows,
 )
 from streamlet.errors import (
     ApplicationShutdownError,
@@ -50,10 +53,14 @@ from streamlet.stores import (
     StoreBuilder,
     Stores,
     TimestampedKeyValueStore,
+    TimestampedWindowStore,
     ValueAndTimestamp,
+    WindowStore,
 )
 from streamlet.topology import Topology
 from streamlet.topology_description import TopologyDescription
+from streamlet.windowed import TimeWindow, Window, Windowed
+from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
     "ApplicationShutdownError",
@@ -64,6 +71,7 @@ __all__ = [
     "Deserializer",
     "Grouped",
     "InvalidStateStoreError",
+    "Joined",
     "KGroupedStream",
     "KStream",
     "KTable",
@@ -94,12 +102,20 @@ __all__ = [
     "StreamsBuilder",
     "StreamsConfig",
     "StreamsError",
+    "TimeWindow",
+    "TimeWindowedKStream",
+    "TimeWindows",
     "TimestampExtractor",
     "TimestampedKeyValueStore",
+    "TimestampedWindowStore",
     "Topology",
     "TopologyDescription",
     "TopologyError",
     "UsePartitionTimeOnInvalidTimestamp",
     "ValueAndTimestamp",
     "WallclockTimestampExtractor",
+    "Window",
+    "WindowStore",
+    "Windowed",
+    "WindowedSerdes",
 ]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
+from streamlet.errors import StreamsError
 from streamlet.runtime.test_driver import (
     NoSuchElementError,
     TestInputTopic,
     TestOutputTopic,
-    TopologyTestDriver,
 )
+from streamlet.runtime.test_driver import TopologyTestDriver as _TopologyTestDriver
+from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 
 if TYPE_CHECKING:
     from streamlet.runtime.local_broker import LocalKafkaBroker
@@ -21,6 +23,28 @@ __all__ = [
     "TestOutputTopic",
     "TopologyTestDriver",
 ]
+
+
+class TopologyTestDriver(_TopologyTestDriver):
+    """The in-memory driver (see `streamlet.runtime.test_driver`), with the window store getters."""
+
+    __test__ = False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def get_window_store(self, name: str) -> WindowStore:
+        """The window store `name` (a windowed aggregation's holds `ValueAndTimestamp` values)."""
+        store = self.get_state_store(name)
+        if not isinstance(store, WindowStore):
+            raise StreamsError(f"state store {name!r} is not a window store")
+        return store
+
+    def get_timestamped_window_store(self, name: str) -> TimestampedWindowStore:
+        store = self.get_window_store(name)
+        if not isinstance(store, TimestampedWindowStore):
+            raise StreamsError(f"state store {name!r} is not a timestamped window store")
+        return store
 
 
 def __getattr__(name: str) -> Any:

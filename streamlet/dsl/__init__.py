@@ -1,16 +1,19 @@
-"""The Kafka Streams DSL for streamlet: `StreamsBuilder`, `KStream`, `KTable`, `KGroupedStream` and options."""
+"""The Kafka Streams DSL for streamlet: `StreamsBuilder`, `KStream`, `KTable`, `KGroupedStream`, windows and options."""
 
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
 from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable
-from streamlet.dsl.options import Consumed, Grouped, Materialized, Named, Produced, Repartitioned
+from streamlet.dsl.options import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned
+from streamlet.dsl.time_windows import TimeWindows
+from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 __all__ = [
     "Change",
     "Consumed",
     "Grouped",
+    "Joined",
     "KGroupedStream",
     "KStream",
     "KTable",
@@ -19,4 +22,6 @@ __all__ = [
     "Produced",
     "Repartitioned",
     "StreamsBuilder",
+    "TimeWindowedKStream",
+    "TimeWindows",
 ]

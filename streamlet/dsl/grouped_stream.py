@@ -1,4 +1,5 @@
-"""`KGroupedStream`: a stream grouped by key, waiting for an aggregation (`count`, `reduce`, `aggregate`).
+"""`KGroupedStream`: a stream grouped by key, waiting for an aggregation (`count`, `reduce`, `aggregate`),
+possibly per time window (`windowed_by`).
 
 The aggregation is where the repartition happens when the grouping key may differ from the record
 key. The repartition topic is named after `Grouped(name=...)` if given, else after the aggregation's
@@ -9,7 +10,7 @@ one repartition per aggregation (each named after its own store), as in Kafka St
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
@@ -23,8 +24,14 @@ from streamlet.dsl.processors.aggregate import (
     count_initializer,
 )
 from streamlet.dsl.repartition import repartition_node
+from streamlet.dsl.time_windows import TimeWindows
+from streamlet.processor import ProcessorSupplier
 from streamlet.serdes import Serdes
+from streamlet.stores.api import StoreBuilder
 from streamlet.topology import Topology
+
+if TYPE_CHECKING:
+    from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 
 class KGroupedStream:
@@ -44,49 +51,72 @@ class KGroupedStream:
 
     def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """The number of records per key, as Long values unless `materialized` gives another serde."""
-        names = self._builder.names
-        if materialized is not None and materialized.name is None:
-            names.store_name(naming.AGGREGATE)  # Kafka Streams uses up an extra index here
-        materialized = materialized or Materialized()
-        store_name = materialized.name or names.store_name(naming.AGGREGATE)
-        materialized = materialized.copy(
-            key_serde=materialized.key_serde or self.key_serde,
-            value_serde=materialized.value_serde or Serdes.Long(),
-        )
-        name = names.name_or_generate(Named.resolve(named), naming.AGGREGATE)
+        store_name, materialized = self.count_materialized(materialized)
+        name = self._builder.names.name_or_generate(Named.resolve(named), naming.AGGREGATE)
         supplier = StreamAggregateSupplier(store_name, count_initializer, count_aggregator)
-        return self._aggregation(name, store_name, materialized, supplier)
+        return self._table(name, store_name, materialized, supplier)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
                named: Named | str | None = None) -> KTable:
         """Combine values per key: the first value as is, then `reducer(aggregate, value)`."""
         if not callable(reducer):
             raise TypeError(f"reducer must be callable, got {reducer!r}")
-        names = self._builder.names
-        materialized = materialized or Materialized()
-        store_name = materialized.name or names.store_name(naming.REDUCE)
-        materialized = materialized.copy(
-            key_serde=materialized.key_serde or self.key_serde,
-            value_serde=materialized.value_serde or self.value_serde,
-        )
-        name = names.name_or_generate(Named.resolve(named), naming.REDUCE)
-        return self._aggregation(name, store_name, materialized, StreamReduceSupplier(store_name, reducer))
+        store_name, materialized = self.reduce_materialized(materialized)
+        name = self._builder.names.name_or_generate(Named.resolve(named), naming.REDUCE)
+        return self._table(name, store_name, materialized, StreamReduceSupplier(store_name, reducer))
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """Fold values per key: `aggregator(key, value, aggregate)`, starting from `initializer()`."""
         if not callable(initializer) or not callable(aggregator):
             raise TypeError("initializer and aggregator must be callable")
+        store_name, materialized = self.aggregate_materialized(materialized)
+        name = self._builder.names.name_or_generate(Named.resolve(named), naming.AGGREGATE)
+        supplier = StreamAggregateSupplier(store_name, initializer, aggregator)
+        return self._table(name, store_name, materialized, supplier)
+
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+        """Aggregate per key and time window (`TimeWindows`); results are keyed by `Windowed`."""
+        from streamlet.dsl.windowed_stream import TimeWindowedKStream
+
+        if not isinstance(windows, TimeWindows):
+            raise TypeError(f"windowed_by() takes TimeWindows, got {windows!r}")
+        return TimeWindowedKStream(self, windows)
+
+    # -- shared with the windowed aggregations: store names and serdes, in Kafka Streams' index order --
+    def count_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
         names = self._builder.names
+        if materialized is not None and materialized.name is None:
+            names.store_name(naming.AGGREGATE)  # Kafka Streams uses up an extra index here
         materialized = materialized or Materialized()
         store_name = materialized.name or names.store_name(naming.AGGREGATE)
-        materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde)
-        name = names.name_or_generate(Named.resolve(named), naming.AGGREGATE)
-        supplier = StreamAggregateSupplier(store_name, initializer, aggregator)
-        return self._aggregation(name, store_name, materialized, supplier)
+        return store_name, materialized.copy(
+            key_serde=materialized.key_serde or self.key_serde,
+            value_serde=materialized.value_serde or Serdes.Long(),
+        )
 
-    def _aggregation(self, name: str, store_name: str, materialized: Materialized,
-                     supplier: TableSupplier) -> KTable:
+    def reduce_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
+        materialized = materialized or Materialized()
+        store_name = materialized.name or self._builder.names.store_name(naming.REDUCE)
+        return store_name, materialized.copy(
+            key_serde=materialized.key_serde or self.key_serde,
+            value_serde=materialized.value_serde or self.value_serde,
+        )
+
+    def aggregate_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
+        materialized = materialized or Materialized()
+        store_name = materialized.name or self._builder.names.store_name(naming.AGGREGATE)
+        return store_name, materialized.copy(key_serde=materialized.key_serde or self.key_serde)
+
+    def _table(self, name: str, store_name: str, materialized: Materialized, supplier: TableSupplier) -> KTable:
+        node = self.aggregation_node(name, store_name, supplier,
+                                     lambda: timestamped_store_builder(materialized, store_name))
+        return KTable(self._builder, name, materialized.key_serde, materialized.value_serde, materialized.name,
+                      supplier, node)
+
+    def aggregation_node(self, name: str, store_name: str, supplier: ProcessorSupplier,
+                         store_builder: Callable[[], StoreBuilder]) -> GraphNode:
+        """The aggregation's processor with its store, behind a repartition when the key may have changed."""
         builder = self._builder
         parent = self._node
         if self.repartition_required:
@@ -99,8 +129,6 @@ class KGroupedStream:
 
         def write(topology: Topology, parent_names: list[str]) -> None:
             topology.add_processor(name, supplier, *parent_names)
-            topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
+            topology.add_state_store(store_builder(), name)
 
-        node = builder.add(GraphNode(name, write), parent)
-        return KTable(builder, name, materialized.key_serde, materialized.value_serde, materialized.name,
-                      supplier, node)
+        return builder.add(GraphNode(name, write), parent)

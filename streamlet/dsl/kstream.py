@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
-from streamlet.dsl.options import Grouped, Named, Produced, Repartitioned
+from streamlet.dsl.options import Grouped, Joined, Named, Produced, Repartitioned
 from streamlet.dsl.processors.stateless import (
     PassThrough,
     StreamFilter,
@@ -27,6 +27,7 @@ from streamlet.dsl.processors.stateless import (
     StreamPeek,
     StreamSelectKey,
 )
+from streamlet.dsl.processors.stream_table_join import StreamTableJoinSupplier
 from streamlet.dsl.repartition import repartition_node
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorSupplier
@@ -35,6 +36,7 @@ from streamlet.topology import Topology
 
 if TYPE_CHECKING:
     from streamlet.dsl.grouped_stream import KGroupedStream
+    from streamlet.dsl.ktable import KTable
 
 
 def _check_callable(fn: Any, what: str) -> None:
@@ -58,6 +60,7 @@ class KStream:
         self.value_serde = value_serde
         self.repartition_required = repartition_required
         self._node = graph_node
+        self._join_repartitions: dict[str, GraphNode] = {}
 
     def __repr__(self) -> str:
         return f"KStream({self.name!r})"
@@ -224,3 +227,43 @@ class KStream:
         name = self._builder.names.name_or_generate(grouped.name, naming.KEY_SELECT)
         node = self._add_processor(name, partial(StreamSelectKey, key_selector))
         return KGroupedStream(self._builder, name, grouped, True, node)
+
+    # -- joins ---------------------------------------------------------------------------------------
+    def join(self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined | None = None) -> KStream:
+        """Each record joined with the table's current row for its key: `joiner(value, table_value)`;
+        records without a row (or with a null key or value) are dropped."""
+        return self._join_table(table, joiner, joined, left=False)
+
+    def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined | None = None) -> KStream:
+        """As `join`, but a record without a row is joined with None (records with a None value are dropped)."""
+        return self._join_table(table, joiner, joined, left=True)
+
+    def _join_table(self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined | None,
+                    left: bool) -> KStream:
+        """Kafka Streams' stream-table join: repartition the stream first if its key may have changed,
+        then one processor that reads the table's store. Reading the store connects the processor to it,
+        which puts the stream's and the table's sources in one sub-topology: one task owns partition p
+        of both topics (they must have equal partition counts, as in Kafka Streams)."""
+        from streamlet.dsl.ktable import KTable
+
+        if not isinstance(table, KTable):
+            raise TypeError(f"a stream-table join takes a KTable, got {table!r}")
+        if table._builder is not self._builder:
+            raise TopologyError("cannot join a stream and a table from different StreamsBuilders")
+        _check_callable(joiner, "joiner")
+        joined = joined or Joined()
+        stream = self._repartitioned_for_join(joined) if self.repartition_required else self
+        store_name = table.join_store_name()
+        name = self._generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
+        node = stream._add_processor(name, StreamTableJoinSupplier(store_name, joiner, left), store_names=(store_name,))
+        return self._stream(name, node, joined.key_serde or stream.key_serde, None, False)
+
+    def _repartitioned_for_join(self, joined: Joined) -> KStream:
+        """The stream routed through `<joined name or this node's name>-repartition`, created once per name."""
+        prefix = joined.name if joined.name is not None else self.name
+        key_serde = joined.key_serde or self.key_serde
+        value_serde = joined.value_serde or self.value_serde
+        node = repartition_node(self._builder, prefix, key_serde, value_serde)  # uses up its indexes either way
+        node = self._join_repartitions.setdefault(prefix, node)
+        self._builder.add(node, self._node)
+        return self._stream(node.node_name, node, key_serde, value_serde, False)

@@ -22,6 +22,8 @@ from streamlet.dsl.processors.table import (
     TableSourceSupplier,
     TableToStream,
 )
+from streamlet.dsl.processors.window_aggregate import WindowAggregateSupplier
+from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
 from streamlet.topology import Topology
 
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 TableSupplier = (
     TableSourceSupplier | StreamAggregateSupplier | StreamReduceSupplier | TableFilterSupplier
-    | TableMapValuesSupplier
+    | TableMapValuesSupplier | WindowAggregateSupplier
 )
 
 
@@ -70,12 +72,32 @@ class KTable:
                 if not force_materialization and not supplier.materialized:
                     return False
                 supplier.enable_sending_old_values()
-            elif isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier):
+            elif isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier | WindowAggregateSupplier):
                 supplier.enable_sending_old_values()
             elif not supplier.enable_sending_old_values(force_materialization):
                 return False
             self._send_old_values = True
         return True
+
+    def join_store_name(self) -> str:
+        """The store a stream-table join reads this table from, materializing a source table if needed.
+
+        Kafka Streams materializes a source table for a join the same way (its generated store name);
+        a `filter` / `map_values` result must be given a `Materialized` to be joined (Kafka Streams
+        would read through to its parent's store instead).
+        """
+        supplier = self._supplier
+        if isinstance(supplier, WindowAggregateSupplier):
+            raise TopologyError(f"cannot join a stream with the windowed table {self.name!r}: its keys are Windowed")
+        if isinstance(supplier, TableSourceSupplier):
+            supplier.materialize()
+            return supplier.store_name
+        if isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier):
+            return supplier.store_name
+        if supplier.queryable_name is None:
+            raise TopologyError(f"table {self.name!r} has no store to join against: give its filter()/map_values() "
+                                f"a Materialized")
+        return supplier.queryable_name
 
     # -- operations ----------------------------------------------------------------------------------
     def filter(self, predicate: Callable[[Any, Any], Any], materialized: Materialized | None = None,

@@ -8,20 +8,66 @@ then and not when the DSL module is.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from streamlet.dsl.options import Materialized
-from streamlet.stores.api import StoreBuilder
+from streamlet.errors import TopologyError
+from streamlet.stores.api import KeyValueBytesStoreSupplier, StoreBuilder
+from streamlet.stores.window.api import WindowBytesStoreSupplier
+
+if TYPE_CHECKING:
+    from streamlet.dsl.time_windows import TimeWindows
 
 
 def timestamped_store_builder(materialized: Materialized, store_name: str) -> StoreBuilder:
     from streamlet.stores.factory import Stores
 
     supplier = materialized.store_supplier
+    if isinstance(supplier, WindowBytesStoreSupplier):
+        raise TopologyError(f"store {store_name!r}: a key-value table needs a key-value store supplier, "
+                            f"got the window store supplier {supplier!r}")
     if supplier is None:
         supplier = (Stores.in_memory_key_value_store(store_name) if materialized.in_memory
                     else Stores.persistent_timestamped_key_value_store(store_name))
     builder: StoreBuilder = Stores.timestamped_key_value_store_builder(
         supplier, materialized.key_serde, materialized.value_serde
     )
+    return _logging_and_caching(builder, materialized)
+
+
+def window_retention_ms(materialized: Materialized, windows: TimeWindows, store_name: str) -> int:
+    """Kafka Streams' rule: the given retention, else window size plus grace; never less than that."""
+    needed = windows.size_ms + windows.grace_ms
+    retention = needed if materialized.retention_ms is None else materialized.retention_ms
+    if retention < needed:
+        raise TopologyError(
+            f"The retention period of the window store {store_name} must be no smaller than its window size plus "
+            f"the grace period. Got size=[{windows.size_ms}], grace=[{windows.grace_ms}], retention=[{retention}]"
+        )
+    return retention
+
+
+def timestamped_window_store_builder(materialized: Materialized, store_name: str, windows: TimeWindows) -> StoreBuilder:
+    """The window store of a windowed aggregation (its own supplier, or LevelDB / memory by `store_type`)."""
+    from streamlet.stores.factory import Stores
+
+    supplier = materialized.store_supplier
+    if isinstance(supplier, KeyValueBytesStoreSupplier):
+        raise TopologyError(f"store {store_name!r}: a windowed aggregation needs a window store supplier, "
+                            f"got the key-value store supplier {supplier!r}")
+    if supplier is None:
+        retention = window_retention_ms(materialized, windows, store_name)
+        factory = (Stores.in_memory_window_store if materialized.in_memory
+                   else Stores.persistent_timestamped_window_store)
+        supplier = factory(store_name, retention, windows.size_ms, False)
+    elif supplier.window_size_ms != windows.size_ms:
+        raise TopologyError(f"window store {store_name!r} has window size {supplier.window_size_ms} ms but the "
+                            f"windows are {windows.size_ms} ms")
+    builder = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    return _logging_and_caching(builder, materialized)
+
+
+def _logging_and_caching(builder: StoreBuilder, materialized: Materialized) -> StoreBuilder:
     if materialized.logging:
         builder = builder.with_logging_enabled(materialized.log_config)
     else:

@@ -1,4 +1,4 @@
-"""The DSL's option objects: `Consumed`, `Produced`, `Grouped`, `Materialized`, `Named`, `Repartitioned`.
+"""The DSL's option objects: `Consumed`, `Produced`, `Grouped`, `Joined`, `Materialized`, `Named`, `Repartitioned`.
 
 Kafka Streams builds these with static factories (`Consumed.with(...)`, `Materialized.as("s")`);
 here they are plain classes with keyword arguments, and every field Kafka Streams would leave null
@@ -9,12 +9,14 @@ as `Serde` instances, `Serde` classes or names ("String", "Long", ...), as every
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from streamlet.errors import TopologyError
-from streamlet.processor import TimestampExtractor
+from streamlet.processor import TimestampExtractor, to_millis
 from streamlet.serdes import Serde, resolve_serde
 from streamlet.stores.api import KeyValueBytesStoreSupplier
+from streamlet.stores.window.api import WindowBytesStoreSupplier
 from streamlet.topology import StreamPartitioner
 
 MAX_NAME_LENGTH = 249
@@ -118,6 +120,22 @@ class Grouped:
         return f"Grouped(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, name={self.name!r})"
 
 
+class Joined:
+    """Options of a stream-table join: serdes of the stream side (used if it must be repartitioned
+    first), the table's value serde, and `name` (the join processor and repartition topic name)."""
+
+    def __init__(self, key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None,
+                 name: str | None = None) -> None:
+        self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
+        self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
+        self.other_value_serde: Serde[Any] | None = resolve_serde(other_value_serde)
+        self.name = _optional_name(name)
+
+    def __repr__(self) -> str:
+        return (f"Joined(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "
+                f"other_value_serde={self.other_value_serde!r}, name={self.name!r})")
+
+
 _PERSISTENT_TYPES = ("leveldb", "rocksdb", "persistent")
 _IN_MEMORY_TYPES = ("in_memory", "in-memory", "memory")
 
@@ -125,23 +143,26 @@ _IN_MEMORY_TYPES = ("in_memory", "in-memory", "memory")
 class Materialized:
     """How a DSL operation keeps its state: store name (or supplier), serdes, logging and caching.
 
-    The first positional argument is the store name, as Java's `Materialized.as("name")`; a
-    `KeyValueBytesStoreSupplier` (e.g. `Stores.in_memory_key_value_store("s")`) is accepted there too.
+    The first positional argument is the store name, as Java's `Materialized.as("name")`; a store
+    supplier (e.g. `Stores.in_memory_key_value_store("s")`, or a window store supplier for windowed
+    aggregations) is accepted there too. `retention` (timedelta or ms) is how long a windowed
+    aggregation keeps its windows (default: window size plus grace, as Kafka Streams).
     Defaults are Kafka Streams': a persistent store (LevelDB here), change-logged, cached.
     """
 
     def __init__(
         self,
-        name: str | KeyValueBytesStoreSupplier | None = None,
+        name: str | KeyValueBytesStoreSupplier | WindowBytesStoreSupplier | None = None,
         key_serde: Any = None,
         value_serde: Any = None,
         logging: bool = True,
         caching: bool = True,
         log_config: Mapping[str, Any] | None = None,
         store_type: str | None = None,
+        retention: timedelta | int | None = None,
     ) -> None:
-        self.store_supplier: KeyValueBytesStoreSupplier | None = None
-        if isinstance(name, KeyValueBytesStoreSupplier):
+        self.store_supplier: KeyValueBytesStoreSupplier | WindowBytesStoreSupplier | None = None
+        if isinstance(name, KeyValueBytesStoreSupplier | WindowBytesStoreSupplier):
             self.store_supplier = name
             self.name: str | None = validate_name(name.name)
         else:
@@ -154,6 +175,9 @@ class Materialized:
         if store_type is not None and store_type.lower() not in _PERSISTENT_TYPES + _IN_MEMORY_TYPES:
             raise TopologyError(f"store_type must be 'leveldb' or 'in_memory', got {store_type!r}")
         self.store_type = store_type
+        self.retention_ms = None if retention is None else to_millis(retention)
+        if self.retention_ms is not None and self.retention_ms < 0:
+            raise TopologyError(f"retention must not be negative, got {retention!r}")
 
     @property
     def in_memory(self) -> bool:

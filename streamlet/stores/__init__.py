@@ -17,6 +17,7 @@ from streamlet.stores.api import (
     ValueAndTimestamp,
 )
 from streamlet.stores.factory import Stores
+from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStoreSupplier, WindowStore
 
 __all__ = [
     "CachedStateStore",
@@ -28,5 +29,8 @@ __all__ = [
     "StoreBuilder",
     "Stores",
     "TimestampedKeyValueStore",
+    "TimestampedWindowStore",
     "ValueAndTimestamp",
+    "WindowBytesStoreSupplier",
+    "WindowStore",
 ]

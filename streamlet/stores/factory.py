@@ -1,19 +1,25 @@
 """`Stores`: the public factory of store suppliers and builders, named as Kafka Streams' `Stores`.
 
 Suppliers say where the bytes live (LevelDB or memory); builders add the serdes, logging and
-caching. Window, session and versioned stores will join here, on the same layers.
+caching. Window stores are built on the same layers (`streamlet.stores.window`); session and versioned
+stores will join here too.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 from streamlet.errors import TopologyError
+from streamlet.processor import to_millis
 from streamlet.stores.api import KeyValueBytesStoreSupplier
 from streamlet.stores.builders import KeyValueStoreBuilder, TimestampedKeyValueStoreBuilder
 from streamlet.stores.leveldb.supplier import LevelDBKeyValueBytesStoreSupplier
 from streamlet.stores.memory.supplier import InMemoryKeyValueBytesStoreSupplier
+from streamlet.stores.window.api import WindowBytesStoreSupplier
+from streamlet.stores.window.builders import TimestampedWindowStoreBuilder, WindowStoreBuilder
+from streamlet.stores.window.suppliers import InMemoryWindowBytesStoreSupplier, LevelDBWindowBytesStoreSupplier
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -26,6 +32,19 @@ def validate_store_name(name: str) -> str:
             f"'.', '_' and '-'"
         )
     return name
+
+
+def _window_shape(name: str, retention: timedelta | int, window_size: timedelta | int) -> tuple[str, int, int]:
+    """Kafka Streams' checks on a window store's retention and window size."""
+    retention_ms, size_ms = to_millis(retention), to_millis(window_size)
+    if retention_ms < 0:
+        raise TopologyError(f"the retention period of window store {name!r} cannot be negative, got {retention_ms}")
+    if size_ms <= 0:
+        raise TopologyError(f"the window size of window store {name!r} must be positive, got {size_ms}")
+    if size_ms > retention_ms:
+        raise TopologyError(f"the retention period of window store {name!r} must be no smaller than its window "
+                            f"size; got retention={retention_ms} and window size={size_ms}")
+    return validate_store_name(name), retention_ms, size_ms
 
 
 class Stores:
@@ -55,3 +74,32 @@ class Stores:
         supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> TimestampedKeyValueStoreBuilder:
         return TimestampedKeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def persistent_window_store(name: str, retention: timedelta | int, window_size: timedelta | int,
+                                retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
+        """A LevelDB window store keeping windows for `retention` (timedelta or ms) of stream time."""
+        return LevelDBWindowBytesStoreSupplier(*_window_shape(name, retention, window_size), retain_duplicates)
+
+    @staticmethod
+    def persistent_timestamped_window_store(name: str, retention: timedelta | int, window_size: timedelta | int,
+                                            retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
+        """The same LevelDB window store, meant for `timestamped_window_store_builder`."""
+        return Stores.persistent_window_store(name, retention, window_size, retain_duplicates)
+
+    @staticmethod
+    def in_memory_window_store(name: str, retention: timedelta | int, window_size: timedelta | int,
+                               retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
+        return InMemoryWindowBytesStoreSupplier(*_window_shape(name, retention, window_size), retain_duplicates)
+
+    @staticmethod
+    def window_store_builder(
+        supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> WindowStoreBuilder:
+        return WindowStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def timestamped_window_store_builder(
+        supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> TimestampedWindowStoreBuilder:
+        return TimestampedWindowStoreBuilder(supplier, key_serde, value_serde)

@@ -16,6 +16,7 @@ from streamlet.record import KeyValue, Record
 from streamlet.serdes import Serdes
 from streamlet.stores.factory import Stores
 from streamlet.topology import Topology
+from tests.dsl.window_join_topologies import WINDOW_JOIN_TOPOLOGIES
 
 _NON_WORD = re.compile(r"\W+", re.ASCII)
 
@@ -414,3 +415,4 @@ REFERENCE_TOPOLOGIES: dict[str, Callable[[], Topology]] = {
         processor_api_numbering,
     )
 }
+REFERENCE_TOPOLOGIES.update(WINDOW_JOIN_TOPOLOGIES)

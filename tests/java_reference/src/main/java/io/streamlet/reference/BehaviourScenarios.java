@@ -207,6 +207,7 @@ public final class BehaviourScenarios {
             .pipe("left", "k1", "x", 1)
             .pipe("right", "x", "whatever", 2)
             .pipe("left", "k2", "y", 3));
+        all.putAll(WindowJoinScenarios.scenarios());
         return all;
     }
 

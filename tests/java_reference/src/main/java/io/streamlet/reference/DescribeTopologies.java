@@ -94,6 +94,7 @@ public final class DescribeTopologies {
         all.put("table_map_values_materialized", DescribeTopologies::tableMapValuesMaterialized);
         all.put("processor_api", DescribeTopologies::processorApi);
         all.put("processor_api_numbering", DescribeTopologies::processorApiNumbering);
+        all.putAll(WindowJoinTopologies.topologies());
         return all;
     }
 

@@ -1,0 +1,57 @@
+"""`KStream.join(table)` / `left_join(table)`: each stream record looks up the table by its key.
+
+As Kafka Streams' stream-table join: the table is only read, never triggers output; a stream record
+with a null value is dropped (logged), as is one with a null key, except in a left join, where a
+null key simply finds no match (Kafka Streams 3.7+). An inner join forwards only records that found
+a table row; a left join forwards every record, with None for a missing row. The result keeps the
+stream record's key, timestamp and headers; its value is `joiner(stream_value, table_value)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.dsl.processors.forwarding import log_skipped, timestamped_store
+from streamlet.processor import Processor, ProcessorContext
+from streamlet.record import Record
+from streamlet.stores.api import TimestampedKeyValueStore
+
+ValueJoiner = Callable[[Any, Any], Any]
+
+
+class StreamTableJoinSupplier:
+    def __init__(self, store_name: str, joiner: ValueJoiner, left: bool) -> None:
+        self.store_name = store_name
+        self.joiner = joiner
+        self.left = left
+
+    def __call__(self) -> Processor:
+        return StreamTableJoin(self.store_name, self.joiner, self.left)
+
+
+class StreamTableJoin(Processor):
+    _store: TimestampedKeyValueStore
+
+    def __init__(self, store_name: str, joiner: ValueJoiner, left: bool) -> None:
+        self._store_name = store_name
+        self._joiner = joiner
+        self._left = left
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._store = timestamped_store(context, self._store_name)
+        self._forward = context.forward
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if value is None or (key is None and not self._left):
+            log_skipped(self.context, "null join key or value")
+            return
+        stored = None if key is None else self._store.get(key)
+        if stored is None:
+            if not self._left:
+                return
+            self._forward(record.with_value(self._joiner(value, None)))
+        else:
+            self._forward(record.with_value(self._joiner(value, stored.value)))

@@ -1,0 +1,117 @@
+"""Windowed `aggregate`, `reduce` and `count`: fold each record into every window it falls into.
+
+As Kafka Streams' window aggregation: a record with a null key is dropped; its windows come from its
+timestamp (`TimeWindows.windows_for`); a window whose end is at or before the stream time this
+processor has observed minus the grace period is closed, and the record is dropped for it (logged
+as a skipped record for an expired window). Each updated window is stored with the largest
+timestamp of the records folded into it, and that is the timestamp of the update sent downstream,
+keyed by `Windowed(key, window)`. Window stores have no cache, so every update is forwarded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.dsl.change import Change
+from streamlet.dsl.processors.forwarding import log_skipped
+from streamlet.dsl.time_windows import TimeWindows
+from streamlet.errors import TopologyError
+from streamlet.processor import Processor, ProcessorContext
+from streamlet.record import Record
+from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.window.api import TimestampedWindowStore
+from streamlet.windowed import TimeWindow, Windowed
+
+log = logging.getLogger("streamlet.dsl")
+
+Initializer = Callable[[], Any]
+Aggregator = Callable[[Any, Any, Any], Any]
+
+
+def reduce_initializer() -> Any:
+    return None
+
+
+def reducing_aggregator(reducer: Callable[[Any, Any], Any]) -> Aggregator:
+    """A reducer as an aggregator: the first value as is, then `reducer(aggregate, value)`."""
+
+    def aggregate(_key: Any, value: Any, aggregate: Any) -> Any:
+        return value if aggregate is None else reducer(aggregate, value)
+
+    return aggregate
+
+
+class WindowAggregateSupplier:
+    """Makes window aggregate processors; a downstream table node may ask it to send old values."""
+
+    def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator) -> None:
+        self.store_name = store_name
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.send_old_values = False
+
+    def enable_sending_old_values(self) -> None:
+        self.send_old_values = True
+
+    def __call__(self) -> Processor:
+        return WindowAggregate(self.store_name, self.windows, self.initializer, self.aggregator, self.send_old_values)
+
+
+class WindowAggregate(Processor):
+    _store: TimestampedWindowStore
+
+    def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator,
+                 send_old_values: bool) -> None:
+        self._store_name = store_name
+        self._windows = windows
+        self._initializer = initializer
+        self._aggregator = aggregator
+        self._send_old_values = send_old_values
+        self._observed_stream_time = -1
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = context.get_state_store(self._store_name)
+        if not isinstance(store, TimestampedWindowStore):
+            raise TopologyError(f"state store {self._store_name!r} must be a timestamped window store for a windowed "
+                                f"aggregation, got {type(store).__name__}")
+        self._store = store
+        self._forward = context.forward
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None:
+            log_skipped(self.context, "null key")
+            return
+        timestamp = record.timestamp
+        if timestamp > self._observed_stream_time:
+            self._observed_stream_time = timestamp
+        close_time = self._observed_stream_time - self._windows.grace_ms
+        store, forward = self._store, self._forward
+        for window in self._windows.windows_for(timestamp):
+            if window.end <= close_time:
+                self._log_expired(record, window, close_time)
+                continue
+            stored = store.fetch(key, window.start)
+            if stored is None:
+                old = self._initializer()
+                new_timestamp = timestamp
+            else:
+                old = stored.value
+                new_timestamp = max(timestamp, stored.timestamp)
+            new = self._aggregator(key, record.value, old)
+            store.put(key, ValueAndTimestamp(new, new_timestamp), window.start)
+            forward(Record(Windowed(key, window), Change(new, old if self._send_old_values else None),
+                           new_timestamp, record.headers))
+
+    def _log_expired(self, record: Record, window: TimeWindow, close_time: int) -> None:
+        """Kafka Streams logs (and counts as dropped) each record it drops for a closed window."""
+        meta = self.context.record_metadata()
+        where = "topic, partition and offset not known" if meta is None else (
+            f"topic=[{meta.topic}] partition=[{meta.partition}] offset=[{meta.offset}]")
+        log.warning("Skipping record for expired window. %s timestamp=[%d] window=[%d,%d) expiration=[%d] "
+                    "streamTime=[%d]", where, record.timestamp, window.start, window.end, close_time,
+                    self._observed_stream_time)

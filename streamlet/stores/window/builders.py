@@ -1,0 +1,79 @@
+"""Window store builders: a supplier plus serdes and the logging choice; one store per task.
+
+A window changelog is compacted *and* deleted by time, as Kafka Streams configures it: compaction
+keeps one record per (key, window), and `retention.ms` (the store's retention plus one day, Kafka
+Streams' default `windowstore.changelog.additional.retention.ms`) lets the broker drop windows the
+store has long expired. Caching is not implemented for window stores: `with_caching_enabled()` is
+accepted (the DSL asks for it) and has no effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from streamlet.serdes import resolve_serde
+from streamlet.stores.api import StoreBuilder
+from streamlet.stores.window.api import WindowBytesStoreSupplier
+from streamlet.stores.window.typed import TypedTimestampedWindowStore, TypedWindowStore
+
+ADDITIONAL_CHANGELOG_RETENTION_MS = 24 * 60 * 60 * 1000
+
+
+def window_changelog_config(retention_ms: int) -> dict[str, str]:
+    return {"cleanup.policy": "compact,delete", "retention.ms": str(retention_ms + ADDITIONAL_CHANGELOG_RETENTION_MS)}
+
+
+class WindowStoreBuilder(StoreBuilder):
+    def __init__(self, supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None) -> None:
+        if not isinstance(supplier, WindowBytesStoreSupplier):
+            raise TypeError(
+                f"a window store builder needs a window store supplier such as "
+                f"Stores.persistent_window_store(name, retention, window_size), got {supplier!r}"
+            )
+        self.supplier = supplier
+        self.name = supplier.name
+        self.key_serde = resolve_serde(key_serde)
+        self.value_serde = resolve_serde(value_serde)
+        self.persistent = supplier.persistent
+        self.logging_enabled = True
+        self.caching_enabled = False
+        self.logging_config = window_changelog_config(supplier.retention_ms)
+
+    def build(self) -> TypedWindowStore:
+        return TypedWindowStore(self.supplier.get(), self.key_serde, self.value_serde, **self._shape())
+
+    def _shape(self) -> dict[str, Any]:
+        return {"window_size_ms": self.supplier.window_size_ms, "retain_duplicates": self.supplier.retain_duplicates,
+                "logging_enabled": self.logging_enabled}
+
+    def with_logging_enabled(self, config: Mapping[str, Any] | None = None) -> WindowStoreBuilder:
+        self.logging_enabled = True
+        self.logging_config = {**window_changelog_config(self.supplier.retention_ms),
+                               **{str(k): str(v) for k, v in (config or {}).items()}}
+        return self
+
+    def with_logging_disabled(self) -> WindowStoreBuilder:
+        self.logging_enabled = False
+        self.logging_config = {}
+        return self
+
+    def with_caching_enabled(self) -> WindowStoreBuilder:
+        """Recorded but without effect: window stores have no cache yet (see the module docstring)."""
+        self.caching_enabled = True
+        return self
+
+    def with_caching_disabled(self) -> WindowStoreBuilder:
+        self.caching_enabled = False
+        return self
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.supplier!r}, {self.key_serde!r}, {self.value_serde!r}, "
+                f"logging_enabled={self.logging_enabled})")
+
+
+class TimestampedWindowStoreBuilder(WindowStoreBuilder):
+    """Builds `TimestampedWindowStore`s: values are `ValueAndTimestamp` over the given value serde."""
+
+    def build(self) -> TypedTimestampedWindowStore:
+        return TypedTimestampedWindowStore(self.supplier.get(), self.key_serde, self.value_serde, **self._shape())

@@ -1,0 +1,183 @@
+"""`TypedWindowStore`: the window store processors and tests use; applies the serdes.
+
+The outermost layer (Kafka Streams' "metered" window store): it serializes keys and values, picks
+the sequence number of each write, registers with the runtime for restoration (which writes
+straight into the bytes store: no changelog, no forwarding), and turns stored windows back into
+`KeyValue(window_start, value)` or `KeyValue(Windowed(key, window), value)`.
+
+There is no cache under it (window stores are not cached yet), so every `put` reaches the bytes
+store and the changelog at once, and a DSL node over it forwards every update itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, NoReturn
+
+from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
+from streamlet.record import KeyValue
+from streamlet.serdes import Deserializer, Serde, Serializer
+from streamlet.stores.api import ChangelogEntry, KeyValueIterator, StateStoreContext, ValueAndTimestamp
+from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.typed import changelog_topic
+from streamlet.stores.value_formats import PlainValueFormat, TimestampedValueFormat, ValueFormat
+from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStore, WindowEntry, WindowStore
+from streamlet.stores.window.changelogging import (
+    ChangeLoggingTimestampedWindowBytesStore,
+    ChangeLoggingWindowBytesStore,
+)
+from streamlet.stores.window.key_schema import from_store_key
+from streamlet.windowed import MAX_TIME, TimeWindow, Windowed
+
+_SEQNUM_MASK = 0x7FFFFFFF
+
+
+def _millis(time: Any) -> int:
+    """Window store times: int epoch ms or an aware `datetime`."""
+    if isinstance(time, datetime):
+        if time.tzinfo is None:
+            raise ValueError("window store times must be aware datetimes (with tzinfo) or int milliseconds")
+        return int(time.timestamp() * 1000)
+    if isinstance(time, bool) or not isinstance(time, int):
+        raise TypeError(f"a window store time must be int ms or an aware datetime, got {time!r}")
+    return time
+
+
+class TypedWindowStore(WindowStore):
+    def __init__(self, bytes_store: WindowBytesStore, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None,
+                 *, window_size_ms: int, retain_duplicates: bool = False, logging_enabled: bool = True) -> None:
+        self.name = bytes_store.name
+        self.window_size_ms = window_size_ms
+        self.retention_ms = bytes_store.retention_ms
+        self.retain_duplicates = retain_duplicates
+        self.logging_enabled = logging_enabled
+        self._bytes = bytes_store
+        self._below: WindowBytesStore = bytes_store
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._topic: str | None = None
+        self._format: ValueFormat | None = None
+        self._serialize_key: Any = self._not_open
+        self._deserialize_key: Any = self._not_open
+        self._seqnum = 0
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def init(self, context: StateStoreContext) -> None:
+        if self.is_open:
+            raise InvalidStateStoreError(f"state store {self.name!r} is already open")
+        key_serde = self._key_serde or context.app_config.default_key_serde()
+        value_serde = self._value_serde or context.app_config.default_value_serde()
+        if key_serde is None or value_serde is None:
+            which = "key" if key_serde is None else "value"
+            raise ConfigError(f"window store {self.name!r} has no {which} serde: give one to the store builder "
+                              f"(or Materialized) or set default.{which}.serde")
+        self._topic = changelog_topic(context.application_id, self.name)
+        self._format = self._value_format(value_serde, self._topic)
+        self._bytes.open(context)
+        self._below = self._change_logging(self._bytes, context) if self.logging_enabled else self._bytes
+        key_serializer: Serializer[Any] = key_serde.serializer
+        key_deserializer: Deserializer[Any] = key_serde.deserializer
+        self._serialize_key = key_serializer.serialize
+        self._deserialize_key = key_deserializer.deserialize
+        context.register(self, self._restore, logged=self.logging_enabled)
+
+    def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
+        return PlainValueFormat(serde, topic)
+
+    def _change_logging(self, store: WindowBytesStore, context: StateStoreContext) -> WindowBytesStore:
+        return ChangeLoggingWindowBytesStore(store, context)
+
+    def _restore(self, entries: list[ChangelogEntry]) -> None:
+        """Apply one batch read back from the changelog, straight into the bytes store."""
+        assert self._format is not None
+        from_changelog = self._format.from_changelog
+        writes = []
+        for data, value, timestamp in entries:
+            key, start, seqnum = from_store_key(data)
+            writes.append((key, start, seqnum, from_changelog(value, timestamp)))
+        self._bytes.put_all(writes)
+
+    def flush(self) -> None:
+        self._below.flush()
+
+    def close(self) -> None:
+        if self._bytes.is_open:
+            self._bytes.close()
+        self._serialize_key = self._deserialize_key = self._not_open
+
+    @property
+    def persistent(self) -> bool:
+        return self._bytes.persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self._bytes.is_open and self._format is not None
+
+    def _not_open(self, _topic: str | None, _data: Any) -> NoReturn:
+        state = "closed" if self._format is not None else "not initialized yet"
+        raise InvalidStateStoreError(f"window store {self.name!r} is {state}")
+
+    # -- window operations --------------------------------------------------------------------------
+    def _key(self, key: Any) -> bytes:
+        data: bytes | None = self._serialize_key(self._topic, key)
+        if data is None:
+            raise StreamsError(f"window store {self.name!r}: a key must not be None")
+        return data
+
+    def put(self, key: Any, value: Any, window_start: int) -> None:
+        data = self._key(key)
+        if self.retain_duplicates:
+            if value is None:
+                return  # as Kafka Streams: a store of duplicates has nothing a None could delete
+            self._seqnum = seqnum = (self._seqnum + 1) & _SEQNUM_MASK
+        else:
+            seqnum = 0
+        assert self._format is not None
+        encoded = None if value is None else self._format.encode(value)
+        self._below.put(data, _millis(window_start), seqnum, encoded)
+
+    def fetch(self, key: Any, time_from: Any, time_to: Any = None) -> Any:
+        data = self._key(key)
+        assert self._format is not None
+        if time_to is None:
+            start = _millis(time_from)
+            if not self.retain_duplicates:
+                found = self._below.get(data, start, 0)
+                return None if found is None else self._format.decode(found)
+            first = next(self._below.fetch(data, start, start), None)
+            return None if first is None else self._format.decode(first[3])
+        decode = self._format.decode
+        entries = self._below.fetch(data, _millis(time_from), _millis(time_to))
+        return StoreKeyValueIterator(KeyValue(start, decode(value)) for _k, start, _s, value in entries)
+
+    def fetch_all(self, time_from: Any, time_to: Any) -> KeyValueIterator[Any, Any]:
+        return StoreKeyValueIterator(self._windowed(self._below.fetch_all(_millis(time_from), _millis(time_to))))
+
+    def all(self) -> KeyValueIterator[Any, Any]:
+        return self.fetch_all(0, MAX_TIME)
+
+    def _windowed(self, entries: Iterator[WindowEntry]) -> Iterator[KeyValue]:
+        assert self._format is not None
+        deserialize_key, topic, decode = self._deserialize_key, self._topic, self._format.decode
+        size = self.window_size_ms
+        for key, start, _seqnum, value in entries:
+            yield KeyValue(Windowed(deserialize_key(topic, key), TimeWindow.for_size(start, size)), decode(value))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, persistent={self.persistent})"
+
+
+class TypedTimestampedWindowStore(TypedWindowStore, TimestampedWindowStore):
+    """Values are `ValueAndTimestamp`; stored with an 8-byte timestamp prefix, logged plain."""
+
+    def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
+        return TimestampedValueFormat(serde, topic)
+
+    def _change_logging(self, store: WindowBytesStore, context: StateStoreContext) -> WindowBytesStore:
+        return ChangeLoggingTimestampedWindowBytesStore(store, context)
+
+    def put(self, key: Any, value: Any, window_start: int) -> None:
+        if value is not None and not isinstance(value, ValueAndTimestamp):
+            raise TypeError(f"a timestamped window store takes ValueAndTimestamp values, got {type(value).__name__}")
+        super().put(key, None if value is None or value.value is None else value, window_start)
