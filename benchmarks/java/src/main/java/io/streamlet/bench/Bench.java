@@ -1,0 +1,187 @@
+package io.streamlet.bench;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+
+/**
+ * Kafka Streams' side of the benchmark: the workloads of benchmarks/workloads.py as topologies, with the
+ * command line of benchmarks/systems.py:
+ *
+ *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2]
+ *
+ * One stream thread, default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
+ */
+public final class Bench {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    public static void main(String[] argv) throws InterruptedException {
+        Map<String, String> args = parseArgs(argv);
+        String workload = required(args, "workload");
+        String appId = required(args, "app-id");
+
+        Properties props = new Properties();
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, required(args, "bootstrap"));
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args.getOrDefault("guarantee", "at_least_once"));
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.getOrDefault("commit-ms", "1000"));
+        props.put(StreamsConfig.STATE_DIR_CONFIG, required(args, "state-dir"));
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+
+        Topology topology = topology(workload, required(args, "input"), required(args, "output"), args.get("table"));
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        CountDownLatch done = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            if (now == KafkaStreams.State.ERROR) {
+                System.err.println("Kafka Streams went to ERROR; exiting");
+                System.err.flush();
+                Runtime.getRuntime().halt(1);
+            }
+        });
+        streams.setUncaughtExceptionHandler(e -> {
+            e.printStackTrace();
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse
+                .SHUTDOWN_CLIENT;
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close(Duration.ofSeconds(20));
+            done.countDown();
+        }));
+        streams.start();
+        System.out.println("started " + appId + " (" + workload + ")");
+        System.out.println(topology.describe());
+        System.out.flush();
+        done.await();
+    }
+
+    static Topology topology(String workload, String input, String output, String table) {
+        StreamsBuilder builder = new StreamsBuilder();
+        switch (workload) {
+            case "pipe":
+                builder.stream(input, Consumed.with(Serdes.Bytes(), Serdes.String()))
+                    .mapValues(Bench::parse)
+                    .filter((Bytes key, JsonNode ev) -> !"view".equals(ev.get("kind").asText()))
+                    .mapValues(ev -> {
+                        ObjectNode out = JSON.createObjectNode();
+                        out.set("id", ev.get("id"));
+                        out.set("user", ev.get("user"));
+                        out.put("amount_cents", ev.get("amount").longValue() * 100);
+                        return write(out);
+                    })
+                    .to(output, Produced.with(Serdes.Bytes(), Serdes.String()));
+                break;
+            case "wordcount_alos":
+            case "wordcount_eos":
+                builder.stream(input, Consumed.with(Serdes.Bytes(), Serdes.String()))
+                    .flatMapValues(Bench::split)
+                    .groupBy((Bytes key, String word) -> word, Grouped.with(Serdes.String(), Serdes.String()))
+                    .count(Materialized.as("counts-store"))
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            case "window_count":
+                builder.stream(input, Consumed.with(Serdes.String(), Serdes.Bytes()))
+                    .groupByKey()
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                    .count(Materialized.as("window-counts"))
+                    .toStream()
+                    .map((Windowed<String> wk, Long count) -> KeyValue.pair(wk.key() + "@" + wk.window().start(), count))
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            case "join":
+                if (table == null) {
+                    throw new IllegalArgumentException("the join workload needs --table");
+                }
+                KTable<String, String> users = builder.table(table, Consumed.with(Serdes.String(), Serdes.String()),
+                    Materialized.as("users"));
+                builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .join(users, (String event, String user) -> {
+                        JsonNode ev = parse(event);
+                        ObjectNode out = JSON.createObjectNode();
+                        out.set("id", ev.get("id"));
+                        out.set("user", ev.get("user"));
+                        out.set("amount", ev.get("amount"));
+                        out.set("region", parse(user).get("region"));
+                        return write(out);
+                    })
+                    .to(output, Produced.with(Serdes.String(), Serdes.String()));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown workload " + workload);
+        }
+        return builder.build();
+    }
+
+    /** Whitespace split after lower-casing, as Python's str.lower().split(). */
+    static List<String> split(String line) {
+        List<String> words = new ArrayList<>();
+        for (String w : line.toLowerCase(Locale.ROOT).split("\\s+")) {
+            if (!w.isEmpty()) {
+                words.add(w);
+            }
+        }
+        return words;
+    }
+
+    static JsonNode parse(String json) {
+        try {
+            return JSON.readTree(json);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static String write(JsonNode node) {
+        try {
+            return JSON.writeValueAsString(node);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static Map<String, String> parseArgs(String[] argv) {
+        Map<String, String> args = new HashMap<>();
+        for (int i = 0; i < argv.length; i++) {
+            if (!argv[i].startsWith("--") || i + 1 >= argv.length) {
+                throw new IllegalArgumentException("expected --name value pairs, got " + String.join(" ", argv));
+            }
+            args.put(argv[i].substring(2), argv[++i]);
+        }
+        return args;
+    }
+
+    static String required(Map<String, String> args, String name) {
+        String value = args.get(name);
+        if (value == null) {
+            throw new IllegalArgumentException("missing --" + name);
+        }
+        return value;
+    }
+}
