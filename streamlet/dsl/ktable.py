@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 TableSupplier = (
     TableSourceSupplier | StreamAggregateSupplier | StreamReduceSupplier | TableFilterSupplier
-    | TableMapValuesSupplier | WindowAggregateSupplier
+    | TableMapValuesSupplier
 )
 
 
@@ -72,7 +72,7 @@ class KTable:
                 if not force_materialization and not supplier.materialized:
                     return False
                 supplier.enable_sending_old_values()
-            elif isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier | WindowAggregateSupplier):
+            elif isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier):
                 supplier.enable_sending_old_values()
             elif not supplier.enable_sending_old_values(force_materialization):
                 return False

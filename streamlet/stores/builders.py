@@ -7,7 +7,7 @@ The `with_*` methods change the builder and return it, so they chain.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from streamlet.serdes import resolve_serde
 from streamlet.stores.api import KeyValueBytesStoreSupplier, StoreBuilder
@@ -18,7 +18,33 @@ DEFAULT_CHANGELOG_CONFIG: dict[str, str] = {"cleanup.policy": "compact"}
 """What a key-value changelog topic gets unless the user's logging config says otherwise."""
 
 
-class KeyValueStoreBuilder(StoreBuilder):
+class ConfigurableStoreBuilder(StoreBuilder):
+    """The logging and caching switches every builder has; `_changelog_defaults` is the changelog topic
+    config a store kind starts from (user settings given to `with_logging_enabled` override it)."""
+
+    def _changelog_defaults(self) -> dict[str, str]:
+        return dict(DEFAULT_CHANGELOG_CONFIG)
+
+    def with_logging_enabled(self, config: Mapping[str, Any] | None = None) -> Self:
+        self.logging_enabled = True
+        self.logging_config = {**self._changelog_defaults(), **{str(k): str(v) for k, v in (config or {}).items()}}
+        return self
+
+    def with_logging_disabled(self) -> Self:
+        self.logging_enabled = False
+        self.logging_config = {}
+        return self
+
+    def with_caching_enabled(self) -> Self:
+        self.caching_enabled = True
+        return self
+
+    def with_caching_disabled(self) -> Self:
+        self.caching_enabled = False
+        return self
+
+
+class KeyValueStoreBuilder(ConfigurableStoreBuilder):
     def __init__(self, supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None) -> None:
         if not isinstance(supplier, KeyValueBytesStoreSupplier):
             raise TypeError(
@@ -39,24 +65,6 @@ class KeyValueStoreBuilder(StoreBuilder):
             self.supplier.get(), self.key_serde, self.value_serde,
             logging_enabled=self.logging_enabled, caching_enabled=self.caching_enabled,
         )
-
-    def with_logging_enabled(self, config: Mapping[str, Any] | None = None) -> KeyValueStoreBuilder:
-        self.logging_enabled = True
-        self.logging_config = {**DEFAULT_CHANGELOG_CONFIG, **{str(k): str(v) for k, v in (config or {}).items()}}
-        return self
-
-    def with_logging_disabled(self) -> KeyValueStoreBuilder:
-        self.logging_enabled = False
-        self.logging_config = {}
-        return self
-
-    def with_caching_enabled(self) -> KeyValueStoreBuilder:
-        self.caching_enabled = True
-        return self
-
-    def with_caching_disabled(self) -> KeyValueStoreBuilder:
-        self.caching_enabled = False
-        return self
 
     def __repr__(self) -> str:
         return (

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.dsl.change import Change
+from streamlet.dsl.processors.aggregate import Aggregator, Initializer, StreamAggregateSupplier
 from streamlet.dsl.processors.forwarding import log_skipped
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.errors import TopologyError
@@ -25,9 +26,6 @@ from streamlet.stores.window.api import TimestampedWindowStore
 from streamlet.windowed import TimeWindow, Windowed
 
 log = logging.getLogger("streamlet.dsl")
-
-Initializer = Callable[[], Any]
-Aggregator = Callable[[Any, Any, Any], Any]
 
 
 def reduce_initializer() -> Any:
@@ -43,18 +41,12 @@ def reducing_aggregator(reducer: Callable[[Any, Any], Any]) -> Aggregator:
     return aggregate
 
 
-class WindowAggregateSupplier:
+class WindowAggregateSupplier(StreamAggregateSupplier):
     """Makes window aggregate processors; a downstream table node may ask it to send old values."""
 
     def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator) -> None:
-        self.store_name = store_name
+        super().__init__(store_name, initializer, aggregator)
         self.windows = windows
-        self.initializer = initializer
-        self.aggregator = aggregator
-        self.send_old_values = False
-
-    def enable_sending_old_values(self) -> None:
-        self.send_old_values = True
 
     def __call__(self) -> Processor:
         return WindowAggregate(self.store_name, self.windows, self.initializer, self.aggregator, self.send_old_values)

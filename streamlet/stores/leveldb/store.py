@@ -15,6 +15,25 @@ from streamlet.errors import InvalidStateStoreError, StreamsError
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
 
 
+def open_database(context: StateStoreContext, name: str, kind: str = "store") -> Any:
+    """Open (creating if needed) the LevelDB database of store `name` in `context.state_dir / name`."""
+    path = context.state_dir / name
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        return plyvel.DB(str(path), create_if_missing=True)
+    except plyvel.Error as exc:
+        raise StreamsError(f"cannot open the LevelDB {kind} {name!r} at {path}: {exc}") from exc
+
+
+def sync(db: Any) -> None:
+    """fdatasync LevelDB's log (an empty synced batch).
+
+    The runtime writes the checkpoint right after a store's flush; without the sync an OS crash could
+    leave a checkpoint that claims writes the store lost.
+    """
+    db.write_batch(sync=True).write()
+
+
 class LevelDBKeyValueBytesStore(KeyValueBytesStore):
     def __init__(self, name: str) -> None:
         self.name = name
@@ -22,12 +41,7 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
         self._unsynced_writes = False
 
     def open(self, context: StateStoreContext) -> None:
-        path = context.state_dir / self.name
-        path.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = plyvel.DB(str(path), create_if_missing=True)
-        except plyvel.Error as exc:
-            raise StreamsError(f"cannot open the LevelDB store {self.name!r} at {path}: {exc}") from exc
+        self._db = open_database(context, self.name)
 
     def get(self, key: bytes) -> bytes | None:
         value: bytes | None = self._db.get(key)
@@ -65,13 +79,9 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
             return sum(1 for _ in keys)
 
     def flush(self) -> None:
-        """fdatasync LevelDB's log (an empty synced batch) if anything was written since the last flush.
-
-        The runtime writes the checkpoint right after this; without the sync an OS crash could leave
-        a checkpoint that claims writes the store lost.
-        """
+        """Sync LevelDB's log if anything was written since the last flush (see `sync`)."""
         if self._unsynced_writes:
-            self._db.write_batch(sync=True).write()
+            sync(self._db)
             self._unsynced_writes = False
 
     def close(self) -> None:

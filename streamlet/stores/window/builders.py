@@ -4,16 +4,15 @@ A window changelog is compacted *and* deleted by time, as Kafka Streams configur
 keeps one record per (key, window), and `retention.ms` (the store's retention plus one day, Kafka
 Streams' default `windowstore.changelog.additional.retention.ms`) lets the broker drop windows the
 store has long expired. Caching is not implemented for window stores: `with_caching_enabled()` is
-accepted (the DSL asks for it) and has no effect.
+accepted (the DSL asks for it) and only recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from streamlet.serdes import resolve_serde
-from streamlet.stores.api import StoreBuilder
+from streamlet.stores.builders import ConfigurableStoreBuilder
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 from streamlet.stores.window.typed import TypedTimestampedWindowStore, TypedWindowStore
 
@@ -24,7 +23,7 @@ def window_changelog_config(retention_ms: int) -> dict[str, str]:
     return {"cleanup.policy": "compact,delete", "retention.ms": str(retention_ms + ADDITIONAL_CHANGELOG_RETENTION_MS)}
 
 
-class WindowStoreBuilder(StoreBuilder):
+class WindowStoreBuilder(ConfigurableStoreBuilder):
     def __init__(self, supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None) -> None:
         if not isinstance(supplier, WindowBytesStoreSupplier):
             raise TypeError(
@@ -47,25 +46,8 @@ class WindowStoreBuilder(StoreBuilder):
         return {"window_size_ms": self.supplier.window_size_ms, "retain_duplicates": self.supplier.retain_duplicates,
                 "logging_enabled": self.logging_enabled}
 
-    def with_logging_enabled(self, config: Mapping[str, Any] | None = None) -> WindowStoreBuilder:
-        self.logging_enabled = True
-        self.logging_config = {**window_changelog_config(self.supplier.retention_ms),
-                               **{str(k): str(v) for k, v in (config or {}).items()}}
-        return self
-
-    def with_logging_disabled(self) -> WindowStoreBuilder:
-        self.logging_enabled = False
-        self.logging_config = {}
-        return self
-
-    def with_caching_enabled(self) -> WindowStoreBuilder:
-        """Recorded but without effect: window stores have no cache yet (see the module docstring)."""
-        self.caching_enabled = True
-        return self
-
-    def with_caching_disabled(self) -> WindowStoreBuilder:
-        self.caching_enabled = False
-        return self
+    def _changelog_defaults(self) -> dict[str, str]:
+        return window_changelog_config(self.supplier.retention_ms)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.supplier!r}, {self.key_serde!r}, {self.value_serde!r}, "

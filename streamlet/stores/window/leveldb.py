@@ -15,10 +15,8 @@ from bisect import bisect_left, insort
 from collections.abc import Iterator
 from typing import Any
 
-import plyvel
-
-from streamlet.errors import StreamsError
 from streamlet.stores.api import StateStoreContext
+from streamlet.stores.leveldb.store import open_database, sync
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry, WindowWrite
 from streamlet.stores.window.key_schema import SUFFIX_SIZE, to_store_key
 from streamlet.stores.window.retention import RetentionClock
@@ -45,12 +43,7 @@ class LevelDBWindowBytesStore(WindowBytesStore):
         self._unsynced_writes = False
 
     def open(self, context: StateStoreContext) -> None:
-        path = context.state_dir / self.name
-        path.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = plyvel.DB(str(path), create_if_missing=True)
-        except plyvel.Error as exc:
-            raise StreamsError(f"cannot open the LevelDB window store {self.name!r} at {path}: {exc}") from exc
+        self._db = open_database(context, self.name, "window store")
         self._segments = self._existing_segments()
 
     def _existing_segments(self) -> list[int]:
@@ -160,9 +153,9 @@ class LevelDBWindowBytesStore(WindowBytesStore):
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def flush(self) -> None:
-        """fdatasync LevelDB's log if anything was written since the last flush (see the key-value store)."""
+        """Sync LevelDB's log if anything was written since the last flush (see `leveldb.store.sync`)."""
         if self._unsynced_writes:
-            self._db.write_batch(sync=True).write()
+            sync(self._db)
             self._unsynced_writes = False
 
     def close(self) -> None:
