@@ -1,54 +1,49 @@
-"""Shared pieces of the Kafka benchmarks: a broker, a pre-loaded input topic, progress by offsets.
+"""Kafka plumbing shared by the benchmark runs: topics, pre-loading, offsets, process metrics.
 
-Every system is measured the same way: the input topic is loaded before the clock starts, and a
-run is over when the consumer group of the system under test has committed every input offset
-(and, for streamlet's WordCount, every repartition offset too) — so the number counts records
-that were fully processed and whose output was acknowledged, not records merely fetched.
+Input is written once per benchmark run with the producer's batch API (keyed records go to the partition
+the Java client would choose, so Kafka Streams and streamlet see the same co-partitioning), before any
+clock starts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import time
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from streamlet.runtime.partitioner import default_partition
 
-async def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+
+async def create_topics(bootstrap: str, topics: dict[str, int], configs: dict[str, str] | None = None) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
+        await admin.create_topics([NewTopic(t, n, 1, topic_configs=configs or {}) for t, n in topics.items()])
     finally:
         await admin.close()
 
 
-def word_lines(n: int, words_per_line: int, vocabulary: int, seed: int = 1) -> Iterable[bytes]:
-    rng = random.Random(seed)
-    vocab = [f"w{i}" for i in range(vocabulary)]
-    for _ in range(n):
-        yield " ".join(rng.choice(vocab) for _ in range(words_per_line)).encode()
-
-
-async def preload(bootstrap: str, topic: str, partitions: int, values: Iterable[bytes]) -> int:
-    """Write values round-robin over the partitions with the batch API; returns the count."""
+async def preload(bootstrap: str, topic: str, partitions: int,
+                  records: Iterable[tuple[bytes | None, bytes, int]]) -> int:
+    """Write (key, value, timestamp) records with the batch API; keyed records are partitioned by murmur2,
+    unkeyed ones round-robin. Returns the count."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, max_batch_size=1 << 20, linger_ms=20)
     await producer.start()
     count = 0
     try:
         builders = {p: producer.create_batch() for p in range(partitions)}
         futures = []
-        ts = int(time.time() * 1000)
-        for value in values:
-            p = count % partitions
-            if builders[p].append(key=None, value=value, timestamp=ts) is None:
+        for key, value, ts in records:
+            p = count % partitions if key is None else default_partition(key, partitions)
+            if builders[p].append(key=key, value=value, timestamp=ts) is None:
                 futures.append(await producer.send_batch(builders[p], topic, partition=p))
                 builders[p] = producer.create_batch()
-                builders[p].append(key=None, value=value, timestamp=ts)
+                builders[p].append(key=key, value=value, timestamp=ts)
             count += 1
         for p, b in builders.items():
             if b.record_count():
@@ -59,53 +54,70 @@ async def preload(bootstrap: str, topic: str, partitions: int, values: Iterable[
     return count
 
 
-async def end_offsets(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
-    from aiokafka import AIOKafkaConsumer
+async def partitions_of(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
+    parts = consumer.partitions_for_topic(topic)
+    if not parts:
+        await consumer._client.force_metadata_update()
+        parts = consumer.partitions_for_topic(topic) or set()
+    return [TopicPartition(topic, p) for p in sorted(parts)]
 
+
+async def end_offsets(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
     await consumer.start()
     try:
-        tps = [TopicPartition(t, p) for t in topics for p in (consumer.partitions_for_topic(t) or set())]
-        if not tps:
-            await consumer._client.force_metadata_update()
-            tps = [TopicPartition(t, p) for t in topics for p in (consumer.partitions_for_topic(t) or set())]
+        tps = [tp for t in topics for tp in await partitions_of(consumer, t)]
         return dict(await consumer.end_offsets(tps))
     finally:
         await consumer.stop()
 
 
 async def committed(admin: Any, group: str) -> dict[TopicPartition, int]:
-    offsets = await admin.list_consumer_group_offsets(group)
+    from aiokafka.errors import KafkaError
+
+    try:
+        offsets = await admin.list_consumer_group_offsets(group)
+    except KafkaError:  # the group's coordinator is not known yet: nothing committed
+        return {}
     return {tp: meta.offset for tp, meta in offsets.items() if meta is not None and meta.offset >= 0}
 
 
-async def wait_group_done(bootstrap: str, group: str, topics: list[str], timeout: float,
-                          transactional: tuple[str, ...] = (), settle_s: float = 3.0) -> float:
-    """Wait until `group` has consumed everything in `topics`; returns the time it finished.
+# --- process metrics, summed over the process tree (streamlet --workers N, JVM, Python peers) -----------
 
-    Plain topics are done when the committed offset reaches the end offset. In `transactional` topics a
-    partition can end with several commit markers (one per producer whose transaction touched it), which
-    no consumer commits past, so there "done" means: every plain topic is done and the group's committed
-    offsets have not moved for `settle_s`; the finish time is when they last moved."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    deadline = time.monotonic() + timeout
-    last: dict[Any, int] = {}
-    last_change = time.monotonic()
-    try:
-        while time.monotonic() < deadline:
-            ends = await end_offsets(bootstrap, topics)
-            done = await committed(admin, group)
-            now = time.monotonic()
-            if done != last:
-                last, last_change = done, now
-            plain_done = ends and all(done.get(tp, -1) >= end for tp, end in ends.items()
-                                      if end > 0 and tp.topic not in transactional)
-            if plain_done and not transactional:
-                return now
-            if plain_done and now - last_change >= settle_s:
-                return last_change
-            await asyncio.sleep(0.25)
-        raise TimeoutError(f"group {group} did not finish {topics} within {timeout}s")
-    finally:
-        await admin.close()
+def process_tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def peak_rss_mb(pid: int) -> int | None:
+    """Sum of the peak resident sets (VmHWM) of the process tree, read just before it is stopped."""
+    total = 0
+    for p in process_tree(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return round(total / 1024) if total else None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of the running process tree (children that already exited are not counted)."""
+    total, found = 0, False
+    for p in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+        found = True
+    return total / os.sysconf("SC_CLK_TCK") if found else None

@@ -5,6 +5,14 @@ per consumed batch. `next_record` picks the partition whose head has the lowest 
 Streams does, so that a task reading several partitions processes them in event-time order as far
 as the buffered data allows. Stream time is the highest timestamp processed so far; it never moves
 backwards.
+
+A task with several input partitions (a join reads a stream and a table) must not run ahead while one
+of them is empty only because its records have not been fetched yet: an event would be joined before
+the table row that precedes it. The runtime therefore marks such partitions as awaited (`expect`) until
+it knows that the fetch position has reached the end of the partition (`set_caught_up`); while an
+awaited partition's queue is empty the task idles. This is Kafka Streams' rule with its default
+`max.task.idle.ms` = 0: wait for data the broker has, never for data that does not exist yet. The test
+driver never marks a partition, since everything it pipes is buffered at once.
 """
 
 from __future__ import annotations
@@ -72,6 +80,23 @@ class PartitionGroup:
         self.stream_time = UNKNOWN
         self.buffered = 0
         self.skipped = 0
+        self._awaited: set[tuple[str, int]] = set()  # partitions that may have unfetched records
+        self._idle = False  # an awaited partition's queue is empty: wait for it (see the module docstring)
+
+    def expect(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Mark partitions whose fetch position is not yet known to be at their end."""
+        self._awaited.update(partitions)
+        self._update_idle()
+
+    def set_caught_up(self, topic: str, partition: int, caught_up: bool) -> None:
+        if caught_up:
+            self._awaited.discard((topic, partition))
+        else:
+            self._awaited.add((topic, partition))
+        self._update_idle()
+
+    def _update_idle(self) -> None:
+        self._idle = any(not self.buffered_in(t, p) for t, p in self._awaited)
 
     def queue_for(self, topic: str, partition: int) -> RecordQueue:
         q = self._queues.get((topic, partition))
@@ -113,10 +138,14 @@ class PartitionGroup:
             append(StampedRecord(Record(key, value, ts, headers), source, topic, partition, raw.offset, raw))
             added += 1
         self.buffered += added
+        if self._idle and added:
+            self._update_idle()
         return added
 
     def next_record(self) -> StampedRecord | None:
         """The buffered record with the lowest head timestamp across partitions (FIFO within one)."""
+        if self._idle:
+            return None
         best: RecordQueue | None = None
         best_ts = 0
         for q in self._queues.values():
@@ -128,6 +157,8 @@ class PartitionGroup:
             return None
         stamped = best.queue.popleft()
         self.buffered -= 1
+        if not best.queue and self._awaited and (best.topic, best.partition) in self._awaited:
+            self._idle = True
         if best_ts > best.partition_time:
             best.partition_time = best_ts
         if best_ts > self.stream_time:

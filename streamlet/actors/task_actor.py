@@ -64,6 +64,7 @@ class Records:
     topic: str
     partition: int
     records: Sequence[ConsumedRecord]
+    caught_up: bool | None = None  # the fetch reached the partition's end (None: not tracked)
 
 
 @dataclass(slots=True)
@@ -113,8 +114,9 @@ class TaskActor:
         """Enqueue a message; waits while the mailbox is full (back-pressure on the poll loop)."""
         await self._send.send(message)
 
-    async def post_records(self, topic: str, partition: int, records: Sequence[ConsumedRecord]) -> None:
-        await self.post(Records(topic, partition, records))
+    async def post_records(self, topic: str, partition: int, records: Sequence[ConsumedRecord],
+                           caught_up: bool | None = None) -> None:
+        await self.post(Records(topic, partition, records, caught_up))
 
     async def request(self, message: Commit | Close) -> Any:
         """Post a request and wait for its reply (or for the actor's failure)."""
@@ -166,7 +168,10 @@ class TaskActor:
         """Handle one message; True when the actor is done (closed)."""
         task = self.task
         if isinstance(message, Records):
-            task.add_records(message.topic, message.partition, message.records)
+            if message.records:
+                task.add_records(message.topic, message.partition, message.records)
+            if message.caught_up is not None:
+                task.partition_group.set_caught_up(message.topic, message.partition, message.caught_up)
             task.process()
             task.maybe_punctuate_wall_clock(self._wall())
             await self._flush_output()

@@ -88,6 +88,9 @@ class Supervisor:
         # Per partition: the task actor it feeds and the next offset not yet handed to that actor. An
         # entry of an actor that is gone (closed, or replaced by a new task) is stale and ignored.
         self._next_offset: dict[tuple[str, int], tuple[Any, int]] = {}
+        # Partitions of tasks that read several partitions and whose fetch is not yet known to be at the
+        # partition's end: such a task idles while one of them is empty (PartitionGroup's docstring).
+        self._awaited: dict[tuple[str, int], Any] = {}
 
     def resolve_topic(self, name: str) -> str:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
@@ -225,7 +228,7 @@ class Supervisor:
             epoch = self._epoch
             timeout = 0 if self.tasks.restoring else poll_ms
             batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
-            if batches:
+            if batches or self._awaited:
                 async with self._dispatch_lock:
                     if epoch == self._epoch:
                         await self._dispatch(batches)
@@ -261,8 +264,38 @@ class Supervisor:
                 records = [r for r in records if r.offset >= expected]
                 if not records:
                     continue
-            await actor.post_records(tp.topic, tp.partition, records)
             self._next_offset[key] = (actor, records[-1].offset + 1)
+            caught_up = None
+            if key in self._awaited or self._multi_input(actor):
+                caught_up = await self._caught_up(tp)
+                if caught_up:
+                    self._awaited.pop(key, None)
+                else:
+                    self._awaited[key] = actor
+            await actor.post_records(tp.topic, tp.partition, records, caught_up)
+        for key, awaiting in list(self._awaited.items()):
+            # A partition that returns nothing may be empty: tell its task once the fetch reached the end.
+            actor = self.tasks.actor_for(*key)
+            if actor is None or actor is not awaiting:
+                del self._awaited[key]
+            elif await self._caught_up(TopicPartition(*key)):
+                del self._awaited[key]
+                await actor.post_records(key[0], key[1], (), True)
+
+    @staticmethod
+    def _multi_input(actor: Any) -> bool:
+        return len(actor.task.sources_by_topic) > 1
+
+    async def _caught_up(self, tp: TopicPartition) -> bool:
+        """True when this partition's fetch position is at its end (last stable offset under read_committed)."""
+        consumer = self.consumer
+        end = consumer.last_stable_offset(tp) if self.config.exactly_once else consumer.highwater(tp)
+        if end is None:
+            return False
+        try:
+            return bool(await consumer.position(tp) >= end)
+        except Exception:  # not assigned any more: the next assignment decides
+            return False
 
     def _expected_offset(self, key: tuple[str, int], actor: Any) -> int | None:
         entry = self._next_offset.get(key)
@@ -375,6 +408,9 @@ class Supervisor:
                 offset = ends[tp]
             self._next_offset[(topic, partition)] = (actor, offset)
             consumer.seek(tp, offset)
+            if self._multi_input(actor):
+                self._awaited[(topic, partition)] = actor
+                actor.task.partition_group.expect([(topic, partition)])
 
 
 async def request_application_shutdown(topology: Topology, config: StreamsConfig, timeout_s: float = 30.0) -> bool:

@@ -101,3 +101,29 @@ async def test_stream_table_join_end_to_end(kafka_broker: Any, tmp_path: Path) -
             assert value["region"] == f"region-{known.index(value['user']) % 3}"
     finally:
         assert app.stop() == 0, app.log_text()[-3000:]
+
+
+async def test_join_waits_for_table_rows_already_on_the_broker(kafka_broker: Any, tmp_path: Path) -> None:
+    """Table and stream are both on the broker before the app starts (the benchmark's case): the table
+    rows are older, so a task must not join an event before it has fetched the table partition up to its
+    end (Kafka Streams' idling rule, max.task.idle.ms = 0). Without it events are joined against a table
+    still being loaded and dropped."""
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = uuid.uuid4().hex[:8]
+    inp, table, out = f"join2-events-{suffix}", f"join2-users-{suffix}", f"join2-out-{suffix}"
+    await create_topics(bootstrap, {inp: 2, table: 2, out: 2})
+    users = [f"u{i}" for i in range(2000)]
+    await produce_at(bootstrap, table, [(u, orjson.dumps({"user": u, "region": f"region-{i % 5}"}),
+                                         BASE_TS - 3_600_000) for i, u in enumerate(users)])
+    records = [(users[i % len(users)], orjson.dumps({"id": i, "user": users[i % len(users)], "amount": 1}),
+                BASE_TS + i) for i in range(4000)]
+    await produce_at(bootstrap, inp, records)
+    # Small polls, so that a poll can return events before any table row of their task.
+    config = {**settings(bootstrap, f"join2-{suffix}", tmp_path / "state"), "max.poll.records": 20}
+    app = AppProcess(f"{MODULE}:join_topology", config,
+                     tmp_path / "app.log", env={"BENCH_INPUT": inp, "BENCH_TABLE": table, "BENCH_OUTPUT": out}).start()
+    try:
+        got = await read_until(bootstrap, out, lambda rs: len(rs) >= len(records), timeout=120)
+        assert sorted(orjson.loads(r.value)["id"] for r in got) == list(range(len(records)))
+    finally:
+        assert app.stop() == 0, app.log_text()[-3000:]

@@ -1,0 +1,285 @@
+"""Measuring one system on one workload: throughput with a verified output, and latency at a fixed load.
+
+Throughput. The output topic is created with `message.timestamp.type=LogAppendTime`, so every output
+record carries the moment the broker appended it, and nothing has to watch the output (and take CPU from
+the system under test) while it runs. The runner only polls offsets: the run is over when the group has
+committed its whole input and the output has stopped growing. Then the output is read from the start
+(`read_committed`) into the workload's Tracker: the run's time is from the first output record's append
+time to that of the record that completed the expected output, and the verdict (`correct`) is the
+Tracker's. A system's first output follows its first consumed record by at most one commit interval,
+which is the same for every system.
+
+Latency. The input topic is fresh and empty; the runner writes 10,000 records/s into it (timestamp = the
+moment of sending) while a consumer reads the output `read_committed` as it arrives. Latency of an output
+record = its arrival time - its timestamp, which every system sets to the timestamp of the input record
+it came from. Measured only over records sent after the system's first output plus a warm-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+from benchmarks import workloads as wl
+from benchmarks.kafka_bench import committed, cpu_seconds, create_topics, end_offsets, partitions_of, peak_rss_mb
+from benchmarks.systems import RunSpec, System, environment
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def keep_forever(bootstrap: str, topics: list[str]) -> None:
+    """Turn off time retention on the pre-loaded topics: their records carry event timestamps years in the
+    past (BASE_TS), so under the broker's default 7-day retention they are deleted at its first retention
+    check (30 s after it starts) and a system that starts later finds its input gone."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, {"retention.ms": "-1"}) for t in topics])
+    finally:
+        await admin.close()
+
+
+class Inputs:
+    """The topics pre-loaded for a benchmark run."""
+
+    def __init__(self, lines: str, events: str, users: str, records: int) -> None:
+        self.lines, self.events, self.users, self.records = lines, events, users, records
+
+    def of(self, workload: str) -> str:
+        return self.lines if wl.INPUT_OF[workload] == "lines" else self.events
+
+
+def start(system: System, run: RunSpec, log_path: Path) -> tuple[subprocess.Popen[bytes], Any]:
+    log = open(log_path, "wb")  # noqa: SIM115 - closed by stop()
+    proc = subprocess.Popen(system.command(run), cwd=REPO, env=environment(system, run), stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, log
+
+
+def stop(proc: subprocess.Popen[bytes], log: Any) -> None:
+    import os
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    except ProcessLookupError:
+        pass
+    log.close()
+
+
+class OutputReader:
+    """Reads an output topic `read_committed` from the start, a piece at a time."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap, self.topic = bootstrap, topic
+        self.consumer: AIOKafkaConsumer | None = None
+
+    async def open(self) -> None:
+        self.consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
+                                         auto_offset_reset="earliest", isolation_level="read_committed",
+                                         fetch_max_wait_ms=50, max_partition_fetch_bytes=4 << 20)
+        await self.consumer.start()
+        tps = await partitions_of(self.consumer, self.topic)
+        for _ in range(100):  # a topic just created may not be in the metadata yet
+            if tps:
+                break
+            await asyncio.sleep(0.1)
+            tps = await partitions_of(self.consumer, self.topic)
+        self.consumer.assign(tps)
+        await self.consumer.seek_to_beginning(*tps)
+
+    async def read_available(self, idle_ms: int = 1000) -> Iterator[Any]:
+        """Everything readable now (stops after `idle_ms` without records)."""
+        assert self.consumer is not None
+        out: list[Any] = []
+        while True:
+            batches = await self.consumer.getmany(timeout_ms=idle_ms, max_records=100_000)
+            if not batches:
+                return iter(out)
+            for records in batches.values():
+                out.extend(records)
+
+    async def close(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.stop()
+
+
+async def run_throughput(system: System, workload: str, inputs: Inputs, bootstrap: str, workdir: Path,
+                         expected: wl.Expected, partitions: int, timeout: float) -> dict[str, Any]:
+    run_id = uuid.uuid4().hex[:6]
+    run = RunSpec(workload=workload, bootstrap=bootstrap, app_id=f"bench-{workload}-{system.key}-{run_id}",
+                  input=inputs.of(workload), output=f"out-{workload}-{system.key}-{run_id}",
+                  guarantee=wl.guarantee(workload), commit_ms=wl.commit_ms(workload),
+                  state_dir=workdir / f"state-{run_id}", table=inputs.users if workload == "join" else None)
+    await keep_forever(bootstrap, [inputs.lines, inputs.events, inputs.users])
+    await create_topics(bootstrap, {run.output: partitions}, {"message.timestamp.type": "LogAppendTime"})
+    log_path = workdir / f"{run.app_id}.log"
+    proc, log = start(system, run, log_path)
+    tracker = expected.tracker()
+    reader = OutputReader(bootstrap, run.output)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    await reader.open()
+    first_ms = end_ms = None
+    rss = cpu = None
+    try:
+        deadline = time.monotonic() + timeout
+        last_out, last_change = -1, time.monotonic()
+        while True:
+            if time.monotonic() > deadline:
+                break
+            if proc.poll() is not None:
+                raise RuntimeError(f"{system.label} exited early (code {proc.returncode}); see {log_path}:\n"
+                                   f"{log_path.read_text(errors='replace')[-3000:]}")
+            await asyncio.sleep(0.5)
+            ends_in = await end_offsets(bootstrap, [run.input])
+            done = await committed(admin, run.app_id)
+            ends_out = sum((await end_offsets(bootstrap, [run.output])).values())
+            now = time.monotonic()
+            if ends_out != last_out:
+                last_out, last_change = ends_out, now
+            input_done = all(done.get(tp, -1) >= end for tp, end in ends_in.items() if end > 0)
+            if not (input_done and ends_out > 0 and now - last_change >= 2.0):
+                continue
+            for r in await reader.read_available():
+                if first_ms is None:
+                    first_ms = r.timestamp
+                if not tracker.complete:
+                    tracker.add(r.key, r.value)
+                    if tracker.complete:
+                        end_ms = r.timestamp
+                else:
+                    tracker.add(r.key, r.value)
+            if tracker.complete:
+                break
+        rss, cpu = peak_rss_mb(proc.pid), cpu_seconds(proc.pid)
+    finally:
+        stop(proc, log)
+        await reader.close()
+        await admin.close()
+    # Anything written after completion (a repeat) still counts against correctness.
+    check = tracker.check()
+    seconds = (end_ms - first_ms) / 1000 if first_ms is not None and end_ms is not None else None
+    return {
+        "system": system.label, "system_key": system.key, "workload": workload, "records": inputs.records,
+        "seconds": None if seconds is None else round(seconds, 2),
+        "records_per_s": round(inputs.records / seconds) if seconds else None,
+        "peak_rss_mb": rss, "cpu_s": None if cpu is None else round(cpu, 1),
+        "correct": check.correct and seconds is not None, "outputs": check.outputs,
+        "duplicates": check.duplicates, "detail": check.detail or ("timed out" if seconds is None else ""),
+        "log": str(log_path),
+    }
+
+
+def latency_record(workload: str, i: int, now_ms: int, rng: Any) -> tuple[bytes | None, bytes]:
+    if workload.startswith("wordcount"):
+        return None, " ".join(f"w{rng.randrange(10_000)}" for _ in range(3)).encode()
+    key, value = wl.event(i, rng)
+    return key, orjson.dumps(value)
+
+
+async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: str, workdir: Path,
+                      partitions: int, rate: int = 10_000, seconds: float = 10.0,
+                      warmup: float = 3.0, startup_timeout: float = 120.0,
+                      straggle_s: float = 20.0) -> dict[str, Any]:
+    """p50/p99 of (arrival - record timestamp) at `rate` records/s offered (see the module docstring)."""
+    import random
+
+    from streamlet.runtime.partitioner import default_partition
+
+    run_id = uuid.uuid4().hex[:6]
+    source = f"lat-in-{workload}-{system.key}-{run_id}"
+    run = RunSpec(workload=workload, bootstrap=bootstrap, app_id=f"lat-{workload}-{system.key}-{run_id}",
+                  input=source, output=f"lat-out-{workload}-{system.key}-{run_id}",
+                  guarantee=wl.guarantee(workload), commit_ms=wl.commit_ms(workload),
+                  state_dir=workdir / f"state-{run_id}", table=inputs.users if workload == "join" else None)
+    await create_topics(bootstrap, {source: partitions, run.output: partitions})
+    log_path = workdir / f"{run.app_id}.log"
+    proc, log = start(system, run, log_path)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=1)
+    await producer.start()
+    reader = OutputReader(bootstrap, run.output)
+    await reader.open()
+    assert reader.consumer is not None
+    latencies: list[float] = []
+    state = {"first_output": None, "measure_from": None, "measure_to": None, "sent": 0}
+    stop_sending = asyncio.Event()
+
+    async def send() -> None:
+        rng = random.Random(7)
+        tick = 0.01
+        per_tick = max(1, int(rate * tick))
+        t0 = time.monotonic()
+        n = 0
+        while not stop_sending.is_set():
+            now_ms = int(time.time() * 1000)
+            for _ in range(per_tick):
+                key, value = latency_record(workload, n, now_ms, rng)
+                p = n % partitions if key is None else default_partition(key, partitions)
+                await producer.send(source, value, key=key, partition=p, timestamp_ms=now_ms)
+                n += 1
+            state["sent"] = n
+            t0 += tick
+            delay = t0 - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    sender = asyncio.create_task(send())
+    caught_up = saturated = False
+    caught_up_at: float | None = None
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{system.label} exited early; see {log_path}")
+            if time.monotonic() > deadline and state["first_output"] is None:
+                raise TimeoutError(f"{system.label}: no output within {startup_timeout}s")
+            batches = await reader.consumer.getmany(timeout_ms=100, max_records=10_000)
+            arrival = time.time() * 1000
+            for records in batches.values():
+                for r in records:
+                    if state["first_output"] is None:
+                        state["first_output"] = arrival
+                        state["measure_from"] = arrival + warmup * 1000
+                        state["measure_to"] = state["measure_from"] + seconds * 1000
+                    if state["measure_from"] <= r.timestamp < state["measure_to"]:
+                        latencies.append(arrival - r.timestamp)
+                    if r.timestamp >= state["measure_to"] and caught_up_at is None:
+                        caught_up_at = arrival
+            caught_up = caught_up_at is not None and arrival >= caught_up_at + 1000  # other partitions too
+            if state["measure_to"] is not None and (caught_up or arrival >= state["measure_to"] + straggle_s * 1000):
+                # Done once output from after the window arrives (the window's records are through; within a
+                # partition output is in order), or after `straggle_s`: then the system could not keep up.
+                saturated = not caught_up
+                break
+        rss, cpu = peak_rss_mb(proc.pid), cpu_seconds(proc.pid)
+    finally:
+        stop_sending.set()
+        await sender
+        await producer.stop()
+        stop(proc, log)
+        await reader.close()
+    latencies.sort()
+
+    def pct(q: float) -> float | None:
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 1) if latencies else None
+
+    return {"system": system.label, "system_key": system.key, "workload": workload, "offered_per_s": rate,
+            "measured_s": seconds, "samples": len(latencies), "saturated": saturated,
+            "p50_ms": pct(0.50), "p99_ms": pct(0.99),
+            "latency_cdf_ms": [pct(q / 100) for q in range(0, 100)] + [pct(0.999)], "latency_rss_mb": rss,
+            "latency_cpu_s": cpu, "log": str(log_path)}

@@ -1,0 +1,159 @@
+"""The systems under test, and how each one is started for a workload.
+
+Every system runs as its own process (tree), started from the command line with the same facts:
+
+    <command> --workload W --bootstrap HOST:PORT --app-id ID --input TOPIC [--table TOPIC] --output TOPIC
+              --guarantee at_least_once|exactly_once_v2 --commit-ms N --state-dir DIR
+
+and must then: consume its input (and the table) from the earliest offset as consumer group ID, compute
+the workload exactly as benchmarks/workloads.py specifies, write each output record with the timestamp
+of the input record it came from (Kafka Streams' rule; the latency measure reads it), commit, and run
+until SIGTERM. streamlet takes the same facts as `streamlet run ... --set key=value` settings and env.
+
+A system that cannot express a workload says why in `not_applicable`, and the report prints "n/a".
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+JAVA_DIR = REPO / "benchmarks" / "java"
+PEER_VENVS = REPO / ".cache" / "bench-venvs"
+
+
+@dataclass
+class RunSpec:
+    workload: str
+    bootstrap: str
+    app_id: str
+    input: str
+    output: str
+    guarantee: str
+    commit_ms: int
+    state_dir: Path
+    table: str | None = None
+
+    def cli_args(self) -> list[str]:
+        args = ["--workload", self.workload, "--bootstrap", self.bootstrap, "--app-id", self.app_id,
+                "--input", self.input, "--output", self.output, "--guarantee", self.guarantee,
+                "--commit-ms", str(self.commit_ms), "--state-dir", str(self.state_dir)]
+        return [*args, "--table", self.table] if self.table else args
+
+
+@dataclass
+class System:
+    key: str  # command-line name
+    label: str  # name in tables and charts
+    command: Callable[[RunSpec], list[str]]
+    provision: Callable[[], None] = lambda: None
+    not_applicable: dict[str, str] = field(default_factory=dict)
+    python_peer: bool = False  # counts for "the best Python peer"
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# --- streamlet ---------------------------------------------------------------------------------------
+
+STREAMLET_TOPOLOGY = {
+    "pipe": "benchmarks.apps.streamlet_app:pipe",
+    "wordcount_alos": "benchmarks.apps.streamlet_app:wordcount",
+    "wordcount_eos": "benchmarks.apps.streamlet_app:wordcount",
+    "window_count": "benchmarks.apps.streamlet_app:window_count",
+    "join": "benchmarks.apps.streamlet_app:join",
+}
+
+
+def streamlet_command(workers: int) -> Callable[[RunSpec], list[str]]:
+    def command(run: RunSpec) -> list[str]:
+        settings = {
+            "bootstrap.servers": run.bootstrap, "application.id": run.app_id, "state.dir": str(run.state_dir),
+            "commit.interval.ms": run.commit_ms, "max.poll.records": 2000, "processing.guarantee": run.guarantee,
+        }
+        args = [sys.executable, "-m", "streamlet", "run", STREAMLET_TOPOLOGY[run.workload]]
+        if workers > 1:
+            args += ["--workers", str(workers)]
+        for k, v in settings.items():
+            args += ["--set", f"{k}={v}"]
+        return args
+    return command
+
+
+def streamlet_env(run: RunSpec) -> dict[str, str]:
+    env = {"BENCH_INPUT": run.input, "BENCH_OUTPUT": run.output}
+    if run.table:
+        env["BENCH_TABLE"] = run.table
+    return env
+
+
+# --- Kafka Streams and the Java raw pipe ----------------------------------------------------------------
+
+def build_java() -> list[str]:
+    """Build the Java side once (Maven, Java 17); returns the java command prefix."""
+    classpath = JAVA_DIR / "target" / "classpath.txt"
+    jar = JAVA_DIR / "target" / "streamlet-java-bench-0.1.0.jar"
+    sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
+    stale = not (classpath.exists() and jar.exists()) or max(p.stat().st_mtime for p in sources) > jar.stat().st_mtime
+    if stale:
+        subprocess.run(["mvn", "-q", "-f", str(JAVA_DIR / "pom.xml"), "package", "dependency:build-classpath",
+                        "-Dmdep.outputFile=target/classpath.txt"], check=True)
+    return ["java", "-Xmx1g", "-cp", f"{jar}:{classpath.read_text().strip()}"]
+
+
+def java_command(main_class: str) -> Callable[[RunSpec], list[str]]:
+    return lambda run: [*build_java(), main_class, *run.cli_args()]
+
+
+# --- Python peers, each in its own virtualenv (their pins differ from ours) ----------------------------
+
+PEER_REQUIREMENTS = {
+    "faust": ["faust-streaming==0.15.3"],
+    "quix": ["quixstreams==3.28.1"],
+}
+
+
+def peer_python(name: str) -> Path:
+    return PEER_VENVS / name / "bin" / "python"
+
+
+def provision_peer(name: str) -> Callable[[], None]:
+    def provision() -> None:
+        venv = PEER_VENVS / name
+        stamp = venv / ".installed"
+        wanted = " ".join(PEER_REQUIREMENTS[name])
+        if stamp.exists() and stamp.read_text() == wanted:
+            return
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        *PEER_REQUIREMENTS[name]], check=True)
+        stamp.write_text(wanted)
+    return provision
+
+
+def peer_command(name: str) -> Callable[[RunSpec], list[str]]:
+    script = REPO / "benchmarks" / "peers" / f"{name}_app.py"
+    return lambda run: [str(peer_python(name)), str(script), *run.cli_args()]
+
+
+STATELESS_ONLY = "a hand-written consume→produce pipe keeps no state; it is the ceiling for `pipe` only"
+
+SYSTEMS: dict[str, System] = {s.key: s for s in [
+    System("streamlet", "streamlet (1 worker)", streamlet_command(1)),
+    System("streamlet-2", "streamlet (2 workers)", streamlet_command(2)),
+    System("kafka-streams", "Kafka Streams 3.9.1 (Java)", java_command("io.streamlet.bench.Bench")),
+    System("faust", "faust-streaming 0.15.3", peer_command("faust"), provision_peer("faust"), python_peer=True),
+    System("quix", "Quix Streams 3.28.1", peer_command("quix"), provision_peer("quix"), python_peer=True),
+    System("raw-aiokafka", "raw aiokafka pipe (ceiling)",
+           lambda run: [sys.executable, "-m", "benchmarks.apps.raw_aiokafka", *run.cli_args()],
+           not_applicable={w: STATELESS_ONLY for w in ("wordcount_alos", "wordcount_eos", "window_count", "join")}),
+    System("raw-java", "raw Java clients pipe (ceiling)", java_command("io.streamlet.bench.RawPipe"),
+           not_applicable={w: STATELESS_ONLY for w in ("wordcount_alos", "wordcount_eos", "window_count", "join")}),
+]}
+
+
+def environment(system: System, run: RunSpec) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(REPO), **streamlet_env(run), **system.env)
