@@ -6,11 +6,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+BENCH_INSTALLED := $(VENV)/.bench-installed
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars bench chaos venv clean distclean
+.PHONY: all demo test lint broker-jars bench bench-quick bench-report chaos venv clean distclean
 
 all: test
 
@@ -41,8 +42,21 @@ demo: broker-jars
 chaos: broker-jars
 	$(BIN)/python -m tests.integration.chaos --words 2000000 --kills 12
 
-bench: broker-jars
+# The benchmark's extra (matplotlib for the report's charts), on top of the venv; not needed by `make test`.
+$(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
+	$(BIN)/python -m pip install -q -e '.[spark,dev,bench]'
+	touch $@
+
+# Every workload on every system (long); writes benchmarks/results/ and regenerates benchmarks/RESULTS.md.
+bench: broker-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks
+
+bench-quick: broker-jars $(BENCH_INSTALLED)
+	$(BIN)/python -m benchmarks --quick
+
+# RESULTS.md's generated part and the charts, from the JSON in benchmarks/results/ (runs nothing).
+bench-report: $(BENCH_INSTALLED)
+	$(BIN)/python -m benchmarks.report
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
