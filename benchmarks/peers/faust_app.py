@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
 import logging
 import os
@@ -168,9 +169,7 @@ def build(args: argparse.Namespace) -> faust.App:
                                "region": user["region"]}, separators=(",", ":")).encode()
                 await output.send(key=event.key, value=value, timestamp=event.message.timestamp)
 
-        @app.on_shutdown.connect
-        async def report_waits(app: faust.App, **kwargs: object) -> None:
-            print(f"join: {waits[0]} events waited for their user", file=sys.stderr, flush=True)
+        atexit.register(lambda: print(f"join: {waits[0]} events waited for their user", file=sys.stderr))
 
     else:
         raise SystemExit(f"unknown workload {workload!r}")
