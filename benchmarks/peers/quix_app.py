@@ -30,7 +30,9 @@ restamped (above).
 
 Settings (and why): everything is Quix's default but the contract's facts: `commit_every=0` (commit on
 the interval only), librdkafka's own batching defaults (linger.ms 5, batch sizes), `loglevel="WARNING"`
-(no per-record logging). JSON is Quix's built-in (de)serializer.
+(no per-record logging). JSON is Quix's built-in (de)serializer. Internal topics (the `group_by`
+repartition topic, changelogs) are created by Quix itself; the repartition topic copies the source
+topic's config (so its retention follows the input's).
 """
 
 from __future__ import annotations
