@@ -74,7 +74,10 @@ def streamlet_command(workers: int) -> Callable[[RunSpec], list[str]]:
             "bootstrap.servers": run.bootstrap, "application.id": run.app_id, "state.dir": str(run.state_dir),
             "commit.interval.ms": run.commit_ms, "max.poll.records": 2000, "processing.guarantee": run.guarantee,
         }
-        args = [sys.executable, "-m", "streamlet", "run", STREAMLET_TOPOLOGY[run.workload]]
+        # BENCH_PROFILE=DIR: run under cProfile, one file per run (written when SIGTERM closes the app).
+        profile = os.environ.get("BENCH_PROFILE")
+        prof_args = ["-m", "cProfile", "-o", f"{profile}/{run.app_id}.prof"] if profile else []
+        args = [sys.executable, *prof_args, "-m", "streamlet", "run", STREAMLET_TOPOLOGY[run.workload]]
         if workers > 1:
             args += ["--workers", str(workers)]
         for k, v in settings.items():

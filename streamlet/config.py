@@ -39,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "session.timeout.ms": 45000,
     "heartbeat.interval.ms": 3000,
     "max.task.idle.ms": 0,
+    "repartition.purge.interval.ms": 30000,
     "client.id": "",
     "transaction.timeout.ms": 10000,
     # What a failure of the running client does when no handler function is set (KafkaStreams.

@@ -40,6 +40,7 @@ from streamlet.runtime.commit_protocol import (
     CommitProtocol,
     ExactlyOnceCommits,
 )
+from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
@@ -172,6 +173,10 @@ class Supervisor:
             isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
             fetch_max_wait_ms=20,
         )
+        self.purger = RepartitionPurger(
+            self._client_kwargs(),
+            [self.resolve_topic(n) for n, spec in self.topology.internal_topics.items() if spec.kind == "repartition"],
+            int(config["repartition.purge.interval.ms"]))
         self.tasks = TaskManager(self.topology, config, commits, ChangelogReader(self.restore_consumer),
                                  self._state_root(), self.resolve_topic, self._partition_count)
         if replicas > 0:
@@ -194,8 +199,11 @@ class Supervisor:
                     async with anyio.create_task_group() as tg:
                         self.tasks.bind(tg)
                         task_status.started()
-                        await self._poll_loop()
-                        await self._shutdown()
+                        try:
+                            await self._poll_loop()
+                            await self._shutdown()
+                        finally:
+                            await self.purger.close()
                         if self.shutdown_requested:
                             raise ApplicationShutdownError(
                                 f"an instance of application {self.app_id!r} requested an application shutdown")
@@ -324,6 +332,8 @@ class Supervisor:
                 self.commits += 1
         except CommitFailed as exc:
             await self._recover_dirty(exc)
+            return
+        await self.purger.maybe_purge(self.tasks.committed_offsets)
 
     async def _recover_dirty(self, exc: CommitFailed, rejoin: bool = True) -> None:
         """Exactly-once after a failed commit: the failed tasks' uncommitted work is dropped (their

@@ -61,6 +61,7 @@ class TaskManager:
         self.config = config
         self.commits = commits
         self.reader = reader
+        self.committed_offsets: Offsets = {}  # the consumed offsets of the last successful commits
         self.state_root = state_root
         self.resolve_topic = resolve_topic
         self.partition_count = partition_count
@@ -226,6 +227,8 @@ class TaskManager:
             for actor in self.actors.values():
                 tg.start_soon(one, actor)
         acked = await self.commits.commit(results)
+        for offsets in results.values():
+            self.committed_offsets.update(offsets)
         if not self.config.exactly_once:
             # Under exactly-once the checkpoint is written only at a clean close (see _create_task).
             for actor in self.actors.values():

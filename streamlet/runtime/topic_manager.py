@@ -37,12 +37,12 @@ from streamlet.topology import Topology
 log = logging.getLogger(__name__)
 
 # Kafka Streams' defaults for the topics it owns (checked against kafka-streams 3.9.1's
-# RepartitionTopicConfig / UnwindowedUnversionedChangelogTopicConfig). Kafka Streams also gives
-# repartition topics retention.ms=-1 because it deletes consumed records itself after each commit;
-# streamlet keeps the broker's retention until it purges repartition topics the same way.
+# RepartitionTopicConfig / UnwindowedUnversionedChangelogTopicConfig). Repartition topics keep their
+# records whatever their timestamps (retention.ms=-1); the RepartitionPurger deletes them once committed.
 REPARTITION_TOPIC_DEFAULTS: Mapping[str, str] = {
     "cleanup.policy": "delete",
     "segment.bytes": "52428800",
+    "retention.ms": "-1",
     "message.timestamp.type": "CreateTime",
 }
 CHANGELOG_TOPIC_DEFAULTS: Mapping[str, str] = {
