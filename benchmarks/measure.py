@@ -1,18 +1,21 @@
 """Measuring one system on one workload: throughput with a verified output, and latency at a fixed load.
 
-Throughput. The output topic is created with `message.timestamp.type=LogAppendTime`, so every output
-record carries the moment the broker appended it, and nothing has to watch the output (and take CPU from
-the system under test) while it runs. The runner only polls offsets: the run is over when the group has
-committed its whole input and the output has stopped growing. Then the output is read from the start
-(`read_committed`) into the workload's Tracker: the run's time is from the first output record's append
-time to that of the record that completed the expected output, and the verdict (`correct`) is the
-Tracker's. A system's first output follows its first consumed record by at most one commit interval,
-which is the same for every system.
+Throughput. The clock starts when the system's consumer group is Stable with members: from then on it
+consumes (process and JVM start-up are not counted; a system whose output shows up even earlier starts
+the clock at its first output). The output topic is created with `message.timestamp.type=LogAppendTime`,
+so every output record carries the moment the broker appended it, and nothing has to watch the output
+(and take CPU from the system under test) while it runs: the runner only polls offsets, and the run is
+over when the group has committed its whole input and the output has stopped growing. Then the output
+is read from the start (`read_committed`) into the workload's Tracker: the clock stops at the append
+time of the record that completed the expected output, and the verdict (`correct`) is the Tracker's.
 
 Latency. The input topic is fresh and empty; the runner writes 10,000 records/s into it (timestamp = the
-moment of sending) while a consumer reads the output `read_committed` as it arrives. Latency of an output
-record = its arrival time - its timestamp, which every system sets to the timestamp of the input record
-it came from. Measured only over records sent after the system's first output plus a warm-up.
+moment of sending) while a consumer reads the output `read_committed` as it arrives. Until the system's
+first output arrives only a trickle (100 records/s) is sent, so that start-up (a JVM's, a rebalance) does
+not leave a backlog behind. Latency of an output record = its arrival time - its timestamp, which every
+system sets to the timestamp of the input record it came from. Measured over the records sent during
+`seconds` after the first output plus a warm-up; a system that has not delivered output from after that
+window within `straggle_s` is reported as saturated (it could not keep up with the offered load).
 """
 
 from __future__ import annotations
@@ -28,25 +31,12 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from benchmarks import workloads as wl
 from benchmarks.kafka_bench import committed, cpu_seconds, create_topics, end_offsets, partitions_of, peak_rss_mb
 from benchmarks.systems import RunSpec, System, environment
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-async def keep_forever(bootstrap: str, topics: list[str]) -> None:
-    """Turn off time retention on the pre-loaded topics: their records carry event timestamps years in the
-    past (BASE_TS), so under the broker's default 7-day retention they are deleted at its first retention
-    check (30 s after it starts) and a system that starts later finds its input gone."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, {"retention.ms": "-1"}) for t in topics])
-    finally:
-        await admin.close()
 
 
 class Inputs:
@@ -59,10 +49,21 @@ class Inputs:
         return self.lines if wl.INPUT_OF[workload] == "lines" else self.events
 
 
+def _die_with_runner() -> None:
+    """In the child before exec: its own process group (stop() kills the tree), and SIGTERM from Linux
+    when the runner dies, so an interrupted benchmark leaves no system running."""
+    import ctypes
+    import os
+    import signal
+
+    os.setsid()
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start(system: System, run: RunSpec, log_path: Path) -> tuple[subprocess.Popen[bytes], Any]:
     log = open(log_path, "wb")  # noqa: SIM115 - closed by stop()
     proc = subprocess.Popen(system.command(run), cwd=REPO, env=environment(system, run), stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, preexec_fn=_die_with_runner)
     return proc, log
 
 
@@ -79,6 +80,18 @@ def stop(proc: subprocess.Popen[bytes], log: Any) -> None:
     except ProcessLookupError:
         pass
     log.close()
+
+
+async def group_stable(admin: AIOKafkaAdminClient, group: str) -> bool:
+    """True once the consumer group is Stable with members (its assignment is done)."""
+    from aiokafka.errors import KafkaError
+
+    try:
+        responses = await admin.describe_consumer_groups([group])
+    except KafkaError:
+        return False
+    # DescribeGroups: (error_code, group_id, state, protocol_type, protocol, members, ...)
+    return any(g[1] == group and g[2] == "Stable" and g[5] for r in responses for g in r.groups)
 
 
 class OutputReader:
@@ -125,18 +138,26 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
                   input=inputs.of(workload), output=f"out-{workload}-{system.key}-{run_id}",
                   guarantee=wl.guarantee(workload), commit_ms=wl.commit_ms(workload),
                   state_dir=workdir / f"state-{run_id}", table=inputs.users if workload == "join" else None)
-    await keep_forever(bootstrap, [inputs.lines, inputs.events, inputs.users])
     await create_topics(bootstrap, {run.output: partitions}, {"message.timestamp.type": "LogAppendTime"})
     log_path = workdir / f"{run.app_id}.log"
     proc, log = start(system, run, log_path)
     tracker = expected.tracker()
     reader = OutputReader(bootstrap, run.output)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    await reader.open()
     first_ms = end_ms = None
+    stable_ms: float | None = None
     rss = cpu = None
     try:
+        await admin.start()
+        await reader.open()
+        # The clock starts when the group has its members and an assignment: from there on the system
+        # consumes (see the module docstring).
+        start_deadline = time.monotonic() + 180
+        while stable_ms is None and time.monotonic() < start_deadline and proc.poll() is None:
+            if await group_stable(admin, run.app_id):
+                stable_ms = time.time() * 1000
+            else:
+                await asyncio.sleep(0.05)
         deadline = time.monotonic() + timeout
         last_out, last_change = -1, time.monotonic()
         while True:
@@ -173,7 +194,8 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
         await admin.close()
     # Anything written after completion (a repeat) still counts against correctness.
     check = tracker.check()
-    seconds = (end_ms - first_ms) / 1000 if first_ms is not None and end_ms is not None else None
+    start_ms = first_ms if stable_ms is None or first_ms is None else min(stable_ms, first_ms)
+    seconds = (end_ms - start_ms) / 1000 if start_ms is not None and end_ms is not None else None
     return {
         "system": system.label, "system_key": system.key, "workload": workload, "records": inputs.records,
         "seconds": None if seconds is None else round(seconds, 2),
@@ -195,7 +217,7 @@ def latency_record(workload: str, i: int, now_ms: int, rng: Any) -> tuple[bytes 
 async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: str, workdir: Path,
                       partitions: int, rate: int = 10_000, seconds: float = 10.0,
                       warmup: float = 3.0, startup_timeout: float = 120.0,
-                      straggle_s: float = 20.0) -> dict[str, Any]:
+                      straggle_s: float = 10.0) -> dict[str, Any]:
     """p50/p99 of (arrival - record timestamp) at `rate` records/s offered (see the module docstring)."""
     import random
 
@@ -209,12 +231,17 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
                   state_dir=workdir / f"state-{run_id}", table=inputs.users if workload == "join" else None)
     await create_topics(bootstrap, {source: partitions, run.output: partitions})
     log_path = workdir / f"{run.app_id}.log"
-    proc, log = start(system, run, log_path)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=1)
     await producer.start()
     reader = OutputReader(bootstrap, run.output)
-    await reader.open()
+    try:
+        await reader.open()
+    except BaseException:
+        await producer.stop()
+        await reader.close()
+        raise
     assert reader.consumer is not None
+    proc, log = start(system, run, log_path)
     latencies: list[float] = []
     state = {"first_output": None, "measure_from": None, "measure_to": None, "sent": 0}
     stop_sending = asyncio.Event()
@@ -227,7 +254,8 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
         n = 0
         while not stop_sending.is_set():
             now_ms = int(time.time() * 1000)
-            for _ in range(per_tick):
+            # A trickle until the system's first output: its start-up must not become a backlog.
+            for _ in range(per_tick if state["first_output"] is not None else 1):
                 key, value = latency_record(workload, n, now_ms, rng)
                 p = n % partitions if key is None else default_partition(key, partitions)
                 await producer.send(source, value, key=key, partition=p, timestamp_ms=now_ms)

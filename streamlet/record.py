@@ -1,12 +1,14 @@
 """Records and key-value pairs: the values that flow between processor nodes.
 
 `Record` is immutable, like Kafka Streams' `Record`: the `with_*` methods return a new record, so a
-processor can forward a changed copy without disturbing what its siblings see.
+processor can forward a changed copy without disturbing what its siblings see. It is a NamedTuple, not
+a frozen dataclass, because every node of the hot path builds one: a tuple is built in C, where a frozen
+dataclass sets each field through `object.__setattr__` (WordCount spent ~9% of its time there).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 Headers = tuple[tuple[str, bytes], ...]
@@ -20,14 +22,13 @@ class KeyValue(NamedTuple):
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One record: key, value, timestamp (ms since the epoch) and headers."""
 
     key: Any
     value: Any
     timestamp: int = 0
-    headers: Headers = field(default=())
+    headers: Headers = ()
 
     def with_key(self, key: Any) -> Record:
         return Record(key, self.value, self.timestamp, self.headers)
