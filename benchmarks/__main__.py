@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="100,000 records")
     parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--latency-seconds", type=float, default=10.0, help="0 skips the latency runs")
+    parser.add_argument("--latency-seconds", type=float, default=5.0, help="0 skips the latency runs")
     parser.add_argument("--timeout", type=float, default=900.0, help="per throughput run")
     parser.add_argument("--workdir", default=str(REPO / ".cache" / "bench"))
     parser.add_argument("--no-report", action="store_true", help="do not regenerate RESULTS.md and charts")

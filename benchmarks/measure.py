@@ -269,6 +269,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
     sender = asyncio.create_task(send())
     caught_up = saturated = False
     caught_up_at: float | None = None
+    last_window_arrival = 0.0
     try:
         deadline = time.monotonic() + startup_timeout
         while True:
@@ -286,9 +287,11 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
                         state["measure_to"] = state["measure_from"] + seconds * 1000
                     if state["measure_from"] <= r.timestamp < state["measure_to"]:
                         latencies.append(arrival - r.timestamp)
+                        last_window_arrival = arrival
                     if r.timestamp >= state["measure_to"] and caught_up_at is None:
                         caught_up_at = arrival
-            caught_up = caught_up_at is not None and arrival >= caught_up_at + 1000  # other partitions too
+            # Caught up: output from after the window has arrived, and nothing of the window for 2 s since.
+            caught_up = caught_up_at is not None and arrival >= max(caught_up_at, last_window_arrival) + 2000
             if state["measure_to"] is not None and (caught_up or arrival >= state["measure_to"] + straggle_s * 1000):
                 # Done once output from after the window arrives (the window's records are through; within a
                 # partition output is in order), or after `straggle_s`: then the system could not keep up.
