@@ -101,6 +101,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
 def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{workload}.json"
+    if args.merge and out.exists():
+        # Replace only this run's systems in the existing file, in the suite's order of systems.
+        mine = {r["system_key"] for r in rows}
+        kept = [r for r in json.loads(out.read_text())["results"] if r.get("system_key") not in mine]
+        order = list(SYSTEMS)
+        rows = sorted(kept + rows, key=lambda r: order.index(r["system_key"]) if r.get("system_key") in order else 99)
     out.write_text(json.dumps({"command": " ".join(["python -m benchmarks", *sys.argv[1:]]),
                                "records": args.records, "taken_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                "results": rows}, indent=2) + "\n")
@@ -118,6 +124,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="per throughput run")
     parser.add_argument("--workdir", default=str(REPO / ".cache" / "bench"))
     parser.add_argument("--no-report", action="store_true", help="do not regenerate RESULTS.md and charts")
+    parser.add_argument("--merge", action="store_true",
+                        help="replace only the rows of the systems run now in the existing results files")
     args = parser.parse_args()
     if args.quick:
         args.records = 100_000

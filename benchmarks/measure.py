@@ -11,8 +11,9 @@ time of the record that completed the expected output, and the verdict (`correct
 
 Latency. The input topic is fresh and empty; the runner writes 10,000 records/s into it (timestamp = the
 moment of sending) while a consumer reads the output `read_committed` as it arrives. Until the system's
-first output arrives only a trickle (100 records/s) is sent, so that start-up (a JVM's, a rebalance) does
-not leave a backlog behind. Latency of an output record = its arrival time - its timestamp, which every
+first output has arrived and its consumer group is Stable with all its members (two for streamlet with
+two workers), only a trickle (100 records/s) is sent, so that start-up (a JVM's, a rebalance) does not
+leave a backlog behind. Latency of an output record = its arrival time - its timestamp, which every
 system sets to the timestamp of the input record it came from. Measured over the records sent during
 `seconds` after the first output plus a warm-up; a system that has not delivered output from after that
 window within `straggle_s` is reported as saturated (it could not keep up with the offered load).
@@ -82,16 +83,20 @@ def stop(proc: subprocess.Popen[bytes], log: Any) -> None:
     log.close()
 
 
-async def group_stable(admin: AIOKafkaAdminClient, group: str) -> bool:
-    """True once the consumer group is Stable with members (its assignment is done)."""
+async def stable_members(admin: AIOKafkaAdminClient, group: str) -> int:
+    """How many members the consumer group has once it is Stable (its assignment done); 0 before."""
     from aiokafka.errors import KafkaError
 
     try:
         responses = await admin.describe_consumer_groups([group])
     except KafkaError:
-        return False
+        return 0
     # DescribeGroups: (error_code, group_id, state, protocol_type, protocol, members, ...)
-    return any(g[1] == group and g[2] == "Stable" and g[5] for r in responses for g in r.groups)
+    return max((len(g[5]) for r in responses for g in r.groups if g[1] == group and g[2] == "Stable"), default=0)
+
+
+async def group_stable(admin: AIOKafkaAdminClient, group: str) -> bool:
+    return await stable_members(admin, group) > 0
 
 
 class OutputReader:
@@ -243,8 +248,24 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
     assert reader.consumer is not None
     proc, log = start(system, run, log_path)
     latencies: list[float] = []
-    state = {"first_output": None, "measure_from": None, "measure_to": None, "sent": 0}
+    state: dict[str, Any] = {"first_output": None, "measure_from": None, "measure_to": None, "sent": 0,
+                             "ready": False}
     stop_sending = asyncio.Event()
+
+    async def watch_group() -> None:
+        """Full load only once the system is up: first output seen and every member in a Stable group."""
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            while not state["ready"] and not stop_sending.is_set():
+                if state["first_output"] is not None and await stable_members(admin, run.app_id) >= system.members:
+                    state["ready"] = True
+                    state["measure_from"] = time.time() * 1000 + warmup * 1000
+                    state["measure_to"] = state["measure_from"] + seconds * 1000
+                    return
+                await asyncio.sleep(0.1)
+        finally:
+            await admin.close()
 
     async def send() -> None:
         rng = random.Random(7)
@@ -255,7 +276,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
         while not stop_sending.is_set():
             now_ms = int(time.time() * 1000)
             # A trickle until the system's first output: its start-up must not become a backlog.
-            for _ in range(per_tick if state["first_output"] is not None else 1):
+            for _ in range(per_tick if state["ready"] else 1):
                 key, value = latency_record(workload, n, now_ms, rng)
                 p = n % partitions if key is None else default_partition(key, partitions)
                 await producer.send(source, value, key=key, partition=p, timestamp_ms=now_ms)
@@ -267,6 +288,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
                 await asyncio.sleep(delay)
 
     sender = asyncio.create_task(send())
+    watcher = asyncio.create_task(watch_group())
     caught_up = saturated = False
     caught_up_at: float | None = None
     last_window_arrival = 0.0
@@ -275,16 +297,16 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"{system.label} exited early; see {log_path}")
-            if time.monotonic() > deadline and state["first_output"] is None:
-                raise TimeoutError(f"{system.label}: no output within {startup_timeout}s")
+            if time.monotonic() > deadline and state["measure_to"] is None:
+                raise TimeoutError(f"{system.label}: not up (first output, all members) within {startup_timeout}s")
             batches = await reader.consumer.getmany(timeout_ms=100, max_records=10_000)
             arrival = time.time() * 1000
             for records in batches.values():
                 for r in records:
                     if state["first_output"] is None:
                         state["first_output"] = arrival
-                        state["measure_from"] = arrival + warmup * 1000
-                        state["measure_to"] = state["measure_from"] + seconds * 1000
+                    if state["measure_from"] is None:
+                        continue
                     if state["measure_from"] <= r.timestamp < state["measure_to"]:
                         latencies.append(arrival - r.timestamp)
                         last_window_arrival = arrival
@@ -301,6 +323,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
     finally:
         stop_sending.set()
         await sender
+        await watcher
         await producer.stop()
         stop(proc, log)
         await reader.close()
