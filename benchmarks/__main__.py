@@ -101,14 +101,19 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
 def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{workload}.json"
+    command = " ".join(["python -m benchmarks", *sys.argv[1:]])
+    taken_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     if args.merge and out.exists():
-        # Replace only this run's systems in the existing file, in the suite's order of systems.
+        # Replace only this run's systems in the existing file, in the suite's order of systems; the
+        # file's command and time name both runs, and the replaced rows say when they were taken.
+        previous = json.loads(out.read_text())
+        command, taken_at = f"{previous['command']}; then {command}", f"{previous['taken_at']}; then {taken_at}"
+        rows = [dict(r, taken_at=taken_at.split("; then ")[-1]) for r in rows]
         mine = {r["system_key"] for r in rows}
-        kept = [r for r in json.loads(out.read_text())["results"] if r.get("system_key") not in mine]
+        kept = [r for r in previous["results"] if r.get("system_key") not in mine]
         order = list(SYSTEMS)
         rows = sorted(kept + rows, key=lambda r: order.index(r["system_key"]) if r.get("system_key") in order else 99)
-    out.write_text(json.dumps({"command": " ".join(["python -m benchmarks", *sys.argv[1:]]),
-                               "records": args.records, "taken_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    out.write_text(json.dumps({"command": command, "records": args.records, "taken_at": taken_at,
                                "results": rows}, indent=2) + "\n")
     print(f"wrote {out}", flush=True)
 

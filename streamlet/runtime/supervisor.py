@@ -323,7 +323,16 @@ class Supervisor:
         return any(a.task.commit_requested for a in self.tasks.actors.values())
 
     async def _commit_offsets(self, offsets: dict[tuple[str, int], int]) -> None:
-        await self.consumer.commit({TopicPartition(t, p): o for (t, p), o in offsets.items()})
+        """At-least-once offset commit. A task that moved to another member in an eager rebalance is
+        closed (cleanly) only once the new assignment arrives, when its partitions are no longer this
+        consumer's: their offsets were committed on revocation, and committing them now would fail the
+        whole takeover. Such offsets are skipped; at worst the new owner replays a little (at-least-once)."""
+        assigned = self.consumer.assignment()
+        mine = {TopicPartition(t, p): o for (t, p), o in offsets.items() if TopicPartition(t, p) in assigned}
+        if len(mine) < len(offsets):
+            log.debug("not committing offsets of %d partitions no longer assigned", len(offsets) - len(mine))
+        if mine:
+            await self.consumer.commit(mine)
 
     async def _commit(self) -> None:
         assert self.tasks is not None
