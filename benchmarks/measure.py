@@ -36,6 +36,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from benchmarks import workloads as wl
 from benchmarks.kafka_bench import committed, cpu_seconds, create_topics, end_offsets, partitions_of, peak_rss_mb
 from benchmarks.systems import RunSpec, System, environment
+from streamlet.runtime.local_broker import _die_with_parent_hook
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,21 +51,13 @@ class Inputs:
         return self.lines if wl.INPUT_OF[workload] == "lines" else self.events
 
 
-def _die_with_runner() -> None:
-    """In the child before exec: its own process group (stop() kills the tree), and SIGTERM from Linux
-    when the runner dies, so an interrupted benchmark leaves no system running."""
-    import ctypes
-    import os
-    import signal
-
-    os.setsid()
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 def start(system: System, run: RunSpec, log_path: Path) -> tuple[subprocess.Popen[bytes], Any]:
     log = open(log_path, "wb")  # noqa: SIM115 - closed by stop()
+    # Its own process group (stop() kills the tree), and SIGTERM from Linux if the runner dies, so an
+    # interrupted benchmark leaves no system running (the same hook the local broker uses).
     proc = subprocess.Popen(system.command(run), cwd=REPO, env=environment(system, run), stdout=log,
-                            stderr=subprocess.STDOUT, preexec_fn=_die_with_runner)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_die_with_parent_hook())
     return proc, log
 
 

@@ -9,18 +9,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from benchmarks.workloads import split_words
 from streamlet import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder, Topology
-
-
-def _split(line: str) -> list[str]:
-    return line.lower().split()
 
 
 def wordcount() -> Topology:
     builder = StreamsBuilder()
     (
         builder.stream(os.environ["BENCH_INPUT"], Consumed(key_serde=Serdes.Bytes(), value_serde=Serdes.String()))
-        .flat_map_values(_split)
+        .flat_map_values(split_words)
         .group_by(lambda _k, w: w, Grouped(key_serde=Serdes.String(), value_serde=Serdes.String()))
         .count(Materialized("counts-store"))
         .to_stream()
