@@ -71,7 +71,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                     results[workload].append({"system": system.label, "system_key": system.key,
                                               "workload": workload, "n/a": system.not_applicable[workload]})
                     continue
-                n = min(args.records, system.max_records or args.records)
+                n = system.records_for(workload, args.records)
                 inputs = Inputs(await topic_of("lines", n) if wl.INPUT_OF[workload] == "lines" else "",
                                 await topic_of("events", n) if wl.INPUT_OF[workload] == "events" else "",
                                 await topic_of("users", wl.USERS), n)

@@ -8,6 +8,8 @@ so every output record carries the moment the broker appended it, and nothing ha
 over when the group has committed its whole input and the output has stopped growing. Then the output
 is read from the start (`read_committed`) into the workload's Tracker: the clock stops at the append
 time of the record that completed the expected output, and the verdict (`correct`) is the Tracker's.
+A run whose output and committed offsets stop moving for `stall_s` is ended there and reported as
+stalled: a stuck system costs two minutes of the suite's budget, not the whole `--timeout`.
 
 Latency. The input topic is fresh and empty; the runner writes 10,000 records/s into it (timestamp = the
 moment of sending) while a consumer reads the output `read_committed` as it arrives. Until the system's
@@ -130,7 +132,8 @@ class OutputReader:
 
 
 async def run_throughput(system: System, workload: str, inputs: Inputs, bootstrap: str, workdir: Path,
-                         expected: wl.Expected, partitions: int, timeout: float) -> dict[str, Any]:
+                         expected: wl.Expected, partitions: int, timeout: float,
+                         stall_s: float = 120.0) -> dict[str, Any]:
     run_id = uuid.uuid4().hex[:6]
     run = RunSpec(workload=workload, bootstrap=bootstrap, app_id=f"bench-{workload}-{system.key}-{run_id}",
                   input=inputs.of(workload), output=f"out-{workload}-{system.key}-{run_id}",
@@ -158,8 +161,14 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
                 await asyncio.sleep(0.05)
         deadline = time.monotonic() + timeout
         last_out, last_change = -1, time.monotonic()
+        last_done, last_progress = -1, time.monotonic()
+        stalled = False
         while True:
             if time.monotonic() > deadline:
+                break
+            if time.monotonic() - last_progress > stall_s:
+                # Neither output nor committed input moved for stall_s: the run is stuck, not slow.
+                stalled = True
                 break
             if proc.poll() is not None:
                 raise RuntimeError(f"{system.label} exited early (code {proc.returncode}); see {log_path}:\n"
@@ -169,6 +178,8 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
             done = await committed(admin, run.app_id)
             ends_out = sum((await end_offsets(bootstrap, [run.output])).values())
             now = time.monotonic()
+            if ends_out != last_out or sum(done.values()) != last_done:
+                last_done, last_progress = sum(done.values()), now
             if ends_out != last_out:
                 last_out, last_change = ends_out, now
             input_done = all(done.get(tp, -1) >= end for tp, end in ends_in.items() if end > 0)
@@ -200,7 +211,8 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
         "records_per_s": round(inputs.records / seconds) if seconds else None,
         "peak_rss_mb": rss, "cpu_s": None if cpu is None else round(cpu, 1),
         "correct": check.correct and seconds is not None, "outputs": check.outputs,
-        "duplicates": check.duplicates, "detail": check.detail or ("timed out" if seconds is None else ""),
+        "duplicates": check.duplicates, "detail": check.detail or (
+            (f"stalled: no progress for {stall_s:.0f} s" if stalled else "timed out") if seconds is None else ""),
         "log": str(log_path),
     }
 

@@ -415,6 +415,10 @@ def table(w: Workload) -> list[str]:
         if "latency_error" in r.raw:
             p50 = p99 = "error"
             notes.append(f"{r.label}'s latency run failed: {_cell(_last_line(str(r.raw['latency_error'])), 200)}")
+        n = r.raw.get("records")
+        if isinstance(n, int) and w.records is not None and n < w.records:
+            notes.append(f"{r.label} ran on the first {fmt_int(n)} of the {fmt_int(w.records)} records "
+                         "(see `max_records` in benchmarks/systems.py): its rate is comparable, its CPU s are not.")
         rate = fmt_int(r.rate)
         verdict = "yes" if r.correct else f"no ({_cell(r.wrong_reason())})"
         rss = r.raw.get("peak_rss_mb")
