@@ -13,14 +13,18 @@ it knows that the fetch position has reached the end of the partition (`set_caug
 awaited partition's queue is empty the task idles. This is Kafka Streams' rule with its default
 `max.task.idle.ms` = 0: wait for data the broker has, never for data that does not exist yet. The test
 driver never marks a partition, since everything it pipes is buffered at once.
+
+The task takes records in runs (`next_run`): all records of one partition that may go before the head
+of every other partition, which for the usual task with one input partition is the whole buffer. The
+task then works through a run in one tight loop, without a merge decision per record.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamlet.actors.processor_node import SourceNode
@@ -30,6 +34,7 @@ from streamlet.record import Headers, Record
 log = logging.getLogger(__name__)
 
 UNKNOWN = -1
+NO_BOUND = sys.maxsize
 
 
 class ConsumedRecord(Protocol):
@@ -45,14 +50,9 @@ class ConsumedRecord(Protocol):
     def headers(self) -> Sequence[tuple[str, bytes]]: ...
 
 
-@dataclass(slots=True)
-class StampedRecord:
-    record: Record
-    source: SourceNode
-    topic: str
-    partition: int
-    offset: int
-    raw: ConsumedRecord  # the bytes as consumed: what a dead-letter topic receives
+Buffered = tuple[Record, int, ConsumedRecord]
+"""A queued record: deserialized and stamped, its offset, and the bytes as consumed (what a
+dead-letter topic receives). A plain tuple: one is built per consumed record."""
 
 
 class RecordQueue:
@@ -64,7 +64,7 @@ class RecordQueue:
         self.topic = topic
         self.partition = partition
         self.source = source
-        self.queue: deque[StampedRecord] = deque()
+        self.queue: deque[Buffered] = deque()
         self.partition_time = UNKNOWN
 
 
@@ -135,50 +135,63 @@ class PartitionGroup:
                 self.skipped += 1
                 continue
             headers: Headers = tuple(raw.headers) if raw.headers else ()
-            append(StampedRecord(Record(key, value, ts, headers), source, topic, partition, raw.offset, raw))
+            append((Record(key, value, ts, headers), raw.offset, raw))
             added += 1
         self.buffered += added
         if self._idle and added:
             self._update_idle()
         return added
 
-    def next_record(self) -> StampedRecord | None:
-        """The buffered record with the lowest head timestamp across partitions (FIFO within one)."""
+    def next_run(self, limit: int) -> tuple[RecordQueue, list[Buffered]] | None:
+        """Take the next run of records: from the partition whose head has the lowest timestamp (the
+        first such partition on a tie), every record up to `limit` that per-record merging would also
+        have taken next, i.e. until another partition's head comes first. None when idle or empty.
+        The caller advances partition and stream time per record as it processes them."""
         if self._idle:
             return None
         best: RecordQueue | None = None
         best_ts = 0
         for q in self._queues.values():
             if q.queue:
-                ts = q.queue[0].record.timestamp
+                ts = q.queue[0][0].timestamp
                 if best is None or ts < best_ts:
                     best, best_ts = q, ts
         if best is None:
             return None
-        stamped = best.queue.popleft()
-        self.buffered -= 1
-        if not best.queue and self._awaited and (best.topic, best.partition) in self._awaited:
+        # Another partition's head goes first once our timestamp passes it (or equals it, for a
+        # partition ahead of ours in order): the bound is exclusive before `best`, inclusive after it.
+        before = after = NO_BOUND
+        seen_best = False
+        for q in self._queues.values():
+            if q is best:
+                seen_best = True
+            elif q.queue:
+                ts = q.queue[0][0].timestamp
+                if seen_best:
+                    after = min(after, ts)
+                else:
+                    before = min(before, ts)
+        queue = best.queue
+        if before == after == NO_BOUND and len(queue) <= limit:
+            run = list(queue)
+            queue.clear()
+        else:
+            run = [queue.popleft()]
+            popleft = queue.popleft
+            while queue and len(run) < limit:
+                ts = queue[0][0].timestamp
+                if ts >= before or ts > after:
+                    break
+                run.append(popleft())
+        self.buffered -= len(run)
+        if not queue and self._awaited and (best.topic, best.partition) in self._awaited:
             self._idle = True
-        if best_ts > best.partition_time:
-            best.partition_time = best_ts
-        if best_ts > self.stream_time:
-            self.stream_time = best_ts
-        return stamped
+        return best, run
 
     def head_timestamp(self) -> int | None:
-        """The timestamp `next_record` would return next, or None when nothing is buffered."""
-        heads = [q.queue[0].record.timestamp for q in self._queues.values() if q.queue]
+        """The timestamp the next run would start with, or None when nothing is buffered."""
+        heads = [q.queue[0][0].timestamp for q in self._queues.values() if q.queue]
         return min(heads) if heads else None
-
-    def single_queue(self) -> RecordQueue | None:
-        """The only non-empty queue, if exactly one has records (the fast path needs no merge)."""
-        found = None
-        for q in self._queues.values():
-            if q.queue:
-                if found is not None:
-                    return None
-                found = q
-        return found
 
     def buffered_in(self, topic: str, partition: int) -> int:
         q = self._queues.get((topic, partition))

@@ -9,13 +9,14 @@ means the same collector serves every engine, and a transaction only has to wrap
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from streamlet.record import Headers
 
 
-@dataclass(slots=True)
-class ProducedRecord:
+class ProducedRecord(NamedTuple):
+    """One serialized output record (a NamedTuple: built in C, once per output record)."""
+
     key: bytes | None
     value: bytes | None
     timestamp: int

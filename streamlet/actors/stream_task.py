@@ -167,34 +167,49 @@ class StreamTask:
 
     # -- processing ---------------------------------------------------------------------------------
     def process(self, max_records: int = sys.maxsize) -> int:
-        """Process up to `max_records` buffered records, punctuating on stream time as it advances."""
+        """Process up to `max_records` buffered records, punctuating on stream time as it advances.
+
+        Records come in runs from one partition (see `PartitionGroup.next_run`); each run goes through
+        one tight loop. Partition and stream time advance per record, before the record is processed,
+        so processors and stream-time punctuations see exactly what per-record merging would show."""
         pg = self.partition_group
         offsets = self.consumed_offsets
         n = 0
         while n < max_records:
-            stamped = pg.next_record()
-            if stamped is None:
+            taken = pg.next_run(max_records - n)
+            if taken is None:
                 break
-            record = stamped.record
-            self.record_ctx = RecordContext(record.timestamp, record.headers, stamped.topic,
-                                            stamped.partition, stamped.offset)
+            queue, run = taken
+            topic, partition = queue.topic, queue.partition
+            process = queue.source.process
+            done = 0
             try:
-                stamped.source.process(record)
-            except StreamsError:
-                raise
-            except Exception as exc:
-                if self.errors.on_processing_error(stamped.raw, exc):
-                    offsets[(stamped.topic, stamped.partition)] = stamped.offset + 1
-                    continue
-                exc.add_note(
-                    f"while task {self.task_id} processed the record at topic {stamped.topic} "
-                    f"partition {stamped.partition} offset {stamped.offset}"
-                )
-                raise
-            offsets[(stamped.topic, stamped.partition)] = stamped.offset + 1
-            n += 1
-            if pg.stream_time >= self._next_stream_punct:
-                self.maybe_punctuate_stream_time()
+                for record, offset, raw in run:
+                    ts = record.timestamp
+                    if ts > queue.partition_time:
+                        queue.partition_time = ts
+                    if ts > pg.stream_time:
+                        pg.stream_time = ts
+                    self.record_ctx = RecordContext(ts, record.headers, topic, partition, offset)
+                    try:
+                        process(record)
+                    except StreamsError:
+                        raise
+                    except Exception as exc:
+                        if not self.errors.on_processing_error(raw, exc):
+                            exc.add_note(
+                                f"while task {self.task_id} processed the record at topic {topic} "
+                                f"partition {partition} offset {offset}"
+                            )
+                            raise
+                    else:
+                        n += 1
+                    done += 1
+                    if pg.stream_time >= self._next_stream_punct:
+                        self.maybe_punctuate_stream_time()
+            finally:
+                if done:
+                    offsets[(topic, partition)] = run[done - 1][1] + 1
         self.processed += n
         return n
 

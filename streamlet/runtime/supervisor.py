@@ -242,11 +242,13 @@ class Supervisor:
                         await self._dispatch(batches)
                     else:
                         self._refetch(batches)
-            now = time.monotonic()
-            if now - last_commit >= self._commit_interval_s or self._commit_requested():
+            if time.monotonic() - last_commit >= self._commit_interval_s or self._commit_requested():
                 async with self._dispatch_lock:
                     await self._commit()
-                last_commit = now
+                # The interval runs from the end of a commit, as Kafka Streams' maybeCommit() times it: a
+                # slow commit (tasks working off their mailboxes, a transaction per task) is followed by
+                # a full interval of processing, never by the next commit straight away.
+                last_commit = time.monotonic()
 
     async def _restore_step(self) -> None:
         """Restore a slice; tasks that completed start at their committed offsets (see ChangelogReader)."""

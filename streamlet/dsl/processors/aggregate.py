@@ -80,9 +80,10 @@ class StreamAggregate(Processor):
             timestamp = max(record.timestamp, stored.timestamp)
         new = self._aggregator(key, value, old)
         self._store.put(key, ValueAndTimestamp(new, timestamp))
-        self._forwarder.maybe_forward(
-            Record(key, Change(new, old if self._send_old_values else None), timestamp, record.headers)
-        )
+        if not self._forwarder.caching:  # with a cache, the update goes downstream at its flush
+            self._forwarder.maybe_forward(
+                Record(key, Change(new, old if self._send_old_values else None), timestamp, record.headers)
+            )
 
 
 class StreamReduce(Processor):
@@ -114,9 +115,10 @@ class StreamReduce(Processor):
             new = self._reducer(old, value)
             timestamp = max(record.timestamp, stored.timestamp)
         self._store.put(key, ValueAndTimestamp(new, timestamp))
-        self._forwarder.maybe_forward(
-            Record(key, Change(new, old if self._send_old_values else None), timestamp, record.headers)
-        )
+        if not self._forwarder.caching:  # with a cache, the update goes downstream at its flush
+            self._forwarder.maybe_forward(
+                Record(key, Change(new, old if self._send_old_values else None), timestamp, record.headers)
+            )
 
 
 def count_initializer() -> int:

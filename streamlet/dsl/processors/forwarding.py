@@ -38,6 +38,11 @@ class TimestampedTupleForwarder:
     def _forward_flushed(self, key: Any, new_value: Any, old_value: Any, timestamp: int, headers: Headers) -> None:
         self._forward(Record(key, Change(new_value, old_value), timestamp, headers))
 
+    @property
+    def caching(self) -> bool:
+        """True when the store's cache forwards the updates (at flush): the processor then must not."""
+        return self._caching
+
     def maybe_forward(self, record: Record) -> None:
         """Forward now unless the cache will (`record.value` is a `Change`)."""
         if self._caching:
