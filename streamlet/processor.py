@@ -54,6 +54,11 @@ class ProcessorContext(ABC):
     def forward(self, record: Record, child_name: str | None = None) -> None:
         """Send a record to all children, or to the named child only."""
 
+    def forwarder(self) -> Callable[[Record], None]:
+        """A function that does `forward(record)` to all children, to bind once in `init`: a runtime may
+        return a faster equivalent (the only child's `process` itself when there is just one)."""
+        return self.forward
+
     @abstractmethod
     def schedule(
         self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator

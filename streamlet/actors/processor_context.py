@@ -7,6 +7,7 @@ cache flushes, which may run outside any `process` call, forwarding from the rig
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,12 @@ class NodeContext(ProcessorContext):
                 f"its children are {sorted(self._node.children_by_name)}"
             )
         named.process(record)
+
+    def forwarder(self) -> Callable[[Record], None]:
+        children = self._node.children
+        if len(children) == 1:
+            return children[0].process  # one call per record instead of two, on every hop of a chain
+        return self.forward
 
     def schedule(
         self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator

@@ -6,6 +6,7 @@ record goes from source to sink in one synchronous call chain with no queue in b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamlet.errors import SerializationError
@@ -53,6 +54,12 @@ class SourceNode(Node):
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
         self.timestamp_extractor = timestamp_extractor
+        self.deliver: Callable[[Record], None] = self.process
+        """What the task calls per record: `process`, or the only child's `process` itself."""
+
+    def init(self) -> None:
+        if len(self.children) == 1:
+            self.deliver = self.children[0].process
 
     def process(self, record: Record) -> None:
         for child in self.children:

@@ -181,7 +181,7 @@ class StreamTask:
                 break
             queue, run = taken
             topic, partition = queue.topic, queue.partition
-            process = queue.source.process
+            process = queue.source.deliver
             done = 0
             try:
                 for record, offset, raw in run:

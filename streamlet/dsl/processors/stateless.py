@@ -24,7 +24,7 @@ class _Forwarding(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._forward = context.forward
+        self._forward = context.forwarder()
 
 
 class StreamFilter(_Forwarding):

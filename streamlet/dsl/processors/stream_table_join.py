@@ -41,7 +41,7 @@ class StreamTableJoin(Processor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._store = timestamped_store(context, self._store_name)
-        self._forward = context.forward
+        self._forward = context.forwarder()
 
     def process(self, record: Record) -> None:
         key, value = record.key, record.value

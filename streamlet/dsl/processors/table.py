@@ -59,7 +59,7 @@ class TableSource(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._forward = context.forward
+        self._forward = context.forwarder()
         if self._store_name is not None:
             self._store = timestamped_store(context, self._store_name)
             self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
@@ -114,7 +114,7 @@ class TableFilter(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._forward = context.forward
+        self._forward = context.forwarder()
         if self._store_name is not None:
             self._store = timestamped_store(context, self._store_name)
             self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
@@ -173,7 +173,7 @@ class TableMapValues(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._forward = context.forward
+        self._forward = context.forwarder()
         if self._store_name is not None:
             self._store = timestamped_store(context, self._store_name)
             self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
@@ -203,7 +203,7 @@ class TableToStream(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._forward = context.forward
+        self._forward = context.forwarder()
 
     def process(self, record: Record) -> None:
         self._forward(record.with_value(record.value.new_value))

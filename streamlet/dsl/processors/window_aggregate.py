@@ -71,7 +71,7 @@ class WindowAggregate(Processor):
             raise TopologyError(f"state store {self._store_name!r} must be a timestamped window store for a windowed "
                                 f"aggregation, got {type(store).__name__}")
         self._store = store
-        self._forward = context.forward
+        self._forward = context.forwarder()
 
     def process(self, record: Record) -> None:
         key = record.key
