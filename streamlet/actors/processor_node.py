@@ -107,12 +107,15 @@ class SinkNode(Node):
         self.value_serializer = value_serializer
         self.partitioner = partitioner
         self.collector = collector
+        self._serialize_key = key_serializer.serialize
+        self._serialize_value = value_serializer.serialize
+        self._partitions = 0  # the topic's partition count, asked once (it is fixed while the task runs)
 
     def process(self, record: Record) -> None:
         topic = self.topic
         try:
-            key = self.key_serializer.serialize(topic, record.key)
-            value = self.value_serializer.serialize(topic, record.value)
+            key = self._serialize_key(topic, record.key)
+            value = self._serialize_value(topic, record.value)
         except SerializationError:
             raise
         except Exception as exc:
@@ -121,14 +124,16 @@ class SinkNode(Node):
                 f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)"
             ) from exc
         collector = self.collector
+        partitions = self._partitions or self._partition_count()
         partition: int | None = None
         if self.partitioner is not None:
-            partition = self.partitioner(topic, record.key, record.value, collector.partition_count(topic))
+            partition = self.partitioner(topic, record.key, record.value, partitions)
         if partition is None:
-            if key is None:
-                partition = collector.next_round_robin(topic)
-            else:
-                partition = default_partition(key, collector.partition_count(topic))
+            partition = collector.next_round_robin(topic) if key is None else default_partition(key, partitions)
         if record.timestamp < 0:
             raise SerializationError(f"sink {self.name!r}: negative timestamp {record.timestamp}")
         collector.send(topic, key, value, record.timestamp, record.headers, partition)
+
+    def _partition_count(self) -> int:
+        self._partitions = self.collector.partition_count(self.topic)
+        return self._partitions

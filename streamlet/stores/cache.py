@@ -81,6 +81,18 @@ class NamedCache:
             dirty.pop(key, None)  # re-insert: a flush follows the order of the latest writes
             dirty[key] = None
 
+    def rewrite(self, key: bytes, entry: CacheEntry, value: Any, context: RecordContext, size: int) -> None:
+        """Overwrite a dirty entry in place (the hot case of an aggregation: the same key again before
+        the next flush): the same effect as `put` of a new dirty entry, without building one."""
+        self._entries.move_to_end(key)
+        self.size_bytes += size - entry.size
+        entry.value = value
+        entry.context = context
+        entry.size = size
+        dirty = self._dirty
+        dirty.pop(key, None)
+        dirty[key] = None
+
     def peek(self, key: bytes) -> CacheEntry | None:
         """The entry without refreshing it in LRU order."""
         return self._entries.get(key)

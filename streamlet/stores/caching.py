@@ -123,8 +123,14 @@ class CachedAccess:
             size = len(key) + ENTRY_OVERHEAD_BYTES
         else:
             size = len(key) + self._value_size_hint(value) + ENTRY_OVERHEAD_BYTES
-        self._cache.put(key, CacheEntry(key_obj, value, True, self._context.record_context(), size))
-        self._maybe_evict()
+        cache = self._cache
+        entry = cache.peek(key)
+        if entry is not None and entry.dirty:
+            cache.rewrite(key, entry, value, self._context.record_context(), size)
+        else:
+            cache.put(key, CacheEntry(key_obj, value, True, self._context.record_context(), size))
+        if cache.size_bytes > self._budget:
+            self._maybe_evict()
 
     def delete(self, key: bytes, key_obj: Any) -> Any:
         entry = self._cache.get(key)
