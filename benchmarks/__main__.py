@@ -80,7 +80,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                 row: dict[str, Any]
                 try:
                     row = await run_throughput(system, workload, inputs, bootstrap, workdir,
-                                               expectations[(workload, n)], args.partitions, args.timeout)
+                                               expectations[(workload, n)], args.partitions, args.timeout,
+                                               **({"stall_s": 60.0, "settled_s": 15.0} if args.quick else {}))
                 except Exception as exc:  # one broken system must not hide the others' results
                     row = {"system": system.label, "system_key": system.key, "workload": workload,
                            "records": n, "correct": False, "error": str(exc)[-2000:]}
@@ -88,7 +89,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                 if args.latency_seconds > 0 and "error" not in row:
                     try:
                         row.update(await run_latency(system, workload, inputs, bootstrap, workdir, args.partitions,
-                                                     seconds=args.latency_seconds) | {"system": system.label})
+                                                     seconds=args.latency_seconds,
+                                                     warmup=min(3.0, 0.6 * args.latency_seconds),
+                                                     straggle_s=2 * args.latency_seconds)
+                                   | {"system": system.label})
                     except Exception as exc:
                         row["latency_error"] = str(exc)[-2000:]
                     print(json.dumps({k: row.get(k) for k in ("system", "workload", "p50_ms", "p99_ms",
@@ -125,7 +129,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="100,000 records")
     parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--latency-seconds", type=float, default=5.0, help="0 skips the latency runs")
+    parser.add_argument("--latency-seconds", type=float, default=None,
+                        help="the measured window of each latency run (default 5, --quick 1.5); 0 skips them")
     parser.add_argument("--timeout", type=float, default=900.0, help="per throughput run")
     parser.add_argument("--workdir", default=str(REPO / ".cache" / "bench"))
     parser.add_argument("--no-report", action="store_true", help="do not regenerate RESULTS.md and charts")
@@ -134,6 +139,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.records = 100_000
+    if args.latency_seconds is None:
+        args.latency_seconds = 1.5 if args.quick else 5.0
     asyncio.run(main_async(args))
     if not args.no_report:
         from benchmarks import report

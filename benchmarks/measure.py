@@ -6,10 +6,12 @@ the clock at its first output). The output topic is created with `message.timest
 so every output record carries the moment the broker appended it, and nothing has to watch the output
 (and take CPU from the system under test) while it runs: the runner only polls offsets, and the run is
 over when the group has committed its whole input and the output has stopped growing. Then the output
-is read from the start (`read_committed`) into the workload's Tracker: the clock stops at the append
-time of the record that completed the expected output, and the verdict (`correct`) is the Tracker's.
+is read from the start (`read_committed`) into the workload's Tracker: the clock stops at the latest
+append time among the records read until the output was complete, and the verdict (`correct`) is the
+Tracker's.
 A run whose output and committed offsets stop moving for `stall_s` is ended there and reported as
-stalled: a stuck system costs two minutes of the suite's budget, not the whole `--timeout`.
+stalled, and one that has committed its whole input while its output stays incomplete for `settled_s`
+is ended as incomplete: a stuck system costs minutes of the suite's budget, not the whole `--timeout`.
 
 Latency. The input topic is fresh and empty; the runner writes 10,000 records/s into it (timestamp = the
 moment of sending) while a consumer reads the output `read_committed` as it arrives. Until the system's
@@ -24,6 +26,7 @@ window within `straggle_s` is reported as saturated (it could not keep up with t
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import time
 import uuid
@@ -55,11 +58,12 @@ class Inputs:
 
 def start(system: System, run: RunSpec, log_path: Path) -> tuple[subprocess.Popen[bytes], Any]:
     log = open(log_path, "wb")  # noqa: SIM115 - closed by stop()
-    # Its own process group (stop() kills the tree), and SIGTERM from Linux if the runner dies, so an
-    # interrupted benchmark leaves no system running (the same hook the local broker uses).
+    # Its own process group (stop() kills the tree), and SIGKILL from Linux if the runner dies, so an
+    # interrupted benchmark leaves no system running (the local broker's hook; SIGKILL because a
+    # system's clean shutdown may wait forever for a broker that died with the runner).
     proc = subprocess.Popen(system.command(run), cwd=REPO, env=environment(system, run), stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_die_with_parent_hook())
+                            preexec_fn=_die_with_parent_hook(signal.SIGKILL))
     return proc, log
 
 
@@ -67,9 +71,11 @@ def stop(proc: subprocess.Popen[bytes], log: Any) -> None:
     import os
     import signal
 
+    # Everything was measured before this: a clean shutdown only costs the suite's time (faust and the
+    # JVMs take seconds), so a system gets 3 s to close and is then killed.
     try:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
+        proc.wait(3)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
@@ -133,7 +139,7 @@ class OutputReader:
 
 async def run_throughput(system: System, workload: str, inputs: Inputs, bootstrap: str, workdir: Path,
                          expected: wl.Expected, partitions: int, timeout: float,
-                         stall_s: float = 120.0) -> dict[str, Any]:
+                         stall_s: float = 120.0, settled_s: float = 30.0) -> dict[str, Any]:
     run_id = uuid.uuid4().hex[:6]
     run = RunSpec(workload=workload, bootstrap=bootstrap, app_id=f"bench-{workload}-{system.key}-{run_id}",
                   input=inputs.of(workload), output=f"out-{workload}-{system.key}-{run_id}",
@@ -145,7 +151,7 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
     tracker = expected.tracker()
     reader = OutputReader(bootstrap, run.output)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    first_ms = end_ms = None
+    first_ms = end_ms = latest_ms = None
     stable_ms: float | None = None
     rss = cpu = None
     try:
@@ -183,15 +189,20 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
             if ends_out != last_out:
                 last_out, last_change = ends_out, now
             input_done = all(done.get(tp, -1) >= end for tp, end in ends_in.items() if end > 0)
-            if not (input_done and ends_out > 0 and now - last_change >= 2.0):
+            if input_done and now - last_change >= settled_s:
+                break  # the whole input is committed and the output stopped short: incomplete, not slow
+            if not (input_done and ends_out > 0 and now - last_change >= 1.0):
                 continue
+            # Records arrive partition by partition, not in append order: the clock stops at the latest
+            # append time among the records read up to the one that completed the output (everything the
+            # output needed had been appended by then), not at the completing record's own time.
             for r in await reader.read_available():
-                if first_ms is None:
-                    first_ms = r.timestamp
+                first_ms = r.timestamp if first_ms is None else min(first_ms, r.timestamp)
                 if not tracker.complete:
+                    latest_ms = r.timestamp if latest_ms is None else max(latest_ms, r.timestamp)
                     tracker.add(r.key, r.value)
                     if tracker.complete:
-                        end_ms = r.timestamp
+                        end_ms = latest_ms
                 else:
                     tracker.add(r.key, r.value)
             if tracker.complete:

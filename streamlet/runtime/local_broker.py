@@ -192,8 +192,9 @@ def _accepts_connections(port: int) -> bool:
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent_hook() -> Callable[[], None] | None:
-    """A pre-exec hook asking Linux to SIGTERM the broker when the process that started it dies.
+def _die_with_parent_hook(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux to send `sig` (SIGTERM: the broker's clean shutdown) to the child
+    when the process that started it dies.
 
     Without it a test run killed by Ctrl-C or a CI timeout leaves orphan JVMs holding ports. The
     signal is tied to the *thread* that starts the broker, so start brokers from a long-lived thread.
@@ -207,7 +208,7 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
     parent = os.getpid()
 
     def hook() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        prctl(_PR_SET_PDEATHSIG, sig)
         if os.getppid() != parent:  # the parent already died before the hook ran
             os._exit(1)
 

@@ -25,6 +25,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from streamlet.runtime.local_broker import _die_with_parent_hook
+
 log = logging.getLogger(__name__)
 
 WORKER_INDEX_ENV = "STREAMLET_WORKER_INDEX"
@@ -50,7 +52,9 @@ class WorkerPool:
 
     def _start(self, worker: Worker) -> None:
         env = dict(os.environ, **{WORKER_INDEX_ENV: str(worker.index)})
-        worker.proc = subprocess.Popen(self.args, env=env)
+        # A worker whose pool process dies (kill -9) is told to close (SIGTERM) instead of running on
+        # unsupervised, the hook the local broker uses for the same reason.
+        worker.proc = subprocess.Popen(self.args, env=env, preexec_fn=_die_with_parent_hook())
         log.info("worker %d started (pid %d)", worker.index, worker.proc.pid)
 
     def _on_signal(self, signum: int, _frame: object) -> None:
