@@ -81,7 +81,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                 try:
                     row = await run_throughput(system, workload, inputs, bootstrap, workdir,
                                                expectations[(workload, n)], args.partitions, args.timeout,
-                                               **({"stall_s": 60.0, "settled_s": 15.0} if args.quick else {}))
+                                               **({"stall_s": 20.0, "settled_s": 10.0} if args.quick else {}))
                 except Exception as exc:  # one broken system must not hide the others' results
                     row = {"system": system.label, "system_key": system.key, "workload": workload,
                            "records": n, "correct": False, "error": str(exc)[-2000:]}

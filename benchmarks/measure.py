@@ -303,6 +303,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
             if delay > 0:
                 await asyncio.sleep(delay)
 
+    quiet_ms = min(2.0, seconds) * 1000
     sender = asyncio.create_task(send())
     watcher = asyncio.create_task(watch_group())
     caught_up = saturated = False
@@ -328,8 +329,9 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
                         last_window_arrival = arrival
                     if r.timestamp >= state["measure_to"] and caught_up_at is None:
                         caught_up_at = arrival
-            # Caught up: output from after the window has arrived, and nothing of the window for 2 s since.
-            caught_up = caught_up_at is not None and arrival >= max(caught_up_at, last_window_arrival) + 2000
+            # Caught up: output from after the window has arrived, and nothing of the window for 2 s since
+            # (or for the window's own length, if shorter).
+            caught_up = caught_up_at is not None and arrival >= max(caught_up_at, last_window_arrival) + quiet_ms
             if state["measure_to"] is not None and (caught_up or arrival >= state["measure_to"] + straggle_s * 1000):
                 # Done once output from after the window arrives (the window's records are through; within a
                 # partition output is in order), or after `straggle_s`: then the system could not keep up.

@@ -74,7 +74,7 @@ class System:
         if cap is None:
             return records
         if records < FULL_RECORDS:
-            cap = max(3_000, cap * records // FULL_RECORDS)
+            cap = max(2_000, cap * records // FULL_RECORDS)
         return min(records, cap)
 
 
