@@ -41,7 +41,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from benchmarks import workloads as wl
 from benchmarks.kafka_bench import committed, cpu_seconds, create_topics, end_offsets, partitions_of, peak_rss_mb
 from benchmarks.systems import RunSpec, System, environment
-from streamlet.runtime.local_broker import _die_with_parent_hook
+from streamlet.runtime.parent_death import die_with_parent
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,11 +59,11 @@ class Inputs:
 def start(system: System, run: RunSpec, log_path: Path) -> tuple[subprocess.Popen[bytes], Any]:
     log = open(log_path, "wb")  # noqa: SIM115 - closed by stop()
     # Its own process group (stop() kills the tree), and SIGKILL from Linux if the runner dies, so an
-    # interrupted benchmark leaves no system running (the local broker's hook; SIGKILL because a
+    # interrupted benchmark leaves no system running (`die_with_parent`; SIGKILL because a
     # system's clean shutdown may wait forever for a broker that died with the runner).
     proc = subprocess.Popen(system.command(run), cwd=REPO, env=environment(system, run), stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_die_with_parent_hook(signal.SIGKILL))
+                            preexec_fn=die_with_parent(signal.SIGKILL))
     return proc, log
 
 

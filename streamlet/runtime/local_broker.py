@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import fcntl
 import json
 import logging
@@ -30,13 +29,14 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from streamlet.errors import BrokerUnavailableError
+from streamlet.runtime.parent_death import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -189,31 +189,6 @@ def _accepts_connections(port: int) -> bool:
 
 # -- process helpers ------------------------------------------------------------------------------
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent_hook(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
-    """A pre-exec hook asking Linux to send `sig` (SIGTERM: the broker's clean shutdown) to the child
-    when the process that started it dies.
-
-    Without it a test run killed by Ctrl-C or a CI timeout leaves orphan JVMs holding ports. The
-    signal is tied to the *thread* that starts the broker, so start brokers from a long-lived thread.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def hook() -> None:
-        prctl(_PR_SET_PDEATHSIG, sig)
-        if os.getppid() != parent:  # the parent already died before the hook ran
-            os._exit(1)
-
-    return hook
-
 
 def _pid_alive(pid: int) -> bool:
     """True if `pid` runs and is not a zombie (an exited child nobody has reaped yet)."""
@@ -349,7 +324,7 @@ class LocalKafkaBroker:
             [java, *self._jvm_options(f"-Xmx{self.heap}"), "-cp", classpath, "kafka.Kafka", str(properties)],
             stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=subprocess.STDOUT,
             start_new_session=self.detach,
-            preexec_fn=None if self.detach else _die_with_parent_hook(),
+            preexec_fn=None if self.detach else die_with_parent(),
         )
         try:
             self._wait_until_ready(server_log, log_offset)

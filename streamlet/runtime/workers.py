@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from streamlet.runtime.local_broker import _die_with_parent_hook
+from streamlet.runtime.parent_death import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,8 @@ class WorkerPool:
     def _start(self, worker: Worker) -> None:
         env = dict(os.environ, **{WORKER_INDEX_ENV: str(worker.index)})
         # A worker whose pool process dies (kill -9) is told to close (SIGTERM) instead of running on
-        # unsupervised, the hook the local broker uses for the same reason.
-        worker.proc = subprocess.Popen(self.args, env=env, preexec_fn=_die_with_parent_hook())
+        # unsupervised (`die_with_parent`, as the local broker is started).
+        worker.proc = subprocess.Popen(self.args, env=env, preexec_fn=die_with_parent())
         log.info("worker %d started (pid %d)", worker.index, worker.proc.pid)
 
     def _on_signal(self, signum: int, _frame: object) -> None:
