@@ -8,6 +8,7 @@ import re
 import signal
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +27,41 @@ def worker_pids(log: str) -> dict[int, int]:
     return {int(i): int(pid) for i, pid in re.findall(r"worker (\d+) started \(pid (\d+)\)", log)}
 
 
+@dataclass
+class TwoWorkerWordCount:
+    bootstrap: str
+    input: str
+    output: str
+    lines: list[str]
+    expected: Counter[str]
+    app: AppProcess
+
+
+async def two_worker_wordcount(kafka_broker: Any, tmp_path: Path, name: str, n_lines: int, seed: int,
+                               settings: dict[str, Any]) -> TwoWorkerWordCount:
+    """Fresh 4-partition topics, seeded input lines with their true counts, and the WordCount app with
+    `--workers 2` (created, not started)."""
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out = f"{name}-in-{sfx}", f"{name}-out-{sfx}"
+    await create_topics(bootstrap, {inp: 4, out: 4})
+    lines = make_lines(n_lines, random.Random(seed))
+    expected = Counter(w for ln in lines for w in split_words(ln))
+    app = AppProcess("tests.integration.wordcount_app:topology", {
+        "bootstrap.servers": bootstrap, "application.id": f"{name}-{sfx}", "state.dir": tmp_path / "state",
+        "default.key.serde": "String", "default.value.serde": "String", **settings,
+    }, tmp_path / "app.log", env={"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out}, extra_args=["--workers", "2"])
+    return TwoWorkerWordCount(bootstrap, inp, out, lines, expected, app)
+
+
 async def test_two_workers_share_the_tasks_and_a_killed_worker_is_replaced(
     kafka_broker: Any, tmp_path: Path
 ) -> None:
-    bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    inp, out = f"workers-in-{sfx}", f"workers-out-{sfx}"
-    await create_topics(bootstrap, {inp: 4, out: 4})
-    lines = make_lines(20_000, random.Random(9))
-    expected = Counter(w for ln in lines for w in split_words(ln))
-    app = AppProcess("tests.integration.wordcount_app:topology", {
-        "bootstrap.servers": bootstrap, "application.id": f"workers-{sfx}", "state.dir": tmp_path / "state",
+    run = await two_worker_wordcount(kafka_broker, tmp_path, "workers", 20_000, 9, {
         "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0,
         "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
-        "default.key.serde": "String", "default.value.serde": "String",
-    }, tmp_path / "app.log", env={"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out}, extra_args=["--workers", "2"])
+    })
+    bootstrap, inp, out, lines, expected, app = run.bootstrap, run.input, run.output, run.lines, run.expected, run.app
     app.start()
     try:
         with anyio.fail_after(90):
@@ -72,18 +93,11 @@ async def test_tasks_moving_to_a_second_worker_under_at_least_once(kafka_broker:
     on revocation, and committing them again must not fail the takeover (it did in the benchmark's
     two-worker window count, and the group then kept rebalancing). Nothing may be lost. On this machine
     the race did not show here without the fix either: this guards the scenario, not that exact timing."""
-    bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    inp, out = f"workers-alos-in-{sfx}", f"workers-alos-out-{sfx}"
-    await create_topics(bootstrap, {inp: 4, out: 4})
-    lines = make_lines(40_000, random.Random(11))
-    expected = Counter(w for ln in lines for w in split_words(ln))
-    await produce(bootstrap, inp, [(None, ln.encode()) for ln in lines])
-    app = AppProcess("tests.integration.wordcount_app:topology", {
-        "bootstrap.servers": bootstrap, "application.id": f"workers-alos-{sfx}", "state.dir": tmp_path / "state",
+    run = await two_worker_wordcount(kafka_broker, tmp_path, "workers-alos", 40_000, 11, {
         "processing.guarantee": "at_least_once", "commit.interval.ms": 200, "statestore.cache.max.bytes": 0,
-        "default.key.serde": "String", "default.value.serde": "String",
-    }, tmp_path / "app.log", env={"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out}, extra_args=["--workers", "2"])
+    })
+    bootstrap, out, expected, app = run.bootstrap, run.output, run.expected, run.app
+    await produce(bootstrap, run.input, [(None, ln.encode()) for ln in run.lines])
     app.start()
     try:
         sequences = await read_sequences(bootstrap, out, expected, timeout=120)
