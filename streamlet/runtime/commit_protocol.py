@@ -6,15 +6,20 @@ Two protocols behind one interface, chosen by `processing.guarantee`:
 produced is acknowledged, then commits the consumed offsets through the consumer. A crash between the
 two replays input (duplicates, never loss).
 
-`ExactlyOnceCommits` — one transactional producer per task, `transactional.id = <application.id>-<task
-id>`, as Kafka Streams' original `exactly_once` did. Why not one producer per process, as EOS v2 does:
-aiokafka speaks only v0 of TxnOffsetCommit, which carries no group generation, so a process that lost
-its partitions while alive (a stalled event loop is enough) could still commit. With a producer per
-task, the task's next owner starts a producer with the same transactional id, which bumps the epoch
-and fences the old owner: its open transaction is aborted and its next commit fails. Each commit puts
-the task's sink, repartition and changelog records and its consumed offsets into one transaction.
+`ExactlyOnceCommits` — exactly_once_v2: one transactional producer for all of the member's tasks,
+`transactional.id = <application.id>-<instance id>` (see `instance_id`). Each commit puts every
+task's sink, repartition and changelog records and every task's consumed offsets into one
+transaction: one transaction per member and commit interval, where one per task cost the broker
+four times the CPU of at-least-once. A member that lost its partitions while alive (a stalled event
+loop is enough) is fenced by the group, not by the producer: its offsets go out as TxnOffsetCommit v3
+stamped with its group generation, which the coordinator refuses once the group has moved on, and
+a new owner reads committed offsets only once they are stable (see `fenced_offsets`).
 
-A failed exactly-once commit is never retried: the caller closes the tasks dirty and rejoins the group.
+Because the transaction is shared, so is its fate: a task closed dirty while others run aborts the
+others' uncommitted work too, and they fail their next commit (Kafka Streams closes all tasks of
+an aborted EOS-v2 transaction dirty for the same reason).
+
+A failed exactly-once commit is never retried: the caller closes the named tasks dirty and rejoins the group.
 """
 
 from __future__ import annotations
@@ -26,6 +31,12 @@ from typing import Any, Protocol
 import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
 
+from streamlet.runtime.fenced_offsets import (
+    MemberFencedError,
+    consumer_group_metadata,
+    fence_offset_commits,
+    fetch_stable_offsets,
+)
 from streamlet.runtime.record_sender import RecordSender
 
 log = logging.getLogger(__name__)
@@ -42,8 +53,9 @@ class CommitFailed(Exception):
 
 
 class CommitProtocol(Protocol):
-    async def open_task(self, task_id: str) -> RecordSender:
-        """The sender a new task writes through (under exactly-once this fences the task's old owner)."""
+    async def open_task(self, task_id: str, partitions: list[tuple[str, int]]) -> RecordSender:
+        """The sender a new task writes through; under exactly-once it returns once no transaction of
+        the task's previous owner is pending on the task's input partitions."""
 
     async def commit(self, offsets_by_task: Mapping[str, Offsets]) -> Offsets:
         """Make every task's output and offsets durable; returns acknowledged output offsets."""
@@ -66,7 +78,7 @@ class AtLeastOnceCommits:
         self._sender = RecordSender(producer, skip_failed)
         self._commit_offsets = commit_offsets
 
-    async def open_task(self, task_id: str) -> RecordSender:
+    async def open_task(self, task_id: str, partitions: list[tuple[str, int]]) -> RecordSender:
         return self._sender
 
     async def commit(self, offsets_by_task: Mapping[str, Offsets]) -> Offsets:
@@ -96,106 +108,134 @@ class AtLeastOnceCommits:
 
 
 class ExactlyOnceCommits:
-    def __init__(self, application_id: str, producer_config: dict[str, Any], transaction_timeout_ms: int,
-                 skip_failed: bool = False) -> None:
+    """One transactional producer for every task of this member (see the module docstring)."""
+
+    def __init__(self, application_id: str, transactional_id: str, producer_config: dict[str, Any],
+                 transaction_timeout_ms: int, consumer: Any, skip_failed: bool = False) -> None:
         self._app_id = application_id
-        self._skip_failed = skip_failed
+        self._transactional_id = transactional_id
         self._producer_config = producer_config
         self._txn_timeout_ms = transaction_timeout_ms
-        self._senders: dict[str, RecordSender] = {}
-        self._committed: dict[str, Offsets] = {}
-        self._sent_at_commit: dict[str, int] = {}
-        self._closed_sent = 0
-        self._closed_dropped = 0
+        self._consumer = consumer
+        self._sender = RecordSender(None, skip_failed, transactional=True)
+        self._open: set[str] = set()
+        self._tainted: set[str] = set()  # open tasks whose uncommitted work an abort threw away
+        self._committed: Offsets = {}
+        self._sent_at_commit = 0
 
-    def transactional_id(self, task_id: str) -> str:
-        return f"{self._app_id}-{task_id}"
+    @property
+    def transactional_id(self) -> str:
+        return self._transactional_id
 
-    async def open_task(self, task_id: str) -> RecordSender:
-        if task_id in self._senders:
-            await self.close_task(task_id, clean=False)
-        producer = AIOKafkaProducer(**self._producer_config, transactional_id=self.transactional_id(task_id),
+    async def _start_producer(self) -> None:
+        producer = AIOKafkaProducer(**self._producer_config, transactional_id=self._transactional_id,
                                     transaction_timeout_ms=self._txn_timeout_ms)
+        fence_offset_commits(producer, lambda: consumer_group_metadata(self._consumer))
         await producer.start()
         try:
-            # Waits for the producer id: InitProducerId has bumped the epoch, so the previous owner of
-            # this transactional id is fenced and its open transaction aborted before we read anything.
+            # Waits for the producer id: InitProducerId bumps the epoch of this transactional id, which
+            # aborts whatever an earlier incarnation of this instance left open.
             await producer.begin_transaction()
         except BaseException:
             await producer.stop()
             raise
-        sender = RecordSender(producer, self._skip_failed, transactional=True)
-        self._senders[task_id] = sender
-        self._committed[task_id] = {}
-        self._sent_at_commit[task_id] = 0
-        return sender
+        self._sender.producer = producer
+        self._sent_at_commit = self._sender.sent
+
+    async def open_task(self, task_id: str, partitions: list[tuple[str, int]]) -> RecordSender:
+        if self._sender.producer is None:
+            await self._start_producer()
+        # The previous owner's last transaction may still hold offsets (and changelog records) of
+        # this task: wait until it is committed or aborted before the task restores or reads anything.
+        await fetch_stable_offsets(self._consumer, partitions, self._txn_timeout_ms / 1000 + 30)
+        self._open.add(task_id)
+        return self._sender
 
     async def commit(self, offsets_by_task: Mapping[str, Offsets]) -> Offsets:
-        acked: Offsets = {}
-        errors: list[str] = []
-        failed: list[str] = []
-
-        async def one(task_id: str, offsets: Offsets) -> None:
-            try:
-                acked.update(await self._commit_one(task_id, offsets))
-            except Exception as exc:  # every failure means the same: throw the work away
-                errors.append(f"task {task_id}: {type(exc).__name__}: {exc}")
-                failed.append(task_id)
-
-        async with anyio.create_task_group() as tg:
-            for task_id, offsets in offsets_by_task.items():
-                tg.start_soon(one, task_id, offsets)
-        if errors:
-            raise CommitFailed("transactional commit failed: " + "; ".join(errors[:5]), sorted(failed))
-        return acked
-
-    async def _commit_one(self, task_id: str, offsets: Offsets) -> Offsets:
-        sender = self._senders[task_id]
-        new_offsets = {tp: o for tp, o in offsets.items() if self._committed[task_id].get(tp) != o}
-        if not new_offsets and sender.sent == self._sent_at_commit[task_id]:
-            return {}  # nothing since the last commit: keep the (empty) transaction open
-        acked = await sender.flush()
+        if self._tainted:
+            tainted, self._tainted = sorted(self._tainted), set()
+            raise CommitFailed("an aborted transaction took these tasks' uncommitted work with it", tainted)
+        sender = self._sender
         producer = sender.producer
-        if new_offsets:
-            await producer.send_offsets_to_transaction(
-                {TopicPartition(t, p): o for (t, p), o in new_offsets.items()}, self._app_id)
-        await producer.commit_transaction()
-        self._committed[task_id].update(new_offsets)
-        self._sent_at_commit[task_id] = sender.sent
+        offsets: Offsets = {}
+        for o in offsets_by_task.values():
+            offsets.update(o)
+        changed = any(self._committed.get(tp) != o for tp, o in offsets.items())
+        if producer is None or (not changed and sender.sent == self._sent_at_commit):
+            return {}  # nothing since the last commit: keep the (empty) transaction open
+        try:
+            acked = await sender.flush()
+            if offsets:
+                generation, member_id, _ = consumer_group_metadata(self._consumer)
+                if generation < 0 or not member_id:
+                    # Offsets without a generation are not checked by the coordinator at all.
+                    raise MemberFencedError(f"this member is out of the group (generation {generation}); "
+                                            "its partitions may be another member's now")
+                await producer.send_offsets_to_transaction(
+                    {TopicPartition(t, p): o for (t, p), o in offsets.items()}, self._app_id)
+            await producer.commit_transaction()
+        except Exception as exc:  # every failure means the same: throw the work away
+            failed = sorted(self._open | set(offsets_by_task))
+            await self._abort()
+            raise CommitFailed(f"transactional commit failed: {type(exc).__name__}: {exc}", failed) from exc
+        self._committed.update(offsets)
+        self._sent_at_commit = sender.sent
         await producer.begin_transaction()
         return acked
 
-    async def close_task(self, task_id: str, clean: bool) -> Offsets:
-        sender = self._senders.pop(task_id, None)
-        self._committed.pop(task_id, None)
-        self._sent_at_commit.pop(task_id, None)
-        if sender is None:
-            return {}
-        self._closed_sent += sender.sent
-        self._closed_dropped += sender.dropped
-        acked: Offsets = {}
+    async def _abort(self) -> None:
+        """Abort the open transaction and start the next one; a producer that cannot abort (fenced,
+        or failed for good) is replaced."""
+        sender = self._sender
+        producer = sender.producer
+        sender.forget()
+        self._sent_at_commit = sender.sent
+        if producer is None:
+            return
         try:
-            if clean:
-                acked = await sender.flush()
-            else:
-                sender.forget()
-                with anyio.move_on_after(10):
-                    await sender.producer.abort_transaction()
-        except Exception as exc:  # a fenced or failed producer has nothing left to abort
-            log.info("task %s: producer closed after %s: %s", task_id, type(exc).__name__, exc)
-        finally:
-            with anyio.move_on_after(10, shield=True):
-                await sender.producer.stop()
-        return acked
+            with anyio.fail_after(10):
+                await producer.abort_transaction()
+                await producer.begin_transaction()
+            return
+        except Exception as exc:
+            log.info("transactional producer %s replaced after %s: %s", self._transactional_id,
+                     type(exc).__name__, exc)
+        sender.producer = None
+        with anyio.move_on_after(10, shield=True):
+            await producer.stop()
+        await self._start_producer()
+
+    async def close_task(self, task_id: str, clean: bool) -> Offsets:
+        self._open.discard(task_id)
+        self._tainted.discard(task_id)
+        if clean:
+            return await self._sender.flush()
+        if self._sender.sent != self._sent_at_commit:
+            # The task's output is somewhere in the open transaction, mixed with its neighbours':
+            # only aborting all of it removes the task's share, so the neighbours lose theirs too.
+            await self._abort()
+            self._tainted |= self._open
+        return {}
 
     async def stop(self) -> None:
-        for task_id in list(self._senders):
-            await self.close_task(task_id, clean=False)
+        producer, self._sender.producer = self._sender.producer, None
+        self._open.clear()
+        if producer is None:
+            return
+        try:
+            self._sender.forget()
+            with anyio.move_on_after(10):
+                await producer.abort_transaction()
+        except Exception as exc:  # a fenced or failed producer has nothing left to abort
+            log.info("producer %s closed after %s: %s", self._transactional_id, type(exc).__name__, exc)
+        finally:
+            with anyio.move_on_after(10, shield=True):
+                await producer.stop()
 
     @property
     def records_sent(self) -> int:
-        return self._closed_sent + sum(s.sent for s in self._senders.values())
+        return self._sender.sent
 
     @property
     def records_dropped(self) -> int:
-        return self._closed_dropped + sum(s.dropped for s in self._senders.values())
+        return self._sender.dropped

@@ -10,12 +10,14 @@ is flushed and committed; on assign, tasks whose partitions left are closed and 
 created and restored before any of their records is dispatched. Tasks whose partitions stayed keep
 their open stores. After every assignment the supervisor seeks each partition explicitly: a kept
 task's partitions to the next offset it has not been handed, a new task's to the committed offset
-read *after* its producer fenced the previous owner. A batch fetched before a rebalance is dropped
-(its records are fetched again from those positions), so no record is skipped or handed over twice.
+(under exactly-once a stable one: read once no transaction of the previous owner is pending). A
+batch fetched before a rebalance is dropped (its records are fetched again from those positions),
+so no record is skipped or handed over twice.
 
-Under exactly-once a failed commit (fenced by a task's new owner, or a producer error) closes every
-task dirty — transactions aborted, local state discarded — and rejoins the group: whatever this
-member still owns is then rebuilt from the changelogs and the committed offsets.
+Under exactly-once a failed commit (refused by the group because it moved on, or a producer error)
+closes every task of the shared transaction dirty — transaction aborted, local state discarded —
+and rejoins the group: whatever this member still owns is then rebuilt from the changelogs and the
+committed offsets.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from streamlet.runtime.commit_protocol import (
     CommitProtocol,
     ExactlyOnceCommits,
 )
+from streamlet.runtime.fenced_offsets import fetch_stable_offsets
+from streamlet.runtime.instance_id import claim_instance_id
 from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
@@ -85,6 +89,7 @@ class Supervisor:
         self._assignor: Any = None
         self.dirty_recoveries = 0
         self.shutdown_requested = False
+        self._release_instance_id: Callable[[], None] = lambda: None
         self._epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
         # Per partition: the task actor it feeds and the next offset not yet handed to that actor. An
         # entry of an actor that is gone (closed, or replaced by a new task) is stale and ignored.
@@ -144,14 +149,6 @@ class Supervisor:
         self._partition_counts = self.plan.partition_counts
         producer_config = {**self._client_kwargs(), "acks": "all", "linger_ms": 5,
                            "max_batch_size": 1024 * 1024, "max_request_size": 4 * 1024 * 1024}
-        commits: CommitProtocol
-        if config.exactly_once:
-            commits = ExactlyOnceCommits(self.app_id, producer_config, int(config["transaction.timeout.ms"]),
-                                         skip_failed_productions(config))
-        else:
-            self.producer = AIOKafkaProducer(**producer_config, enable_idempotence=True)
-            commits = AtLeastOnceCommits(self.producer, self._commit_offsets, skip_failed_productions(config))
-        self.commit_protocol = commits
         replicas = int(config["num.standby.replicas"])
         stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}
         assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state(),
@@ -166,6 +163,16 @@ class Supervisor:
             heartbeat_interval_ms=int(config["heartbeat.interval.ms"]),
             partition_assignment_strategy=(assignor,),
         )
+        commits: CommitProtocol
+        if config.exactly_once:
+            instance_id, self._release_instance_id = claim_instance_id(self._state_root())
+            commits = ExactlyOnceCommits(self.app_id, f"{self.app_id}-{instance_id}", producer_config,
+                                         int(config["transaction.timeout.ms"]), self.consumer,
+                                         skip_failed_productions(config))
+        else:
+            self.producer = AIOKafkaProducer(**producer_config, enable_idempotence=True)
+            commits = AtLeastOnceCommits(self.producer, self._commit_offsets, skip_failed_productions(config))
+        self.commit_protocol = commits
         # A short fetch wait: restoration reads finite data, and a long-poll still waiting on the
         # partition restored last would delay the first fetch of the next one.
         self.restore_consumer = AIOKafkaConsumer(
@@ -219,6 +226,7 @@ class Supervisor:
                 await self.standby_consumer.stop()
             if self.producer is not None:
                 await self.producer.stop()
+            self._release_instance_id()
 
     async def _poll_loop(self) -> None:
         assert self.tasks is not None
@@ -410,17 +418,23 @@ class Supervisor:
         if not self.tasks.restoring:
             self._on_rebalance(True)
 
+    async def _committed(self, parts: list[tuple[str, int]]) -> dict[tuple[str, int], int | None]:
+        """The group's committed offsets; under exactly-once only stable ones (see `fenced_offsets`)."""
+        if self.config.exactly_once:
+            return await fetch_stable_offsets(self.consumer, parts,
+                                              int(self.config["transaction.timeout.ms"]) / 1000 + 30)
+        return {tp: await self.consumer.committed(TopicPartition(*tp)) for tp in parts}
+
     async def _seek_assigned(self, parts: set[tuple[str, int]]) -> None:
         """Position every assigned partition where its task continues (see the module docstring)."""
         consumer = self.consumer
-        for topic, partition in sorted(parts):
+        actors = {tp: actor for tp in sorted(parts) if (actor := self.tasks.actor_for(*tp) if self.tasks else None)}
+        committed = await self._committed([tp for tp, a in actors.items() if self._expected_offset(tp, a) is None])
+        for (topic, partition), actor in actors.items():
             tp = TopicPartition(topic, partition)
-            actor = self.tasks.actor_for(topic, partition) if self.tasks else None
-            if actor is None:
-                continue
             offset = self._expected_offset((topic, partition), actor)
             if offset is None:
-                offset = await consumer.committed(tp)
+                offset = committed.get((topic, partition))
             if offset is None:
                 # No commit yet: auto.offset.reset, resolved here as an explicit offset, because the
                 # fetcher may already have moved past the reset point while this callback ran.

@@ -121,9 +121,9 @@ class TaskManager:
                            cache_bytes: int) -> None:
         task = new_runtime_task(self.topology, sub, partition, self.config, self.state_root, self.resolve_topic,
                                 self.partition_count, cache_bytes)
-        # First the sender: under exactly-once opening it fences the task's previous owner, so the
-        # changelog holds no open transaction of theirs when we restore from it.
-        sender = await self.commits.open_task(task.task_id)
+        # First the sender: under exactly-once it waits out the previous owner's pending transaction,
+        # so the changelog holds no open transaction of theirs when we restore from it.
+        sender = await self.commits.open_task(task.task_id, tps)
         try:
             task.initialize_stores()
         except BaseException:
@@ -184,7 +184,7 @@ class TaskManager:
             else:
                 offsets: Offsets = await actor.request(Close(clean))
                 if clean:
-                    acked = await self.commits.commit({task_id: offsets})
+                    acked = await self._commit_with_running({task_id: offsets})
                     acked.update(await self.commits.close_task(task_id, clean=True))
                     task.post_commit(acked)
         except CommitFailed as exc:
@@ -213,11 +213,8 @@ class TaskManager:
         return dropped
 
     # -- committing ---------------------------------------------------------------------------------
-    async def commit(self) -> int:
-        """Flush every task, make output and offsets durable, then let tasks checkpoint.
-        Raises `CommitFailed` (exactly-once) or the delivery error (at-least-once)."""
-        if not self.actors:
-            return 0
+    async def _flush_running(self) -> dict[str, Offsets]:
+        """Every running task flushes its stores and output; returns the offsets each consumed."""
         results: dict[str, Offsets] = {}
 
         async def one(actor: TaskActor) -> None:
@@ -226,6 +223,25 @@ class TaskManager:
         async with anyio.create_task_group() as tg:
             for actor in self.actors.values():
                 tg.start_soon(one, actor)
+        return results
+
+    async def _commit_with_running(self, closing: dict[str, Offsets]) -> Offsets:
+        """Commit a closing task. Under exactly-once every running task's output shares its
+        transaction, so every running task commits with it (Kafka Streams' EOS-v2 does the same)."""
+        if not self.config.exactly_once:
+            return await self.commits.commit(closing)
+        results = await self._flush_running()
+        acked = await self.commits.commit({**results, **closing})
+        for offsets in results.values():
+            self.committed_offsets.update(offsets)
+        return acked
+
+    async def commit(self) -> int:
+        """Flush every task, make output and offsets durable, then let tasks checkpoint.
+        Raises `CommitFailed` (exactly-once) or the delivery error (at-least-once)."""
+        if not self.actors:
+            return 0
+        results = await self._flush_running()
         acked = await self.commits.commit(results)
         for offsets in results.values():
             self.committed_offsets.update(offsets)

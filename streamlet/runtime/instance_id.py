@@ -1,0 +1,47 @@
+"""`claim_instance_id`: the id in this instance's transactional id, kept in its state directory.
+
+Under exactly-once each instance writes through one producer with `transactional.id =
+<application.id>-<instance id>` (Kafka Streams: `<application.id>-<processId>-<thread>`). Keeping the
+id in the state directory means an instance restarted after a crash starts a producer with the same
+transactional id, which aborts the crashed one's open transaction at once; with a fresh id, that
+transaction would hold up the partitions it touched until `transaction.timeout.ms` ran out. The id
+is locked while the instance runs: a second live instance pointed at the same directory gets an id
+of its own, because two live producers sharing one transactional id would fence each other forever.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+ID_FILE = "streamlet.instance.id"
+LOCK_FILE = "streamlet.instance.lock"
+
+
+def claim_instance_id(state_root: Path) -> tuple[str, Callable[[], None]]:
+    """The instance id and the function that releases it (call it when the instance stops)."""
+    state_root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return uuid.uuid4().hex, lambda: None
+    path = state_root / ID_FILE
+    try:
+        instance_id = path.read_text().strip()
+    except FileNotFoundError:
+        instance_id = ""
+    if not instance_id:
+        instance_id = uuid.uuid4().hex
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(instance_id)
+        tmp.replace(path)
+
+    def release() -> None:
+        os.close(fd)  # closing the descriptor drops the lock
+
+    return instance_id, release
