@@ -28,6 +28,7 @@ from typing import Any
 from aiokafka.errors import KafkaConnectionError
 
 from streamlet.errors import StreamsError
+from streamlet.runtime.gc_tuning import tune_gc_for_streaming
 
 log = logging.getLogger("streamlet.cli")
 
@@ -250,6 +251,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         base = config.get("state.dir") or config.get("state_dir") or str(Path(tempfile.gettempdir()) / "streamlet")
         config.pop("state_dir", None)
         config["state.dir"] = str(Path(base) / f"worker-{worker}")
+    tune_gc_for_streaming()  # this process is ours: see streamlet/runtime/gc_tuning.py
     return asyncio.run(run_streams(topology, config, args.close_timeout))
 
 

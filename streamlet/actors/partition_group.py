@@ -31,6 +31,8 @@ from streamlet.actors.processor_node import SourceNode
 from streamlet.errors import DeserializationError, StreamsError
 from streamlet.record import Headers, Record
 
+_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+
 log = logging.getLogger(__name__)
 
 UNKNOWN = -1
@@ -135,7 +137,7 @@ class PartitionGroup:
                 self.skipped += 1
                 continue
             headers: Headers = tuple(raw.headers) if raw.headers else ()
-            append((Record(key, value, ts, headers), raw.offset, raw))
+            append((_new(Record, (key, value, ts, headers)), raw.offset, raw))
             added += 1
         self.buffered += added
         if self._idle and added:

@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 from streamlet.record import Headers
 
+_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+
 
 class ProducedRecord(NamedTuple):
     """One serialized output record (a NamedTuple: built in C, once per output record)."""
@@ -49,7 +51,7 @@ class RecordCollector:
         buf = self._buffers.get((topic, partition))
         if buf is None:
             buf = self._buffers[(topic, partition)] = []
-        buf.append(ProducedRecord(key, value, timestamp, headers))
+        buf.append(_new(ProducedRecord, (key, value, timestamp, headers)))
         self._pending += 1
 
     def next_round_robin(self, topic: str) -> int:

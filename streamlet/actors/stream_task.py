@@ -27,6 +27,8 @@ from streamlet.serdes import Deserializer, Serializer
 from streamlet.stores.api import RecordContext, StateStore
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
 
+_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+
 log = logging.getLogger(__name__)
 
 NO_PUNCTUATION = sys.maxsize
@@ -190,7 +192,7 @@ class StreamTask:
                         queue.partition_time = ts
                     if ts > pg.stream_time:
                         pg.stream_time = ts
-                    self.record_ctx = RecordContext(ts, record.headers, topic, partition, offset)
+                    self.record_ctx = _new(RecordContext, (ts, record.headers, topic, partition, offset))
                     try:
                         process(record)
                     except StreamsError:

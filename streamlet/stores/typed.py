@@ -38,6 +38,11 @@ def changelog_topic(application_id: str, store_name: str) -> str:
     return f"{application_id}-{store_name}-changelog"
 
 
+_NO_KEY = object()
+_IMMUTABLE_KEYS = (str, bytes, int)
+"""Key types whose serialized form cannot change while the same object is passed again."""
+
+
 class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
     def __init__(
         self,
@@ -58,6 +63,8 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._topic: str | None = None
         self._access: StoreAccess = ClosedAccess(self.name, "not initialized yet")
         self._serialize_key: Any = self._not_open
+        self._last_key: Any = _NO_KEY  # the last immutable key serialized, and its bytes: an
+        self._last_key_bytes = b""  # aggregation's get and put of one key serialize it once
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def init(self, context: StateStoreContext) -> None:
@@ -87,6 +94,7 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._topic = topic
         self._format = value_format
         self._serialize_key = key_serde.serializer.serialize
+        self._last_key = _NO_KEY
         self._access = access
         context.register(self, self._restore, logged=self.logging_enabled)
 
@@ -117,6 +125,7 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         finally:
             self._access = ClosedAccess(self.name, "closed")
             self._serialize_key = self._not_open
+            self._last_key = _NO_KEY
 
     @property
     def persistent(self) -> bool:
@@ -131,9 +140,13 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
 
     # -- key-value operations -----------------------------------------------------------------------
     def _key(self, key: Any) -> bytes:
+        if key is self._last_key:
+            return self._last_key_bytes
         data: bytes | None = self._serialize_key(self._topic, key)
         if data is None:
             raise StreamsError(f"state store {self.name!r}: a key must not be None")
+        if type(key) in _IMMUTABLE_KEYS:
+            self._last_key, self._last_key_bytes = key, data
         return data
 
     def _not_open(self, _topic: str | None, _key: Any) -> NoReturn:

@@ -13,6 +13,8 @@ from typing import Any
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 
+_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+
 Predicate = Callable[[Any, Any], Any]
 KeyValueMapper = Callable[[Any, Any], Any]
 ValueMapper = Callable[[Any], Any]
@@ -54,7 +56,7 @@ class StreamMap(_Forwarding):
 
     def process(self, record: Record) -> None:
         key, value = self._mapper(record.key, record.value)
-        self._forward(Record(key, value, record.timestamp, record.headers))
+        self._forward(_new(Record, (key, value, record.timestamp, record.headers)))
 
 
 class StreamSelectKey(_Forwarding):
@@ -86,7 +88,7 @@ class StreamFlatMap(_Forwarding):
     def process(self, record: Record) -> None:
         forward, ts, headers = self._forward, record.timestamp, record.headers
         for key, value in self._mapper(record.key, record.value):
-            forward(Record(key, value, ts, headers))
+            forward(_new(Record, (key, value, ts, headers)))
 
 
 class StreamFlatMapValues(_Forwarding):
@@ -96,9 +98,9 @@ class StreamFlatMapValues(_Forwarding):
         self._mapper = mapper
 
     def process(self, record: Record) -> None:
-        forward = self._forward
+        forward, key, ts, headers = self._forward, record.key, record.timestamp, record.headers
         for value in self._mapper(record.value):
-            forward(record.with_value(value))
+            forward(_new(Record, (key, value, ts, headers)))
 
 
 class StreamPeek(_Forwarding):
