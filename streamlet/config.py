@@ -39,6 +39,9 @@ DEFAULTS: dict[str, Any] = {
     "session.timeout.ms": 45000,
     "heartbeat.interval.ms": 3000,
     "max.task.idle.ms": 0,
+    # A partition whose task holds this many records not yet processed (a join waiting for its table)
+    # is paused until the task works its queue down, as in Kafka Streams.
+    "buffered.records.per.partition": 1000,
     "repartition.purge.interval.ms": 30000,
     "client.id": "",
     "transaction.timeout.ms": 10000,
@@ -50,7 +53,7 @@ DEFAULTS: dict[str, Any] = {
 _INT_KEYS = {
     "commit.interval.ms", "statestore.cache.max.bytes", "num.standby.replicas", "num.stream.threads",
     "replication.factor", "max.poll.records", "poll.ms", "session.timeout.ms", "heartbeat.interval.ms",
-    "max.task.idle.ms", "transaction.timeout.ms",
+    "max.task.idle.ms", "transaction.timeout.ms", "buffered.records.per.partition",
 }
 
 

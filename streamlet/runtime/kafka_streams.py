@@ -271,6 +271,8 @@ class KafkaStreams:
             "records-restored": sup.tasks.reader.total_restored,
             "commits": sup.commits,
             "dirty-recoveries": sup.dirty_recoveries,
+            # Times a partition was paused because its task held buffered.records.per.partition records.
+            "partitions-paused-for-full-queue": sup.full_queue_pauses,
             "standby-tasks": sorted(str(t) for t in sup.standbys.tasks) if sup.standbys else [],
             "standby-records-applied": sup.standbys.applied if sup.standbys else 0,
         }

@@ -88,6 +88,7 @@ class Supervisor:
         self.standbys: StandbyTasks | None = None
         self._assignor: Any = None
         self.dirty_recoveries = 0
+        self.full_queue_pauses = 0
         self.shutdown_requested = False
         self._release_instance_id: Callable[[], None] = lambda: None
         self._epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
@@ -97,6 +98,9 @@ class Supervisor:
         # Partitions of tasks that read several partitions and whose fetch is not yet known to be at the
         # partition's end: such a task idles while one of them is empty (PartitionGroup's docstring).
         self._awaited: dict[tuple[str, int], Any] = {}
+        # Partitions paused because their task's queue is full (`buffered.records.per.partition`).
+        self._paused_full: set[tuple[str, int]] = set()
+        self._max_buffered = int(config["buffered.records.per.partition"])
 
     def resolve_topic(self, name: str) -> str:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
@@ -243,6 +247,8 @@ class Supervisor:
                     await self.standbys.step()
             epoch = self._epoch
             timeout = 0 if self.tasks.restoring else poll_ms
+            if self._paused_full:
+                self._resume_drained()
             batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
             if batches or self._awaited:
                 async with self._dispatch_lock:
@@ -291,6 +297,12 @@ class Supervisor:
                 else:
                     self._awaited[key] = actor
             await actor.post_records(tp.topic, tp.partition, records, caught_up)
+            if actor.task.partition_group.buffered_in(*key) >= self._max_buffered:
+                # The task is not keeping up with this partition (it idles, waiting for another one):
+                # stop fetching it rather than buffer without bound. Resumed by _resume_drained.
+                self.consumer.pause(tp)
+                self._paused_full.add(key)
+                self.full_queue_pauses += 1
         for key, awaiting in list(self._awaited.items()):
             # A partition that returns nothing may be empty: tell its task once the fetch reached the end.
             actor = self.tasks.actor_for(*key)
@@ -299,6 +311,18 @@ class Supervisor:
             elif await self._caught_up(TopicPartition(*key)):
                 del self._awaited[key]
                 await actor.post_records(key[0], key[1], (), True)
+
+    def _resume_drained(self) -> None:
+        """Resume the partitions paused for a full queue once their task has worked it down below the
+        limit (or the partition moved: the new assignment starts unpaused)."""
+        assert self.tasks is not None
+        for key in list(self._paused_full):
+            actor = self.tasks.actor_for(*key)
+            if actor is None or key not in self.assigned:
+                self._paused_full.discard(key)
+            elif actor.task.partition_group.buffered_in(*key) < self._max_buffered:
+                self._paused_full.discard(key)
+                self.consumer.resume(TopicPartition(*key))
 
     @staticmethod
     def _multi_input(actor: Any) -> bool:
@@ -415,6 +439,7 @@ class Supervisor:
                 self.consumer._coordinator.request_rejoin()
                 return
             self.assigned = parts
+            self._paused_full.clear()  # a new assignment starts unpaused
         if not self.tasks.restoring:
             self._on_rebalance(True)
 

@@ -33,6 +33,14 @@ async def produce_at(bootstrap: str, topic: str, records: list[tuple[str, bytes,
         await producer.stop()
 
 
+async def join_topics(bootstrap: str, tag: str, partitions: int) -> tuple[str, tuple[str, str, str]]:
+    """A fresh suffix and the join's events, users and output topics, created."""
+    suffix = uuid.uuid4().hex[:8]
+    topics = (f"{tag}-events-{suffix}", f"{tag}-users-{suffix}", f"{tag}-out-{suffix}")
+    await create_topics(bootstrap, dict.fromkeys(topics, partitions))
+    return suffix, topics
+
+
 def settings(bootstrap: str, app_id: str, state_dir: Path) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "application.id": app_id, "state.dir": state_dir,
             "commit.interval.ms": 200}
@@ -109,9 +117,7 @@ async def test_join_waits_for_table_rows_already_on_the_broker(kafka_broker: Any
     end (Kafka Streams' idling rule, max.task.idle.ms = 0). Without it events are joined against a table
     still being loaded and dropped."""
     bootstrap = kafka_broker.bootstrap_servers
-    suffix = uuid.uuid4().hex[:8]
-    inp, table, out = f"join2-events-{suffix}", f"join2-users-{suffix}", f"join2-out-{suffix}"
-    await create_topics(bootstrap, {inp: 2, table: 2, out: 2})
+    suffix, (inp, table, out) = await join_topics(bootstrap, "join2", partitions=2)
     users = [f"u{i}" for i in range(2000)]
     await produce_at(bootstrap, table, [(u, orjson.dumps({"user": u, "region": f"region-{i % 5}"}),
                                          BASE_TS - 3_600_000) for i, u in enumerate(users)])
@@ -127,3 +133,30 @@ async def test_join_waits_for_table_rows_already_on_the_broker(kafka_broker: Any
         assert sorted(orjson.loads(r.value)["id"] for r in got) == list(range(len(records)))
     finally:
         assert app.stop() == 0, app.log_text()[-3000:]
+
+
+async def test_a_partition_waiting_on_its_table_is_paused_not_buffered_without_bound(
+        kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every event is newer than every table row, so events wait until the table partition is read to
+    its end. Meanwhile the event partition is paused once its task holds `buffered.records.per.partition`
+    records, and resumed once they are processed; no event is lost or repeated on the way."""
+    from examples.bench_topologies_windows_join import join_topology
+    from streamlet.runtime.kafka_streams import KafkaStreams
+
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix, (inp, table, out) = await join_topics(bootstrap, "join3", partitions=1)
+    users = [f"u{i}" for i in range(20_000)]
+    await produce_at(bootstrap, table, [(u, orjson.dumps({"user": u, "region": f"region-{i % 5}"}),
+                                         BASE_TS - 3_600_000 + i) for i, u in enumerate(users)])
+    records = [(users[i * 7], orjson.dumps({"id": i, "user": users[i * 7], "amount": 1}), BASE_TS + i)
+               for i in range(2000)]
+    await produce_at(bootstrap, inp, records)
+    for name, topic in (("BENCH_INPUT", inp), ("BENCH_TABLE", table), ("BENCH_OUTPUT", out)):
+        monkeypatch.setenv(name, topic)
+    streams = KafkaStreams(join_topology(), {**settings(bootstrap, f"join3-{suffix}", tmp_path / "state"),
+                                             "max.poll.records": 500, "buffered.records.per.partition": 100})
+    async with streams:
+        got = await read_until(bootstrap, out, lambda rs: len(rs) >= len(records), timeout=120)
+        pauses = streams.metrics["partitions-paused-for-full-queue"]
+    assert sorted(orjson.loads(r.value)["id"] for r in got) == list(range(len(records)))
+    assert pauses >= 1
