@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.errors import CommitFailedError
 
 from streamlet.runtime.fenced_offsets import (
     MemberFencedError,
@@ -87,7 +88,13 @@ class AtLeastOnceCommits:
         for o in offsets_by_task.values():
             offsets.update(o)
         if offsets:
-            await self._commit_offsets(offsets)
+            try:
+                await self._commit_offsets(offsets)
+            except CommitFailedError as exc:
+                # The group is rebalancing (or moved on without us). Not a failure of the application:
+                # the revocation that follows commits these offsets again, and if the partitions are
+                # gone, their new owner replays from the last commit, which at-least-once allows.
+                log.warning("offsets not committed, the group is rebalancing: %s", exc.args[-1] if exc.args else exc)
         return acked
 
     async def close_task(self, task_id: str, clean: bool) -> Offsets:
