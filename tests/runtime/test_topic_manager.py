@@ -165,6 +165,15 @@ async def _topic_configs(admin: Any, topic: str, keys: list[str]) -> dict[str, s
     return {entry[0]: entry[1] for r in responses for res in r.resources for entry in res[4]}
 
 
+async def _create(admin: Any, topics: list[NewTopic]) -> None:
+    """Create topics and wait until the broker's metadata lists them: CreateTopics returns before
+    every metadata view has them, and the code under test describes topics with its own client."""
+    await admin.create_topics(topics)
+    with anyio.fail_after(15):
+        while not {t.name for t in topics} <= set(await describe_partition_counts(admin)):
+            await anyio.sleep(0.05)
+
+
 class _Admin:
     def __init__(self, bootstrap: str) -> None:
         self.client = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
@@ -183,7 +192,7 @@ async def test_prepare_creates_internal_topics_and_is_idempotent(kafka_broker: A
     bootstrap = kafka_broker.bootstrap_servers
     app, inp, out = (f"tm-{x}-{uuid.uuid4().hex[:8]}" for x in ("app", "in", "out"))
     async with _Admin(bootstrap) as admin:
-        await admin.create_topics([NewTopic(inp, 3, 1), NewTopic(out, 2, 1)])
+        await _create(admin, [NewTopic(inp, 3, 1), NewTopic(out, 2, 1)])
         topology = aggregate_through_repartition(inp, out)
         plan = await prepare_topics(topology, app, bootstrap)  # a bootstrap string: own admin client
         counts = await describe_partition_counts(admin)
@@ -208,7 +217,7 @@ async def test_concurrent_instances_race_to_create_the_same_topics(kafka_broker:
     bootstrap = kafka_broker.bootstrap_servers
     app, inp, out = (f"tm-{x}-{uuid.uuid4().hex[:8]}" for x in ("race", "in", "out"))
     async with _Admin(bootstrap) as admin:
-        await admin.create_topics([NewTopic(inp, 4, 1), NewTopic(out, 1, 1)])
+        await _create(admin, [NewTopic(inp, 4, 1), NewTopic(out, 1, 1)])
     plan = plan_internal_topics(aggregate_through_repartition(inp, out), app, {inp: 4, out: 1})
     results: list[dict[str, int]] = []
 
@@ -230,7 +239,7 @@ async def test_existing_internal_topic_with_wrong_partition_count_is_rejected(ka
     bootstrap = kafka_broker.bootstrap_servers
     app, inp, out = (f"tm-{x}-{uuid.uuid4().hex[:8]}" for x in ("wrong", "in", "out"))
     async with _Admin(bootstrap) as admin:
-        await admin.create_topics([NewTopic(inp, 3, 1), NewTopic(out, 1, 1), NewTopic(f"{app}-agg-repartition", 1, 1)])
+        await _create(admin, [NewTopic(inp, 3, 1), NewTopic(out, 1, 1), NewTopic(f"{app}-agg-repartition", 1, 1)])
     with pytest.raises(InternalTopicError, match=rf"{app}-agg-repartition has 1 partitions, expected 3"):
         await prepare_topics(aggregate_through_repartition(inp, out), app, bootstrap)
     async with _Admin(bootstrap) as admin:  # nothing was created on the way to the error
@@ -243,7 +252,7 @@ async def test_missing_source_topic_fails_without_auto_creating_it(kafka_broker:
     bootstrap = kafka_broker.bootstrap_servers
     app, inp, out = (f"tm-{x}-{uuid.uuid4().hex[:8]}" for x in ("missing", "in", "out"))
     async with _Admin(bootstrap) as admin:
-        await admin.create_topics([NewTopic(out, 1, 1)])
+        await _create(admin, [NewTopic(out, 1, 1)])
     with pytest.raises(MissingSourceTopicError, match=inp):
         await prepare_topics(aggregate_through_repartition(inp, out), app, bootstrap)
     async with _Admin(bootstrap) as admin:
@@ -258,6 +267,6 @@ async def test_impossible_replication_factor_is_reported_with_the_topic(kafka_br
     bootstrap = kafka_broker.bootstrap_servers
     app, inp, out = (f"tm-{x}-{uuid.uuid4().hex[:8]}" for x in ("rf", "in", "out"))
     async with _Admin(bootstrap) as admin:
-        await admin.create_topics([NewTopic(inp, 1, 1), NewTopic(out, 1, 1)])
+        await _create(admin, [NewTopic(inp, 1, 1), NewTopic(out, 1, 1)])
     with pytest.raises(InternalTopicError, match=rf"{app}-agg-repartition: error 38"):
         await prepare_topics(aggregate_through_repartition(inp, out), app, bootstrap, replication_factor=3)
