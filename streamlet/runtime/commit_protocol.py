@@ -53,6 +53,14 @@ class CommitFailed(Exception):
         self.task_ids = task_ids
 
 
+def _merged(offsets_by_task: Mapping[str, Offsets]) -> Offsets:
+    """All tasks' consumed offsets in one mapping (tasks never share an input partition)."""
+    merged: Offsets = {}
+    for offsets in offsets_by_task.values():
+        merged.update(offsets)
+    return merged
+
+
 class CommitProtocol(Protocol):
     async def open_task(self, task_id: str, partitions: list[tuple[str, int]]) -> RecordSender:
         """The sender a new task writes through; under exactly-once it returns once no transaction of
@@ -84,9 +92,7 @@ class AtLeastOnceCommits:
 
     async def commit(self, offsets_by_task: Mapping[str, Offsets]) -> Offsets:
         acked = await self._sender.flush()
-        offsets: Offsets = {}
-        for o in offsets_by_task.values():
-            offsets.update(o)
+        offsets = _merged(offsets_by_task)
         if offsets:
             try:
                 await self._commit_offsets(offsets)
@@ -164,9 +170,7 @@ class ExactlyOnceCommits:
             raise CommitFailed("an aborted transaction took these tasks' uncommitted work with it", tainted)
         sender = self._sender
         producer = sender.producer
-        offsets: Offsets = {}
-        for o in offsets_by_task.values():
-            offsets.update(o)
+        offsets = _merged(offsets_by_task)
         changed = any(self._committed.get(tp) != o for tp, o in offsets.items())
         if producer is None or (not changed and sender.sent == self._sent_at_commit):
             return {}  # nothing since the last commit: keep the (empty) transaction open
