@@ -7,7 +7,8 @@ Input topics (8 partitions each unless told otherwise; written once per benchmar
   * `lines`  — WordCount input: key none, value UTF-8 text of `words_per_line` words (`w<n>`), round-robin.
   * `events` — key = user id as UTF-8 (`u<n>`), partitioned by Kafka's murmur2 of the key (as the Java
     client would), value = JSON `{"id": int, "user": str, "amount": int 0..999, "kind": "view"|"click"|"buy"}`,
-    record timestamp = BASE_TS + id * EVENT_SPACING_MS (event time, increasing within every partition).
+    record timestamp = BASE_TS + id * EVENT_SPACING_MS (event time, increasing within every partition;
+    BASE_TS is a few hours before the run started, see below).
   * `users`  — the table of the join: key = user id, value = JSON `{"user": str, "region": "region-<k>"}`,
     one record per user, timestamp BASE_TS - 1 h (older than every event), partitioned like `events`.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import random
 import struct
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,8 +40,25 @@ from typing import Any
 
 import orjson
 
-BASE_TS = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)  # a whole minute
 EVENT_SPACING_MS = 6  # 1,000,000 events span 100 minutes: 100 windows
+EVENT_TIME_LEAD_MS = 3 * 3_600_000
+"""How far before the run's start the events begin (the users table one hour earlier still)."""
+
+
+def _base_ts(now_ms: int) -> int:
+    """The first event's time: a whole minute, EVENT_TIME_LEAD_MS before `now_ms`.
+
+    Event times must be recent, not a fixed date. A windowed store's changelog is `compact,delete` with
+    `retention.ms` = the store's retention + 1 day (as in Kafka Streams), and the broker expires records
+    by their timestamps: with events from a fixed date in the past it deleted window counts from the
+    changelog mid-run, so an instance that took a task over (streamlet with 2 workers) restored
+    incomplete counts and its output was wrong. One value per benchmark process: the pre-loaded input
+    and the expected results are both computed from it."""
+    start = now_ms - EVENT_TIME_LEAD_MS
+    return start - start % 60_000
+
+
+BASE_TS = _base_ts(int(time.time() * 1000))
 USERS = 1000
 REGIONS = 7
 KINDS = ("view", "click", "buy")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -17,7 +18,11 @@ from tests.integration.kafka_helpers import AppProcess, create_topics, read_unti
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 MODULE = "examples.bench_topologies_windows_join"
-BASE_TS = 1_700_000_000_000 - 1_700_000_000_000 % 60_000  # a minute boundary
+# Recent event times (a minute boundary three hours ago): window changelogs are compact,delete with a
+# retention of store retention + 1 day, and the broker expires records by timestamp, so events from a
+# fixed date in the past could vanish from a changelog (or a default-retention input) mid-test.
+BASE_TS = int(time.time() * 1000) - 3 * 3_600_000
+BASE_TS -= BASE_TS % 60_000
 USERS = [f"u{i}" for i in range(12)]
 
 
@@ -80,6 +85,38 @@ async def test_windowed_count_end_to_end(kafka_broker: Any, tmp_path: Path) -> N
     decoded = {f"{k[:-12].decode()}@{struct.unpack('>q', k[-12:-4])[0]}": n for k, n in last.items()
                if k[-4:] == bytes(4)}
     assert decoded == dict(expected)
+
+
+async def test_windowed_counts_survive_a_second_instance_taking_tasks_over(kafka_broker: Any, tmp_path: Path) -> None:
+    """A second instance joins mid-run: the tasks it takes over restore their window counts from the
+    changelogs and continue them, so the final count of every window is exact. (The benchmark's
+    2-worker window_count once came out wrong here, because its event times were years old and the
+    broker expired them from the compact,delete window changelog before the takeover restored it.)"""
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = uuid.uuid4().hex[:8]
+    inp, out = f"take-events-{suffix}", f"take-counts-{suffix}"
+    await create_topics(bootstrap, {inp: 8, out: 8})
+    records = events(200_000)
+    expected = Counter(f"{user}@{ts - ts % 60_000}" for user, _v, ts in records)
+    await produce_at(bootstrap, inp, records)
+    first = AppProcess(f"{MODULE}:window_count_topology",
+                       settings(bootstrap, f"take-{suffix}", tmp_path / "state") | {"commit.interval.ms": 1000},
+                       tmp_path / "app.log", env={"BENCH_INPUT": inp, "BENCH_OUTPUT": out}).start()
+    second = first.clone(2)
+
+    def latest(rs: list[Any]) -> dict[str, int]:
+        return {r.key.decode(): struct.unpack(">q", r.value)[0] for r in rs}
+
+    try:
+        await read_until(bootstrap, out, lambda rs: len(rs) >= 5000, timeout=60)  # the first is under way
+        second.start()
+        await second.wait_for_log("restored")  # it took over tasks with state
+        got = await read_until(bootstrap, out, lambda rs: latest(rs) == dict(expected), timeout=120)
+        assert latest(got) == dict(expected)
+    finally:
+        assert first.stop() == 0, first.log_text()[-3000:]
+        if second.proc is not None:
+            assert second.stop() == 0, second.log_text()[-3000:]
 
 
 async def test_stream_table_join_end_to_end(kafka_broker: Any, tmp_path: Path) -> None:
