@@ -49,8 +49,8 @@ Settings (and why):
     installs it and sets the root logger to DEBUG so that every debug log call (several per record in
     faust and aiokafka) builds a LogRecord to turn the spinner; ~20% of the CPU of a headless worker.
   * WordCount's repartition topic is created before the worker starts (see `precreate`), with no time
-    retention (its records carry the input's 2023 event timestamps; Kafka Streams' repartition topics
-    have retention -1 too).
+    retention (its records carry the input's event timestamps, hours old; Kafka Streams' repartition
+    topics have retention -1 too).
   * JSON with the stdlib `json` module (the pinned venv has no orjson); output values are bytes (`raw`).
   * FAUST_LOGLEVEL (environment) overrides the log level, for debugging only.
 """
