@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,15 @@ class _RebalanceListener(ConsumerRebalanceListener):
         await self._sup.on_assigned(assigned)
 
 
+async def _stop_groupless_consumer(consumer: AIOKafkaConsumer) -> None:
+    """Stop a consumer without a group (restoration, standbys). Its stop() cancels a background task
+    and awaits it; a task cancelled before it first ran (a stop straight after start, when start-up
+    fails) re-raises CancelledError, which would look like a cancellation of the caller. One
+    checkpoint lets the task start first."""
+    await anyio.lowlevel.checkpoint()
+    await consumer.stop()
+
+
 class Supervisor:
     def __init__(self, topology: Topology, config: StreamsConfig,
                  on_rebalance: Callable[[bool], None] | None = None) -> None:
@@ -90,7 +100,6 @@ class Supervisor:
         self.dirty_recoveries = 0
         self.full_queue_pauses = 0
         self.shutdown_requested = False
-        self._release_instance_id: Callable[[], None] = lambda: None
         self._epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
         # Per partition: the task actor it feeds and the next offset not yet handed to that actor. An
         # entry of an actor that is gone (closed, or replaced by a new task) is stale and ignored.
@@ -145,7 +154,15 @@ class Supervisor:
                 "client_id": self.config.get("client.id") or f"{self.app_id}-streamlet"}
 
     async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        """Run until `stop()`; then commit and close cleanly. Reports started once the group is joined."""
+        """Run until `stop()`; then commit and close cleanly. Reports started once the group is joined.
+
+        Every resource is released through one exit stack, in the reverse order of acquisition, so a
+        start-up that fails half-way (the broker went away, a store could not open) still stops the
+        clients it started and releases the instance id it claimed."""
+        async with AsyncExitStack() as resources:
+            await self._run(resources, task_status)
+
+    async def _run(self, resources: AsyncExitStack, task_status: Any) -> None:
         config = self.config
         self.plan = await prepare_topics(self.topology, self.app_id, config["bootstrap.servers"],
                                          replication_factor=int(config["replication.factor"]),
@@ -169,7 +186,8 @@ class Supervisor:
         )
         commits: CommitProtocol
         if config.exactly_once:
-            instance_id, self._release_instance_id = claim_instance_id(self._state_root())
+            instance_id, release_instance_id = claim_instance_id(self._state_root())
+            resources.callback(release_instance_id)
             commits = ExactlyOnceCommits(self.app_id, f"{self.app_id}-{instance_id}", producer_config,
                                          int(config["transaction.timeout.ms"]), self.consumer,
                                          skip_failed_productions(config))
@@ -190,47 +208,36 @@ class Supervisor:
             int(config["repartition.purge.interval.ms"]))
         self.tasks = TaskManager(self.topology, config, commits, ChangelogReader(self.restore_consumer),
                                  self._state_root(), self.resolve_topic, self._partition_count)
+        if self.producer is not None:
+            await self.producer.start()
+            resources.push_async_callback(self.producer.stop)
         if replicas > 0:
             self.standby_consumer = AIOKafkaConsumer(
                 **self._client_kwargs(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
                 isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
             )
+            await self.standby_consumer.start()
+            resources.push_async_callback(_stop_groupless_consumer, self.standby_consumer)
             self.standbys = StandbyTasks(self.topology, config, self.standby_consumer, self._state_root(),
                                          self.resolve_topic, self._partition_count)
-        if self.producer is not None:
-            await self.producer.start()
-        if self.standby_consumer is not None:
-            await self.standby_consumer.start()
-        try:
-            await self.restore_consumer.start()
+            resources.callback(self.standbys.close)
+        await self.restore_consumer.start()
+        resources.push_async_callback(_stop_groupless_consumer, self.restore_consumer)
+        await self.consumer.start()
+        resources.push_async_callback(self.consumer.stop)
+        resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
+        self.consumer.subscribe(sorted(self.plan.source_topics), listener=_RebalanceListener(self))
+        async with anyio.create_task_group() as tg:
+            self.tasks.bind(tg)
+            task_status.started()
             try:
-                await self.consumer.start()
-                try:
-                    self.consumer.subscribe(sorted(self.plan.source_topics), listener=_RebalanceListener(self))
-                    async with anyio.create_task_group() as tg:
-                        self.tasks.bind(tg)
-                        task_status.started()
-                        try:
-                            await self._poll_loop()
-                            await self._shutdown()
-                        finally:
-                            await self.purger.close()
-                        if self.shutdown_requested:
-                            raise ApplicationShutdownError(
-                                f"an instance of application {self.app_id!r} requested an application shutdown")
-                finally:
-                    await self.commit_protocol.stop()
-                    await self.consumer.stop()
+                await self._poll_loop()
+                await self._shutdown()
             finally:
-                await self.restore_consumer.stop()
-        finally:
-            if self.standbys is not None:
-                self.standbys.close()
-            if self.standby_consumer is not None:
-                await self.standby_consumer.stop()
-            if self.producer is not None:
-                await self.producer.stop()
-            self._release_instance_id()
+                await self.purger.close()
+            if self.shutdown_requested:
+                raise ApplicationShutdownError(
+                    f"an instance of application {self.app_id!r} requested an application shutdown")
 
     async def _poll_loop(self) -> None:
         assert self.tasks is not None
