@@ -14,6 +14,8 @@ import signal
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from benchmarks.run_args import parse_run_args
+
 
 async def run(args: argparse.Namespace) -> None:
     consumer = AIOKafkaConsumer(args.input, bootstrap_servers=args.bootstrap, group_id=args.app_id,
@@ -53,11 +55,7 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    for name in ("--workload", "--bootstrap", "--app-id", "--input", "--output", "--guarantee", "--commit-ms",
-                 "--state-dir", "--table"):
-        parser.add_argument(name)
-    args = parser.parse_args()
+    args = parse_run_args()
     if args.workload != "pipe":
         raise SystemExit(f"the raw pipe only does the pipe workload, not {args.workload}")
     asyncio.run(run(args))

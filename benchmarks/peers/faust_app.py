@@ -69,17 +69,10 @@ from pathlib import Path
 
 import faust
 
+from benchmarks.run_args import parse_run_args
+
 log = logging.getLogger("faust_app")
 _long = struct.Struct(">q").pack
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    for name in ("--workload", "--bootstrap", "--app-id", "--input", "--output", "--guarantee", "--state-dir"):
-        parser.add_argument(name, required=True)
-    parser.add_argument("--commit-ms", type=int, required=True)
-    parser.add_argument("--table")
-    return parser.parse_args(argv)
 
 
 def build(args: argparse.Namespace) -> faust.App:
@@ -224,7 +217,7 @@ async def precreate(bootstrap: str, topics: dict[str, dict[str, str]]) -> None:
 
 
 def main() -> None:
-    args = parse_args()
+    args = parse_run_args()
     app = build(args)
     if args.workload.startswith("wordcount"):
         asyncio.run(precreate(args.bootstrap, {f"{args.app_id}-words": {"retention.ms": "-1"}}))

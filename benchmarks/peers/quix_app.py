@@ -45,6 +45,8 @@ from quixstreams import Application
 from quixstreams.dataframe.windows import aggregations as agg
 from quixstreams.models.serializers import SerializationContext, Serializer
 
+from benchmarks.run_args import parse_run_args
+
 _long = struct.Struct(">q").pack
 
 
@@ -77,15 +79,6 @@ class MaxTimestamp(agg.Aggregator):
 
     def merge(self, a: int, b: int) -> int:
         return max(a, b)
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    for name in ("--workload", "--bootstrap", "--app-id", "--input", "--output", "--guarantee", "--state-dir"):
-        parser.add_argument(name, required=True)
-    parser.add_argument("--commit-ms", type=int, required=True)
-    parser.add_argument("--table")
-    return parser.parse_args(argv)
 
 
 def count(word: str, state: Any) -> int:
@@ -145,7 +138,7 @@ def build(args: argparse.Namespace) -> Application:
 
 
 def main() -> None:
-    args = parse_args()
+    args = parse_run_args()
     build(args).run()
 
 
