@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from examples.wordcount import topology
+from examples.bench_topologies_windows_join import window_count_topology
 from streamlet.config import StreamsConfig
 from streamlet.runtime import supervisor as supervisor_module
 from streamlet.runtime.instance_id import ID_FILE, claim_instance_id
@@ -25,7 +25,10 @@ class StoreDirectoryBroken(Exception):
 async def test_failed_start_stops_started_clients_and_releases_the_instance_id(
         kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     suffix = uuid.uuid4().hex[:8]
-    await create_topics(kafka_broker.bootstrap_servers, {"streams-plaintext-input": 1, "streams-wordcount-output": 1})
+    inp, out = f"start-in-{suffix}", f"start-out-{suffix}"
+    await create_topics(kafka_broker.bootstrap_servers, {inp: 1, out: 1})
+    monkeypatch.setenv("BENCH_INPUT", inp)
+    monkeypatch.setenv("BENCH_OUTPUT", out)
     config = StreamsConfig({"bootstrap.servers": kafka_broker.bootstrap_servers, "application.id": f"start-{suffix}",
                             "state.dir": str(tmp_path / "state"), "processing.guarantee": "exactly_once_v2",
                             "num.standby.replicas": 1})
@@ -35,7 +38,7 @@ async def test_failed_start_stops_started_clients_and_releases_the_instance_id(
 
     # The failure comes after the instance id was claimed and the standby consumer started.
     monkeypatch.setattr(supervisor_module, "StandbyTasks", broken)
-    sup = Supervisor(topology(), config)
+    sup = Supervisor(window_count_topology(), config)
     with pytest.raises(StoreDirectoryBroken):
         await sup.run()
 
