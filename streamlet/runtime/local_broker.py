@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
@@ -247,6 +247,20 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 # -- the broker -----------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class _Listener:
+    """One entry of the broker's `listeners` (and, when advertised, `advertised.listeners`).
+
+    The three listener properties are joined from one list of these, so that each kind of listener
+    (plain, proxied, secured, ...) is added in one place and the properties stay consistent.
+    """
+
+    name: str
+    protocol: str
+    port: int
+    advertised_port: int | None  # None: not advertised to clients (the KRaft controller)
+
+
 class LocalKafkaBroker:
     """A single-node Apache Kafka broker+controller (KRaft) listening on 127.0.0.1.
 
@@ -254,6 +268,14 @@ class LocalKafkaBroker:
     (a given `data_dir` is kept, and a formatted one is reused). `restart()` keeps port and data,
     which is what tests of broker outages need. `detach=True` lets the broker outlive this Python
     process (own session, no parent-death signal): `streamlet broker start` uses it.
+
+    `proxied_ports` is for network-fault tests: Kafka clients bootstrap anywhere but then connect to
+    the address the broker *advertises*, so a fault-injecting proxy in front of the broker only sees
+    all of a client's traffic if the broker advertises the proxy. For each given port P (a proxy's
+    listen port), the broker gets one more PLAINTEXT listener `PROXIED<i>` that binds a port of its
+    own (`proxied_upstreams[P]`, the proxy's upstream) and advertises 127.0.0.1:P. Clients that
+    bootstrap through the proxy stay behind it; the direct listener (`bootstrap_servers`) is
+    unaffected, so a test harness keeps a fault-free path to the same broker.
     """
 
     def __init__(
@@ -266,6 +288,7 @@ class LocalKafkaBroker:
         startup_timeout: float = 120.0,
         stop_timeout: float = 30.0,
         detach: bool = False,
+        proxied_ports: Sequence[int] = (),
     ) -> None:
         self._requested_port = port
         self._requested_controller_port = controller_port
@@ -277,6 +300,8 @@ class LocalKafkaBroker:
         self.port: int | None = port
         self.controller_port: int | None = controller_port
         self.data_dir: Path | None = self._given_data_dir
+        self.proxied_ports = tuple(proxied_ports)
+        self.proxied_upstreams: dict[int, int] = {}  # advertised (proxy) port -> port the broker binds
         self._owns_data_dir = False
         self._process: subprocess.Popen[bytes] | None = None
         self._stdout: IO[bytes] | None = None
@@ -367,13 +392,17 @@ class LocalKafkaBroker:
 
     def _assign_ports(self) -> None:
         """Pick ports once; a restart reuses them so that clients reconnect to the same address."""
-        if self.port is None or self.controller_port is None:
-            spare = iter(free_ports(2))
+        unproxied = [p for p in self.proxied_ports if p not in self.proxied_upstreams]
+        if self.port is None or self.controller_port is None or unproxied:
+            taken = {self.port, self.controller_port, *self.proxied_ports, *self.proxied_upstreams.values()}
+            spare = iter(p for p in free_ports(3 + len(unproxied)) if p not in taken)
             if self.port is None:
                 self.port = next(spare)
             if self.controller_port is None:
-                self.controller_port = next(p for p in spare if p != self.port)
-        for port in (self.port, self.controller_port):
+                self.controller_port = next(spare)
+            for advertised in unproxied:
+                self.proxied_upstreams[advertised] = next(spare)
+        for port in (self.port, self.controller_port, *self.proxied_upstreams.values()):
             if not port_is_free(port):
                 raise BrokerUnavailableError(f"port {port} on {HOST} is already in use, so the Kafka broker "
                                              "cannot listen there.")
@@ -385,18 +414,31 @@ class LocalKafkaBroker:
             f"-Dkafka.logs.dir={logs_dir}", f"-Dlog4j.configuration=file:{_RESOURCES / 'log4j.properties'}",
         ]
 
+    def _listeners(self) -> list[_Listener]:
+        """Every listener the broker opens; the three listener properties are built from this list."""
+        assert self.port is not None and self.controller_port is not None
+        listeners = [
+            _Listener("PLAINTEXT", "PLAINTEXT", self.port, self.port),
+            _Listener("CONTROLLER", "PLAINTEXT", self.controller_port, None),
+        ]
+        listeners += [_Listener(f"PROXIED{index}", "PLAINTEXT", self.proxied_upstreams[advertised], advertised)
+                      for index, advertised in enumerate(self.proxied_ports)]
+        return listeners
+
     def _write_server_properties(self) -> Path:
         log_dirs, _ = self._dirs()
         assert self.data_dir is not None
+        listeners = self._listeners()
         settings: dict[str, Any] = {
             "process.roles": "broker,controller",
             "node.id": 1,
             "controller.quorum.voters": f"1@{HOST}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": ",".join(f"{item.name}://{HOST}:{item.port}" for item in listeners),
+            "advertised.listeners": ",".join(f"{item.name}://{HOST}:{item.advertised_port}"
+                                             for item in listeners if item.advertised_port is not None),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(f"{item.name}:{item.protocol}" for item in listeners),
             "log.dirs": log_dirs,
             # One node: every internal topic has one replica, and transactions work.
             "num.partitions": 1,
