@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars bench bench-quick bench-report chaos venv clean distclean
+.PHONY: all demo test lint broker-jars toxiproxy bench bench-quick bench-report chaos venv clean distclean
 
 all: test
 
@@ -28,11 +28,27 @@ $(INSTALLED): pyproject.toml
 broker-jars: $(INSTALLED)
 	$(BIN)/python -m streamlet broker fetch
 
+# The fault-injecting TCP proxy of the network-fault tests (tests/integration/toxiproxy.py runs it), built
+# from source with Go into .cache/bin; no-op when the pinned version is there. Go is looked up on PATH,
+# then where the official tarball puts it.
+TOXIPROXY_VERSION := v2.12.0
+TOXIPROXY := $(CURDIR)/.cache/bin/toxiproxy-server
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+
+toxiproxy:
+	@$(TOXIPROXY) -version 2>/dev/null | grep -qF ' $(TOXIPROXY_VERSION)' || { \
+	  echo "building toxiproxy-server $(TOXIPROXY_VERSION) with $(GO) into $(dir $(TOXIPROXY))"; \
+	  GOBIN=$(CURDIR)/.cache/toxiproxy-build $(GO) install \
+	    -ldflags '-X github.com/Shopify/toxiproxy/v2.Version=$(TOXIPROXY_VERSION)' \
+	    github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION) && \
+	  mkdir -p $(dir $(TOXIPROXY)) && mv $(CURDIR)/.cache/toxiproxy-build/server $(TOXIPROXY) && \
+	  rmdir $(CURDIR)/.cache/toxiproxy-build; }
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint broker-jars
+test: lint broker-jars toxiproxy
 	$(BIN)/pytest -q
 
 demo: broker-jars
