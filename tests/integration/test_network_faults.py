@@ -1,0 +1,116 @@
+"""Issue #11: network faults between app and broker, through a real fault-injecting proxy (toxiproxy).
+
+One broker for this module, with two proxied listeners: each app instance bootstraps through its own
+proxy and then stays behind it (the broker advertises the proxy), while the chaos harness writes the
+input and reads the output on the broker's direct listener. Under exactly_once_v2 every word's count
+updates, read `read_committed`, must be exactly 1..n; under at_least_once no input may be lost. And
+the app rides the fault out by itself: it waits, says what it waits for, and continues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from streamlet.runtime.local_broker import LocalKafkaBroker, free_ports
+from tests.integration.chaos import run_chaos
+from tests.integration.network_faults import added_latency, connection_resets, cut_one_of_two
+from tests.integration.toxiproxy import Proxy, ToxiproxyServer, find_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.broker]
+
+
+class _Network:
+    """The module's broker and the two proxies in front of it (one per app instance)."""
+
+    def __init__(self, broker: LocalKafkaBroker, proxies: list[Proxy]) -> None:
+        self.broker = broker
+        self.proxies = proxies
+
+
+@pytest.fixture(scope="module")
+def network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Network]:
+    binary = find_server()
+    logs = tmp_path_factory.mktemp("toxiproxy")
+    proxy_ports = free_ports(2)
+    with ToxiproxyServer(logs / "toxiproxy.log", binary) as server, \
+            LocalKafkaBroker(proxied_ports=proxy_ports) as broker:
+        proxies = [server.create_proxy(f"app{i}", port, f"127.0.0.1:{broker.proxied_upstreams[port]}")
+                   for i, port in enumerate(proxy_ports)]
+        yield _Network(broker, proxies)
+
+
+@pytest.fixture
+def net(network: _Network) -> Iterator[_Network]:
+    """The shared network, healed before and after each test (no toxic or cut leaks into the next)."""
+    network.proxies[0].server.reset()
+    yield network
+    network.proxies[0].server.reset()
+
+
+async def _brokers_seen(bootstrap: str) -> set[str]:
+    """The broker addresses a client that bootstraps at `bootstrap` is told to connect to."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        await consumer.topics()
+        return {f"{b.host}:{b.port}" for b in consumer._client.cluster.brokers()}
+    finally:
+        await consumer.stop()
+
+
+async def test_the_apps_traffic_goes_through_the_proxy(net: _Network) -> None:
+    """The precondition of every test below: a client that bootstraps through a proxy is told to use
+    the proxy, not the broker's own port, so a fault on the proxy reaches all of its connections."""
+    for proxy in net.proxies:
+        assert await _brokers_seen(proxy.address) == {proxy.address}
+    assert await _brokers_seen(net.broker.bootstrap_servers) == {net.broker.bootstrap_servers}
+
+
+async def test_exactly_once_under_added_latency(net: _Network, tmp_path: Path) -> None:
+    # 300 ± 150 ms each way on every connection of both instances, for half of the run.
+    result = await run_chaos(net.broker.bootstrap_servers, tmp_path, words=40_000, guarantee="exactly_once_v2",
+                             disrupt=added_latency(net.proxies, after=3, lasting=12, latency_ms=300,
+                                                   jitter_ms=150),
+                             extra_settings={"bootstrap.servers": net.proxies[0].address},
+                             produce_seconds=20, seed=11)
+    assert result.check.exact, result.check.summary()
+    assert result.check.updates == 40_000
+
+
+async def test_exactly_once_under_connection_resets(net: _Network, tmp_path: Path) -> None:
+    result = await run_chaos(net.broker.bootstrap_servers, tmp_path, words=40_000, guarantee="exactly_once_v2",
+                             disrupt=connection_resets(net.proxies[:1], resets=6),
+                             extra_settings={"bootstrap.servers": net.proxies[0].address},
+                             produce_seconds=20, seed=12)
+    assert result.disruptions == 6
+    assert result.check.exact, result.check.summary()
+    assert result.check.updates == 40_000
+
+
+async def test_at_least_once_under_connection_resets_loses_nothing(net: _Network, tmp_path: Path) -> None:
+    result = await run_chaos(net.broker.bootstrap_servers, tmp_path, words=30_000, guarantee="at_least_once",
+                             disrupt=connection_resets(net.proxies[:1], resets=6),
+                             extra_settings={"bootstrap.servers": net.proxies[0].address},
+                             produce_seconds=18, seed=13)
+    print(f"at_least_once under {result.disruptions} connection resets: "
+          f"{'exactly once by luck' if result.check.exact else 'not exactly once'}: {result.check.summary()}")
+    assert result.check.no_loss, result.check.summary()
+
+
+async def test_exactly_once_when_one_instance_is_cut_off_longer_than_its_session(net: _Network,
+                                                                                tmp_path: Path) -> None:
+    # session.timeout.ms is 6 s in the chaos settings: a 12 s cut loses the group for the cut instance.
+    first, second = net.proxies
+    result = await run_chaos(net.broker.bootstrap_servers, tmp_path, words=40_000, guarantee="exactly_once_v2",
+                             instances=1, disrupt=cut_one_of_two(first, second.address, after=3, cut_for=12),
+                             extra_settings={"bootstrap.servers": first.address},
+                             produce_seconds=24, seed=14)
+    assert result.check.exact, result.check.summary()
+    assert result.check.updates == 40_000
+    cut_log, _other_log = result.logs
+    print(cut_log[-6000:])
+    assert "Traceback" not in cut_log, cut_log[-4000:]
