@@ -47,3 +47,20 @@ class BrokerUnavailableError(StreamsError):
 
 class ApplicationShutdownError(StreamsError):
     """Another instance's uncaught-exception handler asked the whole application to shut down."""
+
+
+class StateDirectoryError(StreamsError):
+    """The state directory cannot be created or written (Kafka Streams' `ProcessorStateException` at
+    construction): a configuration or permission problem to fix before the instance can run."""
+
+
+class StateStoreCorruptedError(StreamsError):
+    """A persistent store's files cannot be trusted (LevelDB reports corruption, a table is truncated or
+    missing, a directory the checkpoint vouches for is gone). The task's local state is wiped and
+    rebuilt from the changelog, as Kafka Streams does on a `TaskCorruptedException`."""
+
+    def __init__(self, store_name: str, path: object, reason: str) -> None:
+        super().__init__(f"state store {store_name!r} at {path} is corrupted: {reason}")
+        self.store_name = store_name
+        self.path = path
+        self.reason = reason

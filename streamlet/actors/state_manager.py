@@ -119,6 +119,17 @@ class ProcessorStateManager(StateStoreContext):
             if reg.store.is_open:
                 reg.store.close()
 
+    def forget_stores(self) -> None:
+        """Close and unregister every store, so that the task can open them afresh (after a wipe)."""
+        self.close()
+        self.registered.clear()
+        self._changelog_for.clear()
+
+    @property
+    def task_dir(self) -> Path:
+        """The task's directory, not created (`state_dir` creates it for the stores)."""
+        return self._task_dir
+
     @property
     def checkpoint_path(self) -> Path:
         return self._task_dir / CHECKPOINT_FILE

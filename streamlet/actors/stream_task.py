@@ -21,7 +21,7 @@ from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSche
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.config import StreamsConfig
-from streamlet.errors import ConfigError, StreamsError
+from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
 from streamlet.serdes import Deserializer, Serializer
 from streamlet.stores.api import RecordContext, StateStore
@@ -128,11 +128,41 @@ class StreamTask:
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def initialize_stores(self) -> None:
-        """Build and open this task's stores; they register with the state manager for restoration."""
+        """Build and open this task's stores; they register with the state manager for restoration.
+
+        A store whose files cannot be trusted does not stop the task: as Kafka Streams does on a
+        `TaskCorruptedException`, the task's whole local state and its checkpoint are wiped, and the
+        stores open empty; without a checkpoint the changelog reader then restores them from the
+        start of their changelogs. One checkpoint covers every store of the task, which is why the
+        whole task directory goes, not just the damaged store."""
+        try:
+            self._open_stores()
+        except StateStoreCorruptedError as exc:
+            log.warning("task %s: %s; wiping the task's local state in %s and its checkpoint, and rebuilding "
+                        "its stores from their changelogs", self.task_id, exc, self.state.task_dir)
+            self.state.forget_stores()
+            self.stores.clear()
+            self.state.wipe_local_state()
+            self._open_stores()
+
+    def _open_stores(self) -> None:
+        vouched = self.state.read_checkpoint()
         for store_name in self.subtopology.stores:
+            store_dir = self.state.task_dir / store_name
+            existed = store_dir.exists()
             store = self.topology.store_builders[store_name].build()
             store.init(self.state)
             self.stores[store_name] = store
+            changelog = self.state.changelog_partitions().get(store_name)
+            if changelog is None or not store.persistent or existed:
+                continue
+            offset = vouched.get(f"{changelog[0]}:{changelog[1]}")
+            if offset is not None:
+                # Opening created an empty store where the checkpoint vouches for content: restoring
+                # from the checkpointed offset would lose everything before it.
+                raise StateStoreCorruptedError(
+                    store_name, store_dir,
+                    f"its directory is missing but the checkpoint says it holds its changelog up to offset {offset}")
 
     def initialize_processors(self) -> None:
         """Call `init` on every processor, sinks first, as Kafka Streams inits children before parents."""

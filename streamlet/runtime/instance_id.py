@@ -7,6 +7,10 @@ transactional id, which aborts the crashed one's open transaction at once; with 
 transaction would hold up the partitions it touched until `transaction.timeout.ms` ran out. The id
 is locked while the instance runs: a second live instance pointed at the same directory gets an id
 of its own, because two live producers sharing one transactional id would fence each other forever.
+
+`ensure_state_directory` is the start-up check of that directory (Kafka Streams' `StateDirectory`
+constructor): one that cannot be created or written fails the client before it joins the group,
+with the path in the message, instead of failing a task deep inside the first rebalance.
 """
 
 from __future__ import annotations
@@ -16,9 +20,37 @@ import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from streamlet.errors import StateDirectoryError
 
 ID_FILE = "streamlet.instance.id"
 LOCK_FILE = "streamlet.instance.lock"
+
+
+def state_root(config: Any, application_id: str) -> Path:
+    """`<state.dir>/<application.id>` (state.dir defaults to `<tmp>/streamlet`), as Kafka Streams lays it out."""
+    import tempfile
+
+    base = config.get("state.dir") or str(Path(tempfile.gettempdir()) / "streamlet")
+    return Path(base) / application_id
+
+
+def ensure_state_directory(root: Path) -> None:
+    """Create `root` if needed and prove it writable by creating the lock file every run uses anyway.
+
+    Raises `StateDirectoryError` naming the path otherwise. Creating a file, not testing permission
+    bits (`os.access`), is what tells: root ignores the bits, but not a read-only file system, an
+    immutable directory or a path running through a regular file."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644))
+    except OSError as exc:
+        blocker = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), None)
+        where = f" ({blocker} is not a directory)" if blocker is not None else ""
+        raise StateDirectoryError(
+            f"the state directory {root} cannot be created or written: {exc.strerror or exc}{where}; "
+            "set state.dir to a directory this process may write") from exc
 
 
 def claim_instance_id(state_root: Path) -> tuple[str, Callable[[], None]]:

@@ -19,6 +19,7 @@ from typing import Any
 from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, InvalidStateStoreError, StreamsError
+from streamlet.runtime.instance_id import ensure_state_directory, state_root
 from streamlet.runtime.read_only_store import CompositeReadOnlyKeyValueStore
 from streamlet.runtime.supervisor import Supervisor
 from streamlet.topology import Topology
@@ -93,6 +94,9 @@ class KafkaStreams:
         self.config = StreamsConfig.of(config)
         self.config.application_id  # noqa: B018 - fail fast when missing
         topology.validate()
+        # As Kafka Streams' constructor: a state directory that cannot be created or written is a
+        # configuration error, reported now with its path rather than when the first task opens.
+        ensure_state_directory(state_root(self.config, self.config.application_id))
         self._state = State.CREATED
         self._listener: StateListener | None = None
         self._exception_handler: Callable[[BaseException], Any] | None = None

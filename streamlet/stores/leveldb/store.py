@@ -2,27 +2,98 @@
 
 LevelDB's default comparator orders keys as unsigned bytes, which is exactly the order the API
 promises, so scans are plain LevelDB iterators (each reads a consistent snapshot).
+
+Corruption: a store whose files cannot be trusted raises `StateStoreCorruptedError`, and the task
+wipes its local state and rebuilds it from the changelog (see `StreamTask.initialize_stores`). At
+open that covers what LevelDB reports (a damaged CURRENT, MANIFEST or log: `paranoid_checks` makes a
+damaged log fail the open instead of silently dropping its records) and two things LevelDB does not:
+a database whose CURRENT file is gone (LevelDB would quietly create an empty one) and a table file
+shorter than the MANIFEST says (plyvel's iterators then end early without an error). Corruption met
+later, by a read, leaves a marker file in the store's directory so that the next open rebuilds it.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Generator
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import plyvel
 
-from streamlet.errors import InvalidStateStoreError, StreamsError
+from streamlet.errors import InvalidStateStoreError, StateStoreCorruptedError, StreamsError
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
+
+CORRUPTED_MARKER = "STREAMLET-CORRUPTED"
+"""Written into a store's directory when a read met corruption: the next open rebuilds the store."""
+
+_LEVELDB_HOUSEKEEPING = {"LOCK", "LOG", "LOG.old", CORRUPTED_MARKER}
+_SSTABLE = re.compile(rb"^\s*(\d+):(\d+)\[", re.MULTILINE)  # `leveldb.sstables`: " number:size['first' .. 'last']"
 
 
 def open_database(context: StateStoreContext, name: str, kind: str = "store") -> Any:
-    """Open (creating if needed) the LevelDB database of store `name` in `context.state_dir / name`."""
+    """Open (creating if needed) the LevelDB database of store `name` in `context.state_dir / name`.
+
+    Raises `StateStoreCorruptedError` when the files on disk cannot be trusted, and `StreamsError` for
+    other failures (another process holds the database's lock, permissions): those are not corruption,
+    and wiping a directory that another live instance uses would destroy its state."""
     path = context.state_dir / name
     path.mkdir(parents=True, exist_ok=True)
+    _check_before_open(path, name)
     try:
-        return plyvel.DB(str(path), create_if_missing=True)
+        db = plyvel.DB(str(path), create_if_missing=True, paranoid_checks=True)
+    except plyvel.CorruptionError as exc:
+        raise StateStoreCorruptedError(name, path, _message(exc)) from exc
     except plyvel.Error as exc:
-        raise StreamsError(f"cannot open the LevelDB {kind} {name!r} at {path}: {exc}") from exc
+        raise StreamsError(f"cannot open the LevelDB {kind} {name!r} at {path}: {_message(exc)}") from exc
+    try:
+        _check_tables(db, path, name)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _message(exc: BaseException) -> str:
+    """plyvel's errors carry LevelDB's status as bytes."""
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)
+
+
+def _check_before_open(path: Path, name: str) -> None:
+    if (path / CORRUPTED_MARKER).exists():
+        reason = (path / CORRUPTED_MARKER).read_text(errors="replace").strip() or "an earlier read failed"
+        raise StateStoreCorruptedError(name, path, f"marked corrupted by an earlier read ({reason})")
+    if not (path / "CURRENT").exists():
+        data = sorted(entry for entry in os.listdir(path) if entry not in _LEVELDB_HOUSEKEEPING)
+        if data:
+            raise StateStoreCorruptedError(name, path, f"its CURRENT file is missing but it holds {', '.join(data[:3])}"
+                                           + (", ..." if len(data) > 3 else ""))
+
+
+def _check_tables(db: Any, path: Path, name: str) -> None:
+    """Every table the MANIFEST lists must be on disk at its full size (LevelDB checks only that it
+    exists; a truncated one reads as empty through plyvel's iterators)."""
+    listing = db.get_property(b"leveldb.sstables") or b""
+    for number, size in _SSTABLE.findall(listing):
+        files = [path / f"{int(number):06d}.{ext}" for ext in ("ldb", "sst")]
+        found = next((f for f in files if f.exists()), None)
+        if found is None:
+            raise StateStoreCorruptedError(name, path, f"table {files[0].name} is missing")
+        actual = found.stat().st_size
+        if actual != int(size):
+            raise StateStoreCorruptedError(name, path, f"table {found.name} has {actual} bytes, not {int(size)}")
+
+
+def corrupted(path: Path, name: str, exc: BaseException) -> NoReturn:
+    """A read met corruption: mark the store so that the next open rebuilds it, then raise."""
+    reason = _message(exc)
+    try:
+        (path / CORRUPTED_MARKER).write_text(reason + "\n")
+    except OSError:
+        pass  # the marker is a courtesy to the next open; the error below is what matters now
+    raise StateStoreCorruptedError(name, path, reason) from exc
 
 
 def sync(db: Any) -> None:
@@ -38,13 +109,18 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
     def __init__(self, name: str) -> None:
         self.name = name
         self._db: Any = None
+        self._path = Path()
         self._unsynced_writes = False
 
     def open(self, context: StateStoreContext) -> None:
         self._db = open_database(context, self.name)
+        self._path = context.state_dir / self.name
 
     def get(self, key: bytes) -> bytes | None:
-        value: bytes | None = self._db.get(key)
+        try:
+            value: bytes | None = self._db.get(key)
+        except (plyvel.CorruptionError, plyvel.IOError) as exc:
+            corrupted(self._path, self.name, exc)
         return value
 
     def put(self, key: bytes, value: bytes | None) -> None:
@@ -65,7 +141,7 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
         if from_key is not None and to_key is not None and from_key > to_key:
             return BytesIterator(iter(()))
         raw = self._db.iterator(start=from_key, stop=to_key, include_stop=True)
-        entries = _entries(raw, self.name)
+        entries = _entries(raw, self.name, self._path)
 
         def release() -> None:
             entries.close()
@@ -107,12 +183,14 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
         self._unsynced_writes = True
 
 
-def _entries(raw: Any, name: str) -> Generator[tuple[bytes, bytes], None, None]:
+def _entries(raw: Any, name: str, path: Path) -> Generator[tuple[bytes, bytes], None, None]:
     """Yield from plyvel's iterator and release it when exhausted, closed or garbage collected."""
     try:
         yield from raw
     except RuntimeError as exc:  # plyvel: "Database or iterator is closed"
         raise InvalidStateStoreError(f"store {name!r} was closed while being iterated") from exc
+    except (plyvel.CorruptionError, plyvel.IOError) as exc:
+        corrupted(path, name, exc)
     finally:
         raw.close()
 

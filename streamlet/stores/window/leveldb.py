@@ -13,10 +13,13 @@ from __future__ import annotations
 import struct
 from bisect import bisect_left, insort
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import plyvel
+
 from streamlet.stores.api import StateStoreContext
-from streamlet.stores.leveldb.store import open_database, sync
+from streamlet.stores.leveldb.store import corrupted, open_database, sync
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry, WindowWrite
 from streamlet.stores.window.key_schema import SUFFIX_SIZE, to_store_key
 from streamlet.stores.window.retention import RetentionClock
@@ -40,10 +43,12 @@ class LevelDBWindowBytesStore(WindowBytesStore):
         self._clock = RetentionClock(retention_ms)
         self._segments: list[int] = []
         self._db: Any = None
+        self._path = Path()
         self._unsynced_writes = False
 
     def open(self, context: StateStoreContext) -> None:
         self._db = open_database(context, self.name, "window store")
+        self._path = context.state_dir / self.name
         self._segments = self._existing_segments()
 
     def _existing_segments(self) -> list[int]:
@@ -111,8 +116,11 @@ class LevelDBWindowBytesStore(WindowBytesStore):
     def get(self, key: bytes, window_start: int, seqnum: int) -> bytes | None:
         if self._clock.expired(window_start):
             return None
-        value: bytes | None = self._db.get(
-            _SEGMENT.pack(window_start // self._interval) + to_store_key(key, window_start, seqnum))
+        try:
+            value: bytes | None = self._db.get(
+                _SEGMENT.pack(window_start // self._interval) + to_store_key(key, window_start, seqnum))
+        except (plyvel.CorruptionError, plyvel.IOError) as exc:
+            corrupted(self._path, self.name, exc)
         return value
 
     def _segments_between(self, time_from: int, time_to: int) -> list[int]:
