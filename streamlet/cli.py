@@ -184,6 +184,9 @@ def _configure_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from streamlet.runtime import broker_wait_log
+
+    broker_wait_log.install()  # "waiting for the broker" / "continuing" instead of only aiokafka's retry errors
 
 
 async def run_streams(topology: Any, config: dict[str, Any], close_timeout: float) -> int:
@@ -230,27 +233,43 @@ async def run_streams(topology: Any, config: dict[str, Any], close_timeout: floa
     return 0
 
 
+def _worker_state_dir(config: dict[str, Any], worker: int | str) -> str:
+    """One state directory per worker process (see streamlet.runtime.workers)."""
+    base = config.get("state.dir") or config.get("state_dir") or str(Path(tempfile.gettempdir()) / "streamlet")
+    return str(Path(base) / f"worker-{worker}")
+
+
+def _check_worker_state_dirs(config: dict[str, Any], workers: int) -> None:
+    """The workers' state directories, checked before any worker starts: a worker that fails at start
+    is replaced with a back-off that never gives up on a fault as steady as an unwritable directory."""
+    from streamlet.config import StreamsConfig
+    from streamlet.runtime.instance_id import ensure_state_directory, state_root
+
+    app_id = StreamsConfig.of(config).application_id
+    for worker in range(workers):
+        ensure_state_directory(state_root({"state.dir": _worker_state_dir(config, worker)}, app_id))
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.log_level)  # first, so that the app's import-time logging shows too
+    topology, config = load_target(args.target)
+    for path in args.config or []:
+        config.update(read_config_file(path))
+    config.update(parse_settings(args.set or []))
     if args.workers > 1:
         from streamlet.runtime.workers import WorkerPool
 
+        _check_worker_state_dirs(config, args.workers)
         worker_args = [args.target, "--log-level", args.log_level, "--close-timeout", str(args.close_timeout)]
         for path in args.config or []:
             worker_args += ["--config", path]
         for item in args.set or []:
             worker_args += ["--set", item]
         return WorkerPool(worker_args, args.workers).run()
-    topology, config = load_target(args.target)
-    for path in args.config or []:
-        config.update(read_config_file(path))
-    config.update(parse_settings(args.set or []))
     worker = os.environ.get("STREAMLET_WORKER_INDEX")
     if worker is not None:
-        # One state directory per worker process (see streamlet.runtime.workers).
-        base = config.get("state.dir") or config.get("state_dir") or str(Path(tempfile.gettempdir()) / "streamlet")
+        config["state.dir"] = _worker_state_dir(config, worker)
         config.pop("state_dir", None)
-        config["state.dir"] = str(Path(base) / f"worker-{worker}")
     tune_gc_for_streaming()  # this process is ours: see streamlet/runtime/gc_tuning.py
     return asyncio.run(run_streams(topology, config, args.close_timeout))
 

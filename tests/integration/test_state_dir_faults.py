@@ -92,12 +92,13 @@ async def _topics_of(bootstrap: str, app_id: str) -> list[str]:
         await admin.close()
 
 
-async def _run_expecting_state_dir_error(bootstrap: str, tmp_path: Path, state_dir: Path) -> str:
+async def _run_expecting_state_dir_error(bootstrap: str, tmp_path: Path, state_dir: Path, workers: int = 1) -> str:
     app_id = f"unwritable-{uuid.uuid4().hex[:8]}"
     app = AppProcess(TARGET, {"bootstrap.servers": bootstrap, "application.id": app_id,
                               "processing.guarantee": "exactly_once_v2", "state.dir": state_dir,
                               "default.key.serde": "String", "default.value.serde": "String"},
-                     tmp_path / "app.log", env={"WORDCOUNT_INPUT": f"{app_id}-in", "WORDCOUNT_OUTPUT": f"{app_id}-out"})
+                     tmp_path / "app.log", env={"WORDCOUNT_INPUT": f"{app_id}-in", "WORDCOUNT_OUTPUT": f"{app_id}-out"},
+                     extra_args=["--workers", str(workers)])
     app.start()
     assert app.proc is not None
     try:
@@ -109,19 +110,22 @@ async def _run_expecting_state_dir_error(bootstrap: str, tmp_path: Path, state_d
     log = app.log_text()
     assert code == 1, log
     errors = [line for line in log.splitlines() if line.startswith("streamlet: error:")]
-    assert len(errors) == 1 and str(state_dir / app_id) in errors[0], log
+    expected_root = state_dir / "worker-0" / app_id if workers > 1 else state_dir / app_id
+    assert len(errors) == 1 and str(expected_root) in errors[0], log
     assert "Traceback" not in log, log
     # Nothing half-started: it failed before preparing topics or joining the group.
     assert await _topics_of(bootstrap, app_id) == []
     return errors[0]
 
 
-async def test_a_state_dir_under_a_regular_file_fails_at_start(kafka_broker: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_a_state_dir_under_a_regular_file_fails_at_start(kafka_broker: Any, tmp_path: Path, workers: int) -> None:
     """`state.dir` runs through a regular file: mkdir fails with ENOTDIR, which root cannot override
-    (the tests run as root, which ignores permission bits, so a chmod would prove nothing)."""
+    (the tests run as root, which ignores permission bits, so a chmod would prove nothing). With
+    `--workers 2` the check runs before any worker starts (the pool would replace failing workers)."""
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a regular file\n")
-    error = await _run_expecting_state_dir_error(kafka_broker.bootstrap_servers, tmp_path, blocker / "state")
+    error = await _run_expecting_state_dir_error(kafka_broker.bootstrap_servers, tmp_path, blocker / "state", workers)
     assert "Not a directory" in error and f"{blocker} is not a directory" in error, error
 
 
