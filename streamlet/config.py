@@ -133,4 +133,7 @@ class StreamsConfig(Mapping[str, Any]):
         return resolve_serde(self._values.get("default.value.serde"))
 
     def __repr__(self) -> str:
-        return f"StreamsConfig({self._values!r})"
+        """Secrets (passwords, sasl.jaas.config, keys, tokens) show as [hidden]: configs get logged."""
+        from streamlet.runtime.client_settings import redact
+
+        return f"StreamsConfig({redact(self._values)!r})"

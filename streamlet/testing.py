@@ -14,14 +14,18 @@ from streamlet.runtime.test_driver import TopologyTestDriver as _TopologyTestDri
 from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 
 if TYPE_CHECKING:
+    from streamlet.runtime.broker_acls import Acl, create_acls, streams_application_acls
     from streamlet.runtime.local_broker import LocalKafkaBroker
 
 __all__ = [
+    "Acl",
     "LocalKafkaBroker",
     "NoSuchElementError",
     "TestInputTopic",
     "TestOutputTopic",
     "TopologyTestDriver",
+    "create_acls",
+    "streams_application_acls",
 ]
 
 
@@ -53,4 +57,8 @@ def __getattr__(name: str) -> Any:
         from streamlet.runtime.local_broker import LocalKafkaBroker
 
         return LocalKafkaBroker
+    if name in ("Acl", "create_acls", "streams_application_acls"):  # for LocalKafkaBroker(acls=True)
+        from streamlet.runtime import broker_acls
+
+        return getattr(broker_acls, name)
     raise AttributeError(name)

@@ -21,6 +21,7 @@ import fcntl
 import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -29,7 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
@@ -48,6 +49,9 @@ DEFAULT_DEV_PORT = 9092
 _RESOURCES = Path(__file__).resolve().parent / "broker"
 _BROKER_JAR = f"kafka_{SCALA_VERSION}-{KAFKA_VERSION}.jar"
 _STARTED_MARKER = "Kafka Server started"
+SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
+ADMIN_USER = "streamlet-admin"
+"""The SASL super-user a broker with `sasl_users` adds for test harnesses (password made at start-up)."""
 
 
 # -- cache and tools ------------------------------------------------------------------------------
@@ -276,6 +280,13 @@ class LocalKafkaBroker:
     own (`proxied_upstreams[P]`, the proxy's upstream) and advertises 127.0.0.1:P. Clients that
     bootstrap through the proxy stay behind it; the direct listener (`bootstrap_servers`) is
     unaffected, so a test harness keeps a fault-free path to the same broker.
+
+    `sasl_users={"alice": "secret", ...}` also opens a SASL_SSL listener (a self-signed certificate
+    for 127.0.0.1 made at start-up; SCRAM-SHA-256/512 and PLAIN) where those users and the harness's
+    super-user `ADMIN_USER` log in: `.sasl_ssl_bootstrap_servers`, `.client_settings(user)`.
+    `acls=True` runs Kafka's StandardAuthorizer: SASL users may then do only what ACLs allow (see
+    `streamlet.runtime.broker_acls`). The PLAINTEXT listener stays open for the harness; its
+    principal (`User:ANONYMOUS`, also the inter-broker and controller one) is a super-user.
     """
 
     def __init__(
@@ -289,6 +300,9 @@ class LocalKafkaBroker:
         stop_timeout: float = 30.0,
         detach: bool = False,
         proxied_ports: Sequence[int] = (),
+        sasl_users: Mapping[str, str] | None = None,
+        acls: bool = False,
+        sasl_ssl_port: int | None = None,
     ) -> None:
         self._requested_port = port
         self._requested_controller_port = controller_port
@@ -305,6 +319,12 @@ class LocalKafkaBroker:
         self._owns_data_dir = False
         self._process: subprocess.Popen[bytes] | None = None
         self._stdout: IO[bytes] | None = None
+        for name, password in (sasl_users or {}).items():
+            _check_sasl_user(name, password)
+        self.sasl_users: dict[str, str] = dict(sasl_users or {})
+        self.acls = acls
+        self.sasl_ssl_port: int | None = sasl_ssl_port if self.sasl_users else None
+        self._admin_password: str | None = None
 
     # -- public surface ----------------------------------------------------------------------------
     @property
@@ -312,6 +332,50 @@ class LocalKafkaBroker:
         if self.port is None:
             raise BrokerUnavailableError("the broker has no port yet: start() it first")
         return f"{HOST}:{self.port}"
+
+    @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        """The SASL_SSL listener (only with `sasl_users`)."""
+        if not self.sasl_users:
+            raise BrokerUnavailableError("this broker has no SASL_SSL listener: pass sasl_users=...")
+        if self.sasl_ssl_port is None:
+            raise BrokerUnavailableError("the broker has no port yet: start() it first")
+        return f"{HOST}:{self.sasl_ssl_port}"
+
+    @property
+    def ca_file(self) -> Path:
+        """The broker's self-signed certificate (PEM): what clients trust."""
+        return self._tls_dir() / "broker-cert.pem"
+
+    @property
+    def admin_user(self) -> str:
+        """A SASL super-user for test harnesses (topics and ACLs through the SASL_SSL listener)."""
+        return ADMIN_USER
+
+    def client_settings(self, user: str, mechanism: str = "SCRAM-SHA-512",
+                        password: str | None = None) -> dict[str, str]:
+        """The streamlet settings (Kafka's own names) that connect to the SASL_SSL listener as `user`.
+
+        `password` replaces the user's real one (to test a failed login)."""
+        if mechanism not in SASL_MECHANISMS:
+            raise ValueError(f"mechanism must be one of {', '.join(SASL_MECHANISMS)}, got {mechanism!r}")
+        if password is None:
+            known = dict(self.sasl_users)
+            if self._admin_password is not None:
+                known[ADMIN_USER] = self._admin_password
+            if user not in known:
+                raise KeyError(f"{user!r} is not a SASL user of this broker")
+            password = known[user]
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        return {
+            "bootstrap.servers": self.sasl_ssl_bootstrap_servers,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": mechanism,
+            "sasl.jaas.config": f'{module} required username="{user}" password="{password}";',
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.ca_file),
+        }
 
     @property
     def pid(self) -> int | None:
@@ -337,6 +401,8 @@ class LocalKafkaBroker:
         log_dirs, logs_dir = self._dirs()
         log_dirs.mkdir(parents=True, exist_ok=True)
         logs_dir.mkdir(parents=True, exist_ok=True)
+        if self.sasl_users:
+            self._prepare_tls_and_admin()
         properties = self._write_server_properties()
         classpath = f"{libs}{os.sep}*"
         if not (log_dirs / "meta.properties").is_file():
@@ -393,16 +459,21 @@ class LocalKafkaBroker:
     def _assign_ports(self) -> None:
         """Pick ports once; a restart reuses them so that clients reconnect to the same address."""
         unproxied = [p for p in self.proxied_ports if p not in self.proxied_upstreams]
-        if self.port is None or self.controller_port is None or unproxied:
-            taken = {self.port, self.controller_port, *self.proxied_ports, *self.proxied_upstreams.values()}
-            spare = iter(p for p in free_ports(3 + len(unproxied)) if p not in taken)
+        need_sasl_port = bool(self.sasl_users) and self.sasl_ssl_port is None
+        if self.port is None or self.controller_port is None or unproxied or need_sasl_port:
+            taken = {self.port, self.controller_port, self.sasl_ssl_port, *self.proxied_ports,
+                     *self.proxied_upstreams.values()}
+            spare = iter(p for p in free_ports(4 + len(unproxied)) if p not in taken)
             if self.port is None:
                 self.port = next(spare)
             if self.controller_port is None:
                 self.controller_port = next(spare)
             for advertised in unproxied:
                 self.proxied_upstreams[advertised] = next(spare)
-        for port in (self.port, self.controller_port, *self.proxied_upstreams.values()):
+            if need_sasl_port:
+                self.sasl_ssl_port = next(spare)
+        sasl_port = [self.sasl_ssl_port] if self.sasl_ssl_port is not None else []
+        for port in (self.port, self.controller_port, *self.proxied_upstreams.values(), *sasl_port):
             if not port_is_free(port):
                 raise BrokerUnavailableError(f"port {port} on {HOST} is already in use, so the Kafka broker "
                                              "cannot listen there.")
@@ -423,7 +494,80 @@ class LocalKafkaBroker:
         ]
         listeners += [_Listener(f"PROXIED{index}", "PLAINTEXT", self.proxied_upstreams[advertised], advertised)
                       for index, advertised in enumerate(self.proxied_ports)]
+        if self.sasl_users:
+            assert self.sasl_ssl_port is not None
+            listeners.append(_Listener("SASL_SSL", "SASL_SSL", self.sasl_ssl_port, self.sasl_ssl_port))
         return listeners
+
+    # -- SASL_SSL (sasl_users) ---------------------------------------------------------------------
+    def _tls_dir(self) -> Path:
+        if self.data_dir is None:
+            raise BrokerUnavailableError("the broker has no data directory yet: start() it first")
+        return self.data_dir / "tls"
+
+    def _prepare_tls_and_admin(self) -> None:
+        """A self-signed certificate for 127.0.0.1 (kept with the data, so a restart keeps it) and the
+        harness super-user's password (also kept: SCRAM credentials live in the formatted metadata)."""
+        tls = self._tls_dir()
+        tls.mkdir(mode=0o700, parents=True, exist_ok=True)
+        secret = tls / "admin-password"
+        if not secret.is_file():
+            secret.write_text(secrets.token_urlsafe(18))
+            secret.chmod(0o600)
+        self._admin_password = secret.read_text().strip()
+        if self.ca_file.is_file():
+            return
+        key, cert = tls / "broker-key.pem", self.ca_file
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            raise BrokerUnavailableError("openssl was not found on PATH: it makes the SASL_SSL listener's "
+                                         "certificate (e.g. `apt-get install openssl`).")
+        result = subprocess.run(
+            [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-subj", "/CN=localhost",
+             "-addext", f"subjectAltName=IP:{HOST},DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+        )
+        if result.returncode != 0:
+            raise BrokerUnavailableError(f"openssl could not make the broker certificate: {result.stderr.strip()}")
+        key.chmod(0o600)
+        # Kafka's PEM key store: the private key (unencrypted PKCS#8) followed by its certificate.
+        keystore = tls / "broker-keystore.pem"
+        keystore.write_text(key.read_text() + cert.read_text())
+        keystore.chmod(0o600)
+
+    def _sasl_settings(self) -> dict[str, Any]:
+        """server.properties entries of the SASL_SSL listener (and of the authorizer with `acls`)."""
+        if not self.sasl_users:
+            return {}
+        assert self._admin_password is not None
+        users = {**self.sasl_users, ADMIN_USER: self._admin_password}
+        plain_users = " ".join(f'user_{name}="{password}"' for name, password in users.items())
+        prefix = "listener.name.sasl_ssl"
+        settings: dict[str, Any] = {
+            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
+            f"{prefix}.plain.sasl.jaas.config":
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
+            f"{prefix}.scram-sha-256.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            f"{prefix}.scram-sha-512.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            f"{prefix}.ssl.keystore.type": "PEM",
+            f"{prefix}.ssl.keystore.location": self._tls_dir() / "broker-keystore.pem",
+        }
+        if self.acls:
+            settings["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+            # The PLAINTEXT listeners (inter-broker, controller, harness) authenticate as ANONYMOUS.
+            settings["super.users"] = f"User:ANONYMOUS;User:{ADMIN_USER}"
+        return settings
+
+    def _scram_format_args(self) -> list[str]:
+        """`StorageTool format --add-scram` arguments: SCRAM credentials are part of the metadata log."""
+        if not self.sasl_users:
+            return []
+        assert self._admin_password is not None
+        users = {**self.sasl_users, ADMIN_USER: self._admin_password}
+        return [arg for name, password in users.items() for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+                for arg in ("--add-scram", f'{mechanism}=[name={name},password="{password}"]')]
 
     def _write_server_properties(self) -> Path:
         log_dirs, _ = self._dirs()
@@ -455,6 +599,7 @@ class LocalKafkaBroker:
             "delete.topic.enable": "true",
             # The log cleaner compacts changelogs; its default 128 MiB buffer would not fit the heap.
             "log.cleaner.dedupe.buffer.size": 32 * 1024 * 1024,
+            **self._sasl_settings(),
         }
         path = self.data_dir / "server.properties"
         path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
@@ -464,7 +609,7 @@ class LocalKafkaBroker:
         logs_dir = self._dirs()[1]
         result = subprocess.run(
             [java, *self._jvm_options("-Xmx256m"), "-cp", classpath, "kafka.tools.StorageTool", "format",
-             "-t", _random_cluster_id(), "-c", str(properties)],
+             "-t", _random_cluster_id(), "-c", str(properties), *self._scram_format_args()],
             stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
         )
         (logs_dir / "format.out").write_text(result.stdout + result.stderr)
@@ -523,6 +668,14 @@ class LocalKafkaBroker:
         if self._stdout is not None:
             self._stdout.close()
             self._stdout = None
+
+
+def _check_sasl_user(name: str, password: str) -> None:
+    """User names and passwords go into JAAS and `--add-scram` strings: refuse what would break them."""
+    if not name or any(ch in name for ch in ' ="[],;\\') or name == ADMIN_USER:
+        raise ValueError(f"unusable SASL user name {name!r}")
+    if not password or any(ch in password for ch in '"\\'):
+        raise ValueError(f"the password of SASL user {name!r} is empty or holds a quote or backslash")
 
 
 # -- the long-lived development broker (streamlet broker start|stop|status) -----------------------

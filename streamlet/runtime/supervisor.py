@@ -37,6 +37,7 @@ from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StreamsError
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
+from streamlet.runtime.client_settings import ClientRole, client_kwargs
 from streamlet.runtime.commit_protocol import (
     AtLeastOnceCommits,
     CommitFailed,
@@ -149,9 +150,9 @@ class Supervisor:
     def stop(self) -> None:
         self._stop.set()
 
-    def _client_kwargs(self) -> dict[str, Any]:
-        return {"bootstrap_servers": self.config["bootstrap.servers"],
-                "client_id": self.config.get("client.id") or f"{self.app_id}-streamlet"}
+    def _client_kwargs(self, role: ClientRole = ClientRole.MAIN_CONSUMER) -> dict[str, Any]:
+        """Connection, security and tuning arguments of one client (see `client_settings`)."""
+        return client_kwargs(self.config, role)
 
     async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run until `stop()`; then commit and close cleanly. Reports started once the group is joined.
@@ -164,24 +165,19 @@ class Supervisor:
 
     async def _run(self, resources: AsyncExitStack, task_status: Any) -> None:
         config = self.config
-        self.plan = await prepare_topics(self.topology, self.app_id, config["bootstrap.servers"],
+        self.plan = await prepare_topics(self.topology, self.app_id, self._client_kwargs(ClientRole.ADMIN),
                                          replication_factor=int(config["replication.factor"]),
                                          dead_letter_topic=dead_letter_topic(config))
         self._partition_counts = self.plan.partition_counts
-        producer_config = {**self._client_kwargs(), "acks": "all", "linger_ms": 5,
-                           "max_batch_size": 1024 * 1024, "max_request_size": 4 * 1024 * 1024}
+        producer_config = {**self._client_kwargs(ClientRole.PRODUCER), "acks": "all"}
         replicas = int(config["num.standby.replicas"])
         stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}
         assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state(),
                                  standby_replicas=replicas, stateful_subtopologies=stateful)
         self._assignor = assignor
-        self.consumer = AIOKafkaConsumer(
-            **self._client_kwargs(), group_id=self.app_id, enable_auto_commit=False,
-            auto_offset_reset=str(config["auto.offset.reset"]),
+        self.consumer = AIOKafkaConsumer(  # auto.offset.reset, max.poll.records, timeouts: _client_kwargs
+            **self._client_kwargs(ClientRole.MAIN_CONSUMER), group_id=self.app_id, enable_auto_commit=False,
             isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
-            max_poll_records=int(config["max.poll.records"]),
-            session_timeout_ms=int(config["session.timeout.ms"]),
-            heartbeat_interval_ms=int(config["heartbeat.interval.ms"]),
             partition_assignment_strategy=(assignor,),
         )
         commits: CommitProtocol
@@ -198,12 +194,12 @@ class Supervisor:
         # A short fetch wait: restoration reads finite data, and a long-poll still waiting on the
         # partition restored last would delay the first fetch of the next one.
         self.restore_consumer = AIOKafkaConsumer(
-            **self._client_kwargs(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
+            **{"fetch_max_wait_ms": 20, **self._client_kwargs(ClientRole.RESTORE_CONSUMER)}, group_id=None,
+            enable_auto_commit=False, auto_offset_reset="earliest",
             isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
-            fetch_max_wait_ms=20,
         )
         self.purger = RepartitionPurger(
-            self._client_kwargs(),
+            self._client_kwargs(ClientRole.ADMIN),
             [self.resolve_topic(n) for n, spec in self.topology.internal_topics.items() if spec.kind == "repartition"],
             int(config["repartition.purge.interval.ms"]))
         self.tasks = TaskManager(self.topology, config, commits, ChangelogReader(self.restore_consumer),
@@ -213,7 +209,8 @@ class Supervisor:
             resources.push_async_callback(self.producer.stop)
         if replicas > 0:
             self.standby_consumer = AIOKafkaConsumer(
-                **self._client_kwargs(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
+                **self._client_kwargs(ClientRole.RESTORE_CONSUMER), group_id=None, enable_auto_commit=False,
+                auto_offset_reset="earliest",
                 isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
             )
             await self.standby_consumer.start()
@@ -488,9 +485,9 @@ async def request_application_shutdown(topology: Topology, config: StreamsConfig
               for sub in topology.sub_topologies() for t in sub.source_topics}
     assignor = make_assignor(topics)
     assignor.request_shutdown = True
-    consumer = AIOKafkaConsumer(bootstrap_servers=config["bootstrap.servers"], group_id=config.application_id,
-                                enable_auto_commit=False, partition_assignment_strategy=(assignor,),
-                                client_id=f"{config.application_id}-shutdown-request")
+    consumer = AIOKafkaConsumer(
+        **client_kwargs(config, ClientRole.MAIN_CONSUMER, client_id=f"{config.application_id}-shutdown-request"),
+        group_id=config.application_id, enable_auto_commit=False, partition_assignment_strategy=(assignor,))
     await consumer.start()
     try:
         consumer.subscribe(sorted(topics))

@@ -30,8 +30,10 @@ from typing import Any
 import anyio
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.protocol.metadata import MetadataRequest
 
 from streamlet.errors import StreamsError
+from streamlet.runtime.client_settings import KafkaAuthorizationError, start_client
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,7 @@ CHANGELOG_TOPIC_DEFAULTS: Mapping[str, str] = {
 }
 
 _NO_ERROR = 0
+_TOPIC_AUTHORIZATION_FAILED = 29
 _TOPIC_ALREADY_EXISTS = 36
 
 
@@ -226,12 +229,17 @@ def plan_internal_topics(
 # -- I/O -----------------------------------------------------------------------------------------------------------
 @asynccontextmanager
 async def _admin_client(admin_or_bootstrap: Any) -> AsyncIterator[Any]:
-    """Use the caller's started admin client, or start (and close) one for a bootstrap string."""
-    if not isinstance(admin_or_bootstrap, str):
+    """Use the caller's started admin client, or start (and close) one for a bootstrap string or for
+    admin keyword arguments (`client_settings.client_kwargs(config, ClientRole.ADMIN)`: secured clusters)."""
+    if isinstance(admin_or_bootstrap, str):
+        kwargs: dict[str, Any] = {"bootstrap_servers": admin_or_bootstrap}
+    elif isinstance(admin_or_bootstrap, Mapping):
+        kwargs = dict(admin_or_bootstrap)
+    else:
         yield admin_or_bootstrap
         return
-    admin = AIOKafkaAdminClient(bootstrap_servers=admin_or_bootstrap)
-    await admin.start()
+    admin = AIOKafkaAdminClient(**kwargs)
+    await start_client(admin, kwargs)
     try:
         yield admin
     finally:
@@ -300,6 +308,10 @@ async def ensure_topics(
                 message = topic_error[2] if len(topic_error) > 2 else None
                 if code == _TOPIC_ALREADY_EXISTS:
                     log.info("internal topic %s was created concurrently (another instance)", name)
+                elif code == _TOPIC_AUTHORIZATION_FAILED:
+                    raise KafkaAuthorizationError(
+                        f"not authorized to create internal topic {name!r}: the application's principal needs "
+                        f"CREATE on it (Kafka Streams' ACLs: ALL on the topics prefixed {plan.application_id!r})")
                 elif code != _NO_ERROR:
                     failures.append(f"{name}: error {code} {message or ''}".strip())
             if failures:
@@ -336,6 +348,23 @@ async def _wait_until_visible(admin: Any, plan: TopicPlan, timeout_s: float) -> 
         await anyio.sleep(0.1)
 
 
+async def _check_topics_authorized(admin: Any, sources: set[str], sinks: set[str]) -> None:
+    """A topic the principal may not describe is left out of the all-topics metadata, as if it did not
+    exist: ask for the missing ones by name (never creating them) and name those that are refused."""
+    if not sources and not sinks:
+        return
+    request = MetadataRequest(topics=sorted(sources | sinks), allow_auto_topic_creation=False)
+    response = await admin._send_request(request)
+    refused = sorted(t["topic"] for t in response.to_object()["topics"]
+                     if t["error_code"] == _TOPIC_AUTHORIZATION_FAILED)
+    if refused:
+        needs = [f"topic {t!r} needs {'READ' if t in sources else 'WRITE'}"
+                 + (" and WRITE" if t in sources and t in sinks else "") for t in refused]
+        raise KafkaAuthorizationError(
+            "the cluster refuses this application's principal access (TOPIC_AUTHORIZATION_FAILED): "
+            + "; ".join(needs) + " (Kafka Streams' ACLs: READ on source topics, WRITE on sink topics)")
+
+
 async def prepare_topics(
     topology: Topology,
     application_id: str,
@@ -351,6 +380,7 @@ async def prepare_topics(
         sources, sinks = user_topics(topology)
         wanted = sources | sinks | ({dead_letter_topic} if dead_letter_topic else set())
         counts = await describe_partition_counts(admin, wanted)
+        await _check_topics_authorized(admin, sources - counts.keys(), sinks - counts.keys())
         dlq_partitions = counts.pop(dead_letter_topic, None) if dead_letter_topic else None
         plan = plan_internal_topics(topology, application_id, counts)
         if dead_letter_topic:
