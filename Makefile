@@ -37,6 +37,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 
 toxiproxy:
 	@$(TOXIPROXY) -version 2>/dev/null | grep -qF ' $(TOXIPROXY_VERSION)' || { \
+	  test -x $(GO) || { echo "make toxiproxy: Go was not found (go on PATH or /usr/local/go/bin/go); the network-fault tests build toxiproxy-server with it: install Go 1.23+ (https://go.dev/dl/)" >&2; exit 1; }; \
 	  echo "building toxiproxy-server $(TOXIPROXY_VERSION) with $(GO) into $(dir $(TOXIPROXY))"; \
 	  GOBIN=$(CURDIR)/.cache/toxiproxy-build $(GO) install \
 	    -ldflags '-X github.com/Shopify/toxiproxy/v2.Version=$(TOXIPROXY_VERSION)' \
