@@ -275,6 +275,7 @@ class KafkaStreams:
             "records-restored": sup.tasks.reader.total_restored,
             "commits": sup.commits,
             "dirty-recoveries": sup.dirty_recoveries,
+            "lost-memberships": sup.lost_memberships,
             # Times a partition was paused because its task held buffered.records.per.partition records.
             "partitions-paused-for-full-queue": sup.full_queue_pauses,
             "standby-tasks": sorted(str(t) for t in sup.standbys.tasks) if sup.standbys else [],

@@ -14,6 +14,16 @@ task's partitions to the next offset it has not been handed, a new task's to the
 batch fetched before a rebalance is dropped (its records are fetched again from those positions),
 so no record is skipped or handed over twice.
 
+Keeping a task across a rebalance is safe only while this member stayed in the group the whole
+time: then nobody else can have run the task in between. A member that was dropped (frozen past its
+session timeout, cut off from the coordinator) learns it from a heartbeat or a commit that the
+coordinator answers with "unknown member" or "illegal generation"; aiokafka then resets its member id
+and rejoins through the same revoke/assign callbacks as an ordinary rebalance, and may well be handed
+its own tasks back. Those tasks are *lost*, as Kafka Streams calls it (`onPartitionsLost`): another
+member may have processed and committed their partitions meanwhile, so their stores and positions
+are stale. They are closed dirty without committing anything, and whatever comes back is created
+anew: restored from the changelog and started at the group's committed offsets.
+
 Under exactly-once a failed commit (refused by the group because it moved on, or a producer error)
 closes every task of the shared transaction dirty — transaction aborted, local state discarded —
 and rejoins the group: whatever this member still owns is then rebuilt from the changelogs and the
@@ -31,6 +41,7 @@ from typing import Any
 
 import anyio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import CommitFailedError
 
 from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_productions
 from streamlet.config import StreamsConfig
@@ -102,6 +113,9 @@ class Supervisor:
         self.full_queue_pauses = 0
         self.shutdown_requested = False
         self._epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
+        # (member id, generation) under which the current tasks were assigned: see _lost_since_assignment.
+        self._assigned_as: tuple[str, int] | None = None
+        self.lost_memberships = 0
         # Per partition: the task actor it feeds and the next offset not yet handed to that actor. An
         # entry of an actor that is gone (closed, or replaced by a new task) is stale and ignored.
         self._next_offset: dict[tuple[str, int], tuple[Any, int]] = {}
@@ -256,7 +270,7 @@ class Supervisor:
             batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
             if batches or self._awaited:
                 async with self._dispatch_lock:
-                    if epoch == self._epoch:
+                    if epoch == self._epoch and not self._out_of_group():
                         await self._dispatch(batches)
                     else:
                         self._refetch(batches)
@@ -348,8 +362,9 @@ class Supervisor:
         return entry[1] if entry is not None and actor is not None and entry[0] is actor else None
 
     def _refetch(self, batches: dict[Any, list[Any]]) -> None:
-        """A rebalance ran while this batch was fetched: drop it and seek its partitions back to the
-        next offset their tasks expect, so the same records come again through the new assignment."""
+        """A rebalance ran while this batch was fetched, or this member is out of the group and about to
+        rejoin: drop the batch and seek its partitions back to the next offset their tasks expect, so
+        the same records come again through the new assignment."""
         for tp in batches:
             key = (tp.topic, tp.partition)
             offset = self._expected_offset(key, self.tasks.actor_for(*key) if self.tasks else None)
@@ -365,6 +380,10 @@ class Supervisor:
         closed (cleanly) only once the new assignment arrives, when its partitions are no longer this
         consumer's: their offsets were committed on revocation, and committing them now would fail the
         whole takeover. Such offsets are skipped; at worst the new owner replays a little (at-least-once)."""
+        if self._out_of_group():
+            # aiokafka would send generation -1, which the coordinator takes as a group-less commit
+            # when the group is empty: stale offsets of a dropped member would overwrite its successor's.
+            raise CommitFailedError("this member is out of the group; its partitions may be another member's now")
         assigned = self.consumer.assignment()
         mine = {TopicPartition(t, p): o for (t, p), o in offsets.items() if TopicPartition(t, p) in assigned}
         if len(mine) < len(offsets):
@@ -401,6 +420,54 @@ class Supervisor:
             await self._commit()
             await self.tasks.close_all(clean=True)
 
+    # -- group membership ---------------------------------------------------------------------------
+    def _membership(self) -> tuple[str, int]:
+        """This member's id and generation as the consumer's group coordinator knows them now."""
+        coordinator = self.consumer._coordinator
+        return str(coordinator.member_id or ""), int(coordinator.generation)
+
+    def _out_of_group(self) -> bool:
+        """True once aiokafka reset the membership (the coordinator did not know this member any more)."""
+        member_id, generation = self._membership()
+        return generation < 0 or not member_id
+
+    def _lost_since_assignment(self) -> str | None:
+        """Why the tasks of the last assignment cannot be kept, or None while they can.
+
+        Kept tasks are safe only if this member took part in every generation since it was handed
+        them: the same member id (a dropped member rejoins under a new one) and the next generation
+        (a gap means a generation whose assignment this member never received, in which the tasks may
+        have run elsewhere)."""
+        if self._assigned_as is None:
+            return None
+        before_id, before_generation = self._assigned_as
+        member_id, generation = self._membership()
+        if generation < 0 or not member_id:
+            return f"the group coordinator no longer knows member {before_id} of generation {before_generation}"
+        if member_id != before_id:
+            return f"this member rejoined as {member_id}; its tasks were assigned to {before_id}"
+        if generation != before_generation + 1:
+            return (f"the group went from generation {before_generation} to {generation}; "
+                    "this member missed the assignments in between")
+        return None
+
+    async def _close_lost_tasks(self, reason: str) -> None:
+        """Kafka Streams' handleLostAll: every task closed dirty, nothing committed (the offsets and
+        the open transaction belong to a membership the group has ended). Under exactly-once the local
+        state is wiped; a task assigned again is restored and starts at the group's committed offsets."""
+        assert self.tasks is not None
+        open_tasks = sorted(a.task_id for a in self.tasks.actors.values())
+        open_tasks += sorted(task.task_id for task, _, _ in self.tasks.restoring.values())
+        self._assigned_as = None
+        if not open_tasks:
+            return
+        self.lost_memberships += 1
+        log.warning("group membership lost (%s): closing tasks %s dirty without committing; those assigned "
+                    "again are restored from their changelogs", reason, ", ".join(open_tasks))
+        self._epoch += 1
+        self.assigned = set()
+        await self.tasks.close_all(clean=False)
+
     # -- rebalance callbacks ------------------------------------------------------------------------
     async def on_revoked(self, revoked: Any) -> None:
         self._on_rebalance(False)
@@ -408,12 +475,19 @@ class Supervisor:
         async with self._dispatch_lock:
             self._epoch += 1
             self.assigned = set()
+            if self._out_of_group():
+                await self._close_lost_tasks(self._lost_since_assignment() or "this member is out of the group")
+                return
             try:
                 await self.tasks.commit()
             except CommitFailed as exc:
                 await self._recover_dirty(exc, rejoin=False)  # the group is rejoining already
             except Exception:
                 log.exception("commit on revocation failed; the new owners will reprocess from the last commit")
+            if self._out_of_group():
+                # The commit was refused because the group had moved on without this member (at-least-once;
+                # under exactly-once the refusal already closed the tasks dirty).
+                await self._close_lost_tasks(self._lost_since_assignment() or "the revocation commit was refused")
 
     async def on_assigned(self, assigned: Any) -> None:
         assert self.tasks is not None
@@ -423,6 +497,11 @@ class Supervisor:
             return
         async with self._dispatch_lock:
             self._epoch += 1
+            lost = self._lost_since_assignment()
+            if lost is not None:
+                # Missed by the revocation callback (e.g. a generation this member never saw assigned).
+                await self._close_lost_tasks(lost)
+            self._assigned_as = self._membership()
             parts = {(tp.topic, tp.partition) for tp in assigned}
             try:
                 standby = set(self._assignor.standby_tasks) - set(self._assignor.active_tasks)
