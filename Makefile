@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars toxiproxy bench bench-quick bench-report chaos venv clean distclean
+.PHONY: all demo test lint broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat venv clean distclean
 
 all: test
 
@@ -58,6 +58,12 @@ demo: broker-jars
 # The long chaos run of issue #3: 2,000,000 words, 12 kill -9 of random instances, exactly-once checked.
 chaos: broker-jars
 	$(BIN)/python -m tests.integration.chaos --words 2000000 --kills 12
+
+# Issue #11's repeated runs: every chaos test (and the lost-membership test) RUNS times, each run a fresh
+# pytest process; ends with a table of passes and failures per test. Nothing is retried.
+RUNS ?= 20
+chaos-repeat: broker-jars
+	$(BIN)/python -m tests.integration.repeat --runs $(RUNS)
 
 # The benchmark's extra (matplotlib for the report's charts), on top of the venv; not needed by `make test`.
 $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
