@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
+import signal
 import struct
 import tempfile
 import time
@@ -154,6 +156,10 @@ class ChaosResult:
     seconds: float
     check: SequenceCheck
     logs: list[str]
+    # Per instance: whether it was still running when the run ended (a crashed app is not restarted by
+    # anything but a disruption that does so on purpose), and its exit code once stopped.
+    alive_at_end: list[bool] = field(default_factory=list)
+    exit_codes: list[int | None] = field(default_factory=list)
 
 
 Disruption = Callable[[list[AppProcess], random.Random, float, Callable[[str], Any]], Awaitable[int]]
@@ -204,6 +210,24 @@ def restart_broker(broker: Any, after: float, down_for: float = 3.0) -> Disrupti
         await asyncio.sleep(after)
         log("[chaos] stopping the broker")
         await asyncio.to_thread(broker._stop_process)
+        await asyncio.sleep(down_for)
+        await asyncio.to_thread(broker.start)
+        log("[chaos] broker back")
+        return 1
+
+    return disrupt
+
+
+def kill_broker(broker: Any, after: float, down_for: float) -> Disruption:
+    """SIGKILL the broker's JVM mid-run (with exactly-once's 100 ms commits a transaction is always
+    open), keep it down for `down_for` seconds, then start it again on the same port and data: the
+    apps must wait, say what they wait for, and continue by themselves."""
+
+    async def disrupt(apps: list[AppProcess], rng: random.Random, seconds: float, log: Callable[[str], Any]) -> int:
+        await asyncio.sleep(after)
+        log(f"[chaos] kill -9 of the broker (pid {broker.pid}) for {down_for:.0f}s")
+        os.kill(broker.pid, signal.SIGKILL)
+        await asyncio.to_thread(broker._stop_process)  # reaps the dead JVM; the ports stay ours
         await asyncio.sleep(down_for)
         await asyncio.to_thread(broker.start)
         log("[chaos] broker back")
@@ -265,12 +289,13 @@ async def run_chaos(bootstrap: str, workdir: Path, *, words: int, disrupt: Disru
         log(f"[chaos] all {words} words produced at {time.monotonic() - began:.1f}s; waiting for the output")
         sequences = await read_sequences(bootstrap, out, expected, settle_timeout)
     finally:
-        codes = [app.stop() if app.proc is not None and app.proc.poll() is None else None for app in apps]
+        alive = [app.proc is not None and app.proc.poll() is None for app in apps]
+        codes = [app.stop() if app.proc is not None else None for app in apps]
     logs = [app.log_text() for app in apps]
     if any(c not in (0, None) for c in codes):
         log(f"[chaos] exit codes on stop: {codes}")
     check = check_sequences(sequences, expected)
-    return ChaosResult(guarantee, words, disruptions, time.monotonic() - began, check, logs)
+    return ChaosResult(guarantee, words, disruptions, time.monotonic() - began, check, logs, alive, codes)
 
 
 def main() -> None:
