@@ -603,6 +603,7 @@ class LocalKafkaBroker:
         }
         path = self.data_dir / "server.properties"
         path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        path.chmod(0o600)  # with sasl_users it holds the PLAIN users' passwords
         return path
 
     def _format(self, java: str, classpath: str, properties: Path) -> None:
@@ -674,8 +675,8 @@ def _check_sasl_user(name: str, password: str) -> None:
     """User names and passwords go into JAAS and `--add-scram` strings: refuse what would break them."""
     if not name or any(ch in name for ch in ' ="[],;\\') or name == ADMIN_USER:
         raise ValueError(f"unusable SASL user name {name!r}")
-    if not password or any(ch in password for ch in '"\\'):
-        raise ValueError(f"the password of SASL user {name!r} is empty or holds a quote or backslash")
+    if not password or any(ch in password for ch in '"\\,]'):  # StorageTool's --add-scram splits on , and ]
+        raise ValueError(f"the password of SASL user {name!r} is empty or holds one of: quote, backslash, comma, ]")
 
 
 # -- the long-lived development broker (streamlet broker start|stop|status) -----------------------
