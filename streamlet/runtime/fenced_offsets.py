@@ -231,8 +231,17 @@ class _GroupFencedHandler:
 def _abortable_error(txn: Any, exc: Exception) -> None:
     """Fail the transaction so that it can only be aborted. The error reaches the caller through
     `send_offsets_to_transaction` or `commit_transaction`; the transaction's end-waiter keeps it too
-    and is replaced unread by the abort, so it is marked seen here (else asyncio reports it)."""
+    and is replaced unread by the abort, so it is marked seen here (else asyncio reports it).
+
+    aiokafka's `error_transaction` also forgets the partitions and the group already added to the
+    transaction on the broker; its abort then takes the transaction for an empty one and ends it
+    locally without an EndTxn(ABORT), so the broker keeps it open, the producer's next transaction
+    continues it, and that one's commit publishes the refused work. They are put back, so that the
+    abort reaches the broker (tests/integration/test_fenced_abort.py)."""
+    added_partitions, added_group = set(txn._txn_partitions), txn._txn_consumer_group
     txn.error_transaction(exc)
+    txn._txn_partitions.update(added_partitions)
+    txn._txn_consumer_group = added_group
     txn.wait_for_transaction_end().exception()
 
 
