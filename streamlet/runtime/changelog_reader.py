@@ -11,6 +11,15 @@ other in turn. `step()` works for a bounded time and returns, so the consumer ke
 heartbeating, and tasks that did not move keep processing meanwhile. One restore consumer (no group)
 serves every task of the process, one changelog partition at a time. Progress (records restored,
 records/s, remaining) is logged every few seconds and kept in `history`.
+
+Under exactly-once the consumer reads `read_committed`, which shows a partition only up to its last
+stable offset (LSO): the start of the oldest transaction still open there. Records that later
+transactions committed lie beyond it, invisible until the open one ends. A previous owner's
+transaction can hang open on a changelog for up to the transaction timeout (a frozen or cut-off
+instance, or an abort whose markers are not written yet); if the task changed hands again meanwhile,
+its last owner's committed writes sit behind that transaction. Stopping at the LSO would restore
+stale state, so a changelog counts as restored only once no transaction is open on it (its LSO has
+reached its high watermark) and everything up to there is read. The wait is logged.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ class _StoreRestore:
     began: float = 0.0
     last_log: float = 0.0
     progress: RestoreProgress | None = None
+    waiting_since: float | None = None  # when an open transaction on the changelog was first seen
 
 
 @dataclass
@@ -61,9 +71,10 @@ class _RestoreJob:
 
 
 class ChangelogReader:
-    def __init__(self, consumer: Any, batch_records: int = 10_000) -> None:
+    def __init__(self, consumer: Any, batch_records: int = 10_000, read_committed: bool = False) -> None:
         self._consumer = consumer
         self._batch = batch_records
+        self._read_committed = read_committed  # the consumer's isolation: wait out open transactions
         self._jobs: deque[_RestoreJob] = deque()
         self.total_restored = 0
         self.history: list[RestoreProgress] = []
@@ -106,9 +117,9 @@ class ChangelogReader:
                 job.current = job.stores.popleft()
                 self._open(job.task, job.current)
             cur = job.current
-            if cur.position < cur.end:
+            if cur.position < cur.end or not self._stable(job.task, cur):
                 await self._read_batch(job.task, cur)
-            if cur.position >= cur.end:
+            if cur.position >= cur.end and self._stable(job.task, cur):
                 self._close(job.task, cur)
                 job.current = None
         if not self._jobs:
@@ -134,9 +145,35 @@ class ChangelogReader:
     def _open(self, task: StreamTask, cur: _StoreRestore) -> None:
         cur.began = cur.last_log = time.monotonic()
         cur.progress = RestoreProgress(task.task_id, cur.store)
-        if cur.position < cur.end:
+        if cur.position < cur.end or self._read_committed:  # read_committed: fetch to learn LSO and end
             self._consumer.assign([cur.tp])
             self._consumer.seek(cur.tp, cur.position)
+
+    def _stable(self, task: StreamTask, cur: _StoreRestore) -> bool:
+        """True unless the consumer reads `read_committed` and a transaction is open on the changelog
+        (or the fetcher has not yet said where its stable end is); see the module docstring. Raises
+        `cur.end` to the stable end as it moves, so what the ended transaction revealed is restored."""
+        if not self._read_committed:
+            return True
+        consumer = self._consumer
+        lso, high = consumer.last_stable_offset(cur.tp), consumer.highwater(cur.tp)
+        if lso is None or high is None or lso < 0 or high < 0:
+            return False
+        cur.end = max(cur.end, lso)
+        if lso >= high:
+            if cur.waiting_since is not None:
+                log.info("task %s: the open transaction on %s-%d ended after %.1fs; restoring on", task.task_id,
+                         cur.tp.topic, cur.tp.partition, time.monotonic() - cur.waiting_since)
+                cur.waiting_since = None
+            return True
+        now = time.monotonic()
+        if cur.waiting_since is None or now - cur.last_log > 5:
+            cur.waiting_since = cur.waiting_since or now
+            cur.last_log = now
+            log.info("task %s restoring %s: waiting for an open transaction on %s-%d to end (stable up to offset "
+                     "%d, written up to %d); a previous owner's transaction ends when it commits, aborts or times "
+                     "out", task.task_id, cur.store, cur.tp.topic, cur.tp.partition, lso, high)
+        return False
 
     async def _read_batch(self, task: StreamTask, cur: _StoreRestore) -> None:
         assert cur.progress is not None
@@ -144,7 +181,8 @@ class ChangelogReader:
         batches = await consumer.getmany(cur.tp, timeout_ms=100, max_records=self._batch)
         records = batches.get(cur.tp, [])
         if records:
-            entries = [(r.key, r.value, r.timestamp) for r in records if r.offset < cur.end]
+            # read_committed returns only records below the stable end, which may have moved past `end`.
+            entries = [(r.key, r.value, r.timestamp) for r in records if self._read_committed or r.offset < cur.end]
             if entries:
                 task.state.registered[cur.store].restore(entries)
                 cur.progress.restored += len(entries)

@@ -216,7 +216,8 @@ class Supervisor:
             self._client_kwargs(ClientRole.ADMIN),
             [self.resolve_topic(n) for n, spec in self.topology.internal_topics.items() if spec.kind == "repartition"],
             int(config["repartition.purge.interval.ms"]))
-        self.tasks = TaskManager(self.topology, config, commits, ChangelogReader(self.restore_consumer),
+        reader = ChangelogReader(self.restore_consumer, read_committed=config.exactly_once)
+        self.tasks = TaskManager(self.topology, config, commits, reader,
                                  self._state_root(), self.resolve_topic, self._partition_count)
         if self.producer is not None:
             await self.producer.start()
