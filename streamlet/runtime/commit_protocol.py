@@ -144,8 +144,8 @@ class ExactlyOnceCommits:
         producer = AIOKafkaProducer(**self._producer_config, transactional_id=self._transactional_id,
                                     transaction_timeout_ms=self._txn_timeout_ms)
         fence_offset_commits(producer, lambda: consumer_group_metadata(self._consumer))
-        await producer.start()
         try:
+            await producer.start()  # inside: a producer whose start failed still holds a client to stop
             # Waits for the producer id: InitProducerId bumps the epoch of this transactional id, which
             # aborts whatever an earlier incarnation of this instance left open.
             await producer.begin_transaction()

@@ -41,14 +41,20 @@ from typing import Any
 
 import anyio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import CommitFailedError
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    CommitFailedError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailed,
+)
 
 from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_productions
 from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StreamsError
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
-from streamlet.runtime.client_settings import ClientRole, client_kwargs
+from streamlet.runtime.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs
 from streamlet.runtime.commit_protocol import (
     AtLeastOnceCommits,
     CommitFailed,
@@ -56,7 +62,7 @@ from streamlet.runtime.commit_protocol import (
     ExactlyOnceCommits,
 )
 from streamlet.runtime.fenced_offsets import fetch_stable_offsets
-from streamlet.runtime.instance_id import claim_instance_id
+from streamlet.runtime.instance_id import claim_instance_id, state_root
 from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
@@ -65,6 +71,22 @@ from streamlet.runtime.topic_manager import TopicPlan, prepare_topics
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
+
+
+_AUTHORIZATION_ERRORS = (TransactionalIdAuthorizationFailed, GroupAuthorizationFailedError,
+                         TopicAuthorizationFailedError, ClusterAuthorizationFailedError)
+
+
+def _authorization_message(exc: BaseException, app_id: str) -> str:
+    """What the cluster refused, with the ACL Kafka Streams documents for it."""
+    if isinstance(exc, TransactionalIdAuthorizationFailed):
+        return (f"the cluster refuses this instance's transactional id (exactly-once needs WRITE and DESCRIBE "
+                f"on TRANSACTIONAL_ID with the prefix {app_id!r}, e.g. ALL on it): {exc}")
+    if isinstance(exc, GroupAuthorizationFailedError):
+        return f"the cluster refuses the consumer group {app_id!r} (needs READ on GROUP {app_id!r}): {exc}"
+    if isinstance(exc, ClusterAuthorizationFailedError):
+        return f"the cluster refuses a cluster-level operation (e.g. IDEMPOTENT_WRITE on CLUSTER): {exc}"
+    return f"the cluster refuses access to a topic (READ on inputs, WRITE on outputs, ALL on {app_id!r}-*): {exc}"
 
 
 class _RebalanceListener(ConsumerRebalanceListener):
@@ -116,6 +138,7 @@ class Supervisor:
         # (member id, generation) under which the current tasks were assigned: see _lost_since_assignment.
         self._assigned_as: tuple[str, int] | None = None
         self.lost_memberships = 0
+        self._fatal: BaseException | None = None  # ends the member: retrying cannot help (see on_assigned)
         # Per partition: the task actor it feeds and the next offset not yet handed to that actor. An
         # entry of an actor that is gone (closed, or replaced by a new task) is stale and ignored.
         self._next_offset: dict[tuple[str, int], tuple[Any, int]] = {}
@@ -136,12 +159,7 @@ class Supervisor:
         return n
 
     def _state_root(self) -> Path:
-        base = self.config.get("state.dir")
-        if not base:
-            import tempfile
-
-            base = str(Path(tempfile.gettempdir()) / "streamlet")
-        return Path(base) / self.app_id
+        return state_root(self.config, self.app_id)
 
     def _tasks_with_local_state(self) -> list[TaskId]:
         """Tasks whose state directory survives from an earlier run: claimed at the first join, so
@@ -244,6 +262,10 @@ class Supervisor:
             task_status.started()
             try:
                 await self._poll_loop()
+                if self._fatal is not None:
+                    async with self._dispatch_lock:
+                        await self.tasks.close_all(clean=False)
+                    raise self._fatal
                 await self._shutdown()
             finally:
                 await self.purger.close()
@@ -516,6 +538,13 @@ class Supervisor:
                     # Nothing of a restoring task is fetched until its stores are complete.
                     self.consumer.pause(*(TopicPartition(t, p) for t, p in restoring))
                 await self._seek_assigned(parts)
+            except _AUTHORIZATION_ERRORS as exc:
+                # A missing ACL does not heal by rejoining: every attempt would fail the same way (and
+                # aiokafka swallows what a rebalance callback raises), so the member stops with the reason.
+                self._fatal = KafkaAuthorizationError(_authorization_message(exc, self.app_id))
+                self._fatal.__cause__ = exc
+                self._stop.set()
+                return
             except Exception:
                 # E.g. the broker went away while a task was created. Dispatch nothing of this
                 # assignment and go through the group again: the next assignment creates what is missing.

@@ -120,6 +120,24 @@ async def test_a_missing_acl_fails_naming_the_resource_and_the_permission(
     assert "TOPIC_AUTHORIZATION_FAILED" in error
 
 
+async def test_a_missing_transactional_id_acl_fails_instead_of_rejoining_forever(
+        secured_broker: LocalKafkaBroker, tmp_path: Path) -> None:
+    """Without the TransactionalId ACL the exactly-once producer cannot start. That is no transient
+    fault: the app must stop with a message naming the transactional id, not rejoin the group again
+    and again (it did, about 1,500 rebalances in 40 s, leaking a producer each time)."""
+    app_id, inp, out = await _topics(secured_broker)
+    acls = streams_application_acls("User:alice", app_id, [inp], [out], exactly_once=True)
+    await create_acls(secured_broker.bootstrap_servers, [a for a in acls if a.resource_type != "TRANSACTIONAL_ID"])
+
+    app = _app(secured_broker, tmp_path, app_id, inp, out, secured_broker.client_settings("alice")).start()
+    code = await _wait_exit(app, 60)
+    log = app.log_text()
+    assert code == 1, log[-3000:]
+    error = next(line for line in log.splitlines() if line.startswith("streamlet: error:"))
+    assert "TRANSACTIONAL_ID" in error and repr(app_id) in error, error
+    assert log.count("Joined group") <= 3, "it must not keep rejoining"
+
+
 async def test_a_wrong_password_fails_within_a_minute_saying_authentication_failed(
         secured_broker: LocalKafkaBroker, tmp_path: Path) -> None:
     app_id, inp, out = await _topics(secured_broker)
