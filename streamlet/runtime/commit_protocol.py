@@ -33,6 +33,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import CommitFailedError
 
 from streamlet.runtime.fenced_offsets import (
+    GroupMetadata,
     MemberFencedError,
     consumer_group_metadata,
     fence_offset_commits,
@@ -135,6 +136,9 @@ class ExactlyOnceCommits:
         self._tainted: set[str] = set()  # open tasks whose uncommitted work an abort threw away
         self._committed: Offsets = {}
         self._sent_at_commit = 0
+        # The membership the running commit was decided under, which its offsets are stamped with: if
+        # the group drops this member meanwhile, the coordinator refuses them (see fence_offset_commits).
+        self._membership: GroupMetadata = (-1, "", None)
 
     @property
     def transactional_id(self) -> str:
@@ -143,7 +147,7 @@ class ExactlyOnceCommits:
     async def _start_producer(self) -> None:
         producer = AIOKafkaProducer(**self._producer_config, transactional_id=self._transactional_id,
                                     transaction_timeout_ms=self._txn_timeout_ms)
-        fence_offset_commits(producer, lambda: consumer_group_metadata(self._consumer))
+        fence_offset_commits(producer, lambda: self._membership)
         try:
             await producer.start()  # inside: a producer whose start failed still holds a client to stop
             # Waits for the producer id: InitProducerId bumps the epoch of this transactional id, which
@@ -177,7 +181,8 @@ class ExactlyOnceCommits:
         try:
             acked = await sender.flush()
             if offsets:
-                generation, member_id, _ = consumer_group_metadata(self._consumer)
+                self._membership = consumer_group_metadata(self._consumer)
+                generation, member_id, _ = self._membership
                 if generation < 0 or not member_id:
                     # Offsets without a generation are not checked by the coordinator at all.
                     raise MemberFencedError(f"this member is out of the group (generation {generation}); "

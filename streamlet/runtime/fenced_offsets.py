@@ -158,10 +158,13 @@ def consumer_group_metadata(consumer: Any) -> GroupMetadata:
 
 
 def fence_offset_commits(producer: Any, group_metadata: Callable[[], GroupMetadata]) -> None:
-    """Make this transactional producer commit offsets with TxnOffsetCommit v3, stamped with the group
-    metadata current when the request is sent. A refusal for a stale generation or unknown member
-    becomes an abortable transaction error (`MemberFencedError`): the producer stays usable once
-    the transaction is aborted."""
+    """Make this transactional producer commit offsets with TxnOffsetCommit v3, stamped with what
+    `group_metadata()` returns when the request is sent: the membership under which the commit was
+    decided (Java passes it to `sendOffsetsToTransaction`), not whatever the consumer holds by then,
+    since a membership reset in between would stamp generation -1, which the coordinator does not
+    check. A refusal for a stale generation or unknown member, and metadata without a membership,
+    become an abortable transaction error (`MemberFencedError`): the producer stays usable once the
+    transaction is aborted."""
     sender = producer._sender
 
     async def do_txn_offset_commit(self: Any, offsets: dict[TopicPartition, Any], group_id: str) -> None:
@@ -194,6 +197,12 @@ class _GroupFencedHandler:
         for tp, offset in sorted(self._offsets.items()):
             by_topic[tp.topic].append((tp.partition, offset.offset, offset.metadata))
         group = self._group_metadata()
+        if group[0] < 0 or not group[1]:
+            # The coordinator checks neither generation -1 nor an empty member id: such a request would
+            # commit the offsets of a member the group has dropped. Refused here instead.
+            _abortable_error(txn, MemberFencedError(
+                f"this member is out of the group (generation {group[0]}); its offsets are not committed"))
+            return True
         request = GroupFencedTxnOffsetCommit(txn.transactional_id, self._group_id, txn.producer_id,
                                              txn.producer_epoch, group, dict(by_topic))
         try:

@@ -39,6 +39,30 @@ async def _transactional_producer(bootstrap: str, group_metadata: Any) -> Any:
     return producer
 
 
+async def test_offsets_without_a_membership_are_never_sent(kafka_broker: Any) -> None:
+    """Found by `make soak`: an instance cut off from the broker finished a commit on reconnecting, and
+    its heartbeat reset the membership between the commit's check and the TxnOffsetCommit. Stamped
+    with generation -1 and no member id, which the coordinator does not check, the offsets of a member
+    the group had dropped were committed, beside its successor's work on the same input (55 updates
+    counted twice). Such a request is refused before it is sent; the transaction aborts cleanly."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = f"unfenced-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    await create_topics(bootstrap, {topic: 1})
+    consumer = await _joined_consumer(bootstrap, group, topic)  # the group has a live member
+    try:
+        out_of_group = await _transactional_producer(bootstrap, lambda: (-1, "", None))
+        try:
+            await out_of_group.begin_transaction()
+            with pytest.raises(MemberFencedError, match="out of the group"):
+                await out_of_group.send_offsets_to_transaction({TopicPartition(topic, 0): 5}, group)
+            await out_of_group.abort_transaction()
+        finally:
+            await out_of_group.stop()
+        assert await fetch_stable_offsets(consumer, [(topic, 0)], 5) == {(topic, 0): None}
+    finally:
+        await consumer.stop()
+
+
 async def test_offsets_of_the_current_generation_commit_and_a_stale_one_is_refused(kafka_broker: Any) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     topic, group = f"fenced-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
