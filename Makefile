@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat venv clean distclean
+.PHONY: all demo test lint broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
 
 all: test
 
@@ -64,6 +64,11 @@ chaos: broker-jars
 RUNS ?= 20
 chaos-repeat: broker-jars
 	$(BIN)/python -m tests.integration.repeat --runs $(RUNS)
+
+# Issue #11's soak: three exactly-once apps at once under mixed random faults for MINUTES (not in `make test`).
+MINUTES ?= 30
+soak: broker-jars toxiproxy
+	$(BIN)/python -m tests.integration.soak --minutes $(MINUTES)
 
 # The benchmark's extra (matplotlib for the report's charts), on top of the venv; not needed by `make test`.
 $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
