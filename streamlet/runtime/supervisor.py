@@ -54,7 +54,12 @@ from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StreamsError
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
-from streamlet.runtime.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs
+from streamlet.runtime.client_settings import (
+    ClientRole,
+    KafkaAuthorizationError,
+    client_kwargs,
+    resolved_settings,
+)
 from streamlet.runtime.commit_protocol import (
     AtLeastOnceCommits,
     CommitFailed,
@@ -277,7 +282,8 @@ class Supervisor:
         assert self.tasks is not None
         consumer = self.consumer
         poll_ms = int(self.config["poll.ms"])
-        max_records = int(self.config["max.poll.records"])
+        # The main consumer's own value: `main.consumer.max.poll.records` > `consumer.` > unprefixed.
+        max_records = int(resolved_settings(self.config, ClientRole.MAIN_CONSUMER)["max.poll.records"])
         last_commit = time.monotonic()
         while not self._stop.is_set():
             if self.tasks.restoring:
