@@ -18,7 +18,7 @@ from typing import Any
 
 from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
-from streamlet.errors import ApplicationShutdownError, InvalidStateStoreError, StreamsError
+from streamlet.errors import ApplicationShutdownError, InvalidStateStoreError, StreamsError, error_summary
 from streamlet.runtime.client_settings import redact
 from streamlet.runtime.instance_id import ensure_state_directory, state_root
 from streamlet.runtime.read_only_store import CompositeReadOnlyKeyValueStore
@@ -176,7 +176,7 @@ class KafkaStreams:
                     if not started.done():
                         started.set_exception(StreamsError("the client was closed while starting"))
                     raise
-                log.error("streams client failed: %s: %s", type(error).__name__, error, exc_info=error)
+                log.error("streams client failed: %s", error_summary(error), exc_info=error)
                 response = await self._respond(error, started)
                 if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:
                     replacements += 1
