@@ -72,7 +72,7 @@ from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
-from streamlet.runtime.topic_manager import TopicPlan, prepare_topics
+from streamlet.runtime.topic_manager import TopicPlan, await_sink_topics, prepare_topics
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -297,6 +297,8 @@ class Supervisor:
             if self._paused_full:
                 self._resume_drained()
             batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
+            if batches and self.plan is not None and self.plan.missing_sinks - self._partition_counts.keys():
+                await self._await_sink_topics()
             if batches or self._awaited:
                 async with self._dispatch_lock:
                     if epoch == self._epoch and not self._out_of_group():
@@ -310,6 +312,13 @@ class Supervisor:
                 # slow commit (tasks working off their mailboxes, a transaction per task) is followed by
                 # a full interval of processing, never by the next commit straight away.
                 last_commit = time.monotonic()
+
+    async def _await_sink_topics(self) -> None:
+        """Before the first output: sink topics missing at start-up must exist (see `await_sink_topics`)."""
+        assert self.plan is not None
+        missing = self.plan.missing_sinks - self._partition_counts.keys()
+        self._partition_counts.update(await await_sink_topics(self._client_kwargs(ClientRole.ADMIN), missing, 60.0))
+        log.info("sink topic(s) %s exist now: writing output to them", sorted(missing))
 
     async def _restore_step(self) -> None:
         """Restore a slice; tasks that completed start at their committed offsets (see ChangelogReader)."""
