@@ -27,7 +27,7 @@ from typing import Any
 
 from aiokafka.errors import KafkaConnectionError
 
-from streamlet.errors import StreamsError
+from streamlet.errors import StreamsError, error_summary
 from streamlet.runtime.gc_tuning import tune_gc_for_streaming
 
 log = logging.getLogger("streamlet.cli")
@@ -227,7 +227,7 @@ async def run_streams(topology: Any, config: dict[str, Any], close_timeout: floa
             log.warning("the streams client did not close within %.0fs", close_timeout)
     if failed or streams.state.name == "ERROR":
         error = getattr(streams, "error", None)
-        reason = f": {type(error).__name__}: {error}" if error is not None else ""
+        reason = f": {error_summary(error)}" if error is not None else ""
         print(f"streamlet: error: the application failed{reason}", file=sys.stderr)
         return 1
     return 0

@@ -7,7 +7,9 @@ fails fast, at construction, with the key's name.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from streamlet.errors import ConfigError
@@ -29,7 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "processing.guarantee": AT_LEAST_ONCE,
     "commit.interval.ms": None,  # 30000 under at_least_once, 100 under exactly_once_v2
     "statestore.cache.max.bytes": 10 * 1024 * 1024,
-    "state.dir": None,  # <tmp>/streamlet by default, as Kafka Streams uses <tmp>/kafka-streams
+    "state.dir": None,  # resolved to <tmp>/streamlet, as Kafka Streams uses <tmp>/kafka-streams
     "num.standby.replicas": 0,
     "num.stream.threads": 1,
     "replication.factor": -1,
@@ -67,9 +69,13 @@ class StreamsConfig(Mapping[str, Any]):
 
     def __init__(self, mapping: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         values: dict[str, Any] = dict(DEFAULTS)
+        given: set[str] = set()
+        if isinstance(mapping, StreamsConfig):  # only what was set: derived defaults are derived again
+            mapping = {key: mapping[key] for key in mapping.given_keys}
         for source in (mapping or {}, kwargs):
             for key, value in source.items():
                 values[normalize_key(str(key))] = value
+                given.add(normalize_key(str(key)))
         for key in _INT_KEYS:
             if values.get(key) is not None:
                 try:
@@ -88,7 +94,11 @@ class StreamsConfig(Mapping[str, Any]):
             values["commit.interval.ms"] = 100 if guarantee == EXACTLY_ONCE_V2 else 30000
         if values["statestore.cache.max.bytes"] < 0:
             raise ConfigError("statestore.cache.max.bytes must not be negative")
+        if not values["state.dir"]:
+            values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
+            given.discard("state.dir")
         self._values = values
+        self._given = frozenset(given)
 
     @classmethod
     def of(cls, config: StreamsConfig | Mapping[str, Any] | None) -> StreamsConfig:
@@ -106,14 +116,17 @@ class StreamsConfig(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._values)
 
+    @property
+    def given_keys(self) -> frozenset[str]:
+        """The keys the application set (dotted), as opposed to defaults filled in here."""
+        return self._given
+
     def get(self, key: str, default: Any = None) -> Any:
         return self._values.get(normalize_key(key), default)
 
     def with_overrides(self, **overrides: Any) -> StreamsConfig:
-        merged = dict(self._values)
-        for key, value in overrides.items():
-            merged[normalize_key(key)] = value
-        return StreamsConfig(merged)
+        """A copy with some keys replaced; the copy remembers which keys the application set."""
+        return StreamsConfig(self, **{normalize_key(key): value for key, value in overrides.items()})
 
     @property
     def application_id(self) -> str:

@@ -64,3 +64,10 @@ class StateStoreCorruptedError(StreamsError):
         self.store_name = store_name
         self.path = path
         self.reason = reason
+
+
+def error_summary(error: BaseException) -> str:
+    """One line for a failure: its type, its message, and the notes added on the way up (which task,
+    which record: topic, partition, offset), so that a summary says where as well as what."""
+    notes = [str(note) for note in getattr(error, "__notes__", ()) or ()]
+    return f"{type(error).__name__}: {error}" + (f" ({'; '.join(notes)})" if notes else "")

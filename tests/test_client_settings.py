@@ -213,6 +213,18 @@ def test_settings_that_will_not_apply_are_each_warned_about(caplog: pytest.LogCa
     assert "global.consumer.fetch.max.wait.ms is ignored" in text
     assert "restore.consumer.auto.offset.reset is overridden" in text
     assert text.count("unknown setting frobnicate.ms") == 1  # once, not once per client
+    assert "frobnicate.ms: neither a Kafka Streams setting streamlet knows nor a Kafka client setting; it is " \
+        "ignored\n" in text  # nothing close to suggest
+
+
+def test_a_misspelt_setting_is_warned_about_with_the_key_it_resembles(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="streamlet.runtime.client_settings"):
+        for role in ClientRole:
+            kwargs(role, **{"comit.interval.ms": 50, "producer.linger.msec": 5, "sesion.timeout.ms": 7000})
+    assert "unknown setting comit.interval.ms" in caplog.text
+    assert "(did you mean commit.interval.ms?)" in caplog.text
+    assert "(did you mean producer.linger.ms?)" in caplog.text
+    assert "(did you mean session.timeout.ms?)" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="streamlet.runtime.client_settings"):
         kwargs(**{"session.timeout.ms": 10000, "transaction.timeout.ms": 5000})  # streamlet's own settings

@@ -42,3 +42,22 @@ def test_of_accepts_plain_dicts_and_configs() -> None:
     config = StreamsConfig(application_id="x")
     assert StreamsConfig.of(config) is config
     assert StreamsConfig.of({"application.id": "y"}).application_id == "y"
+
+
+def test_the_config_shows_the_values_in_force_not_placeholders() -> None:
+    import tempfile
+    from pathlib import Path
+
+    config = StreamsConfig(application_id="x", processing_guarantee="exactly_once_v2")
+    assert config["state.dir"] == str(Path(tempfile.gettempdir()) / "streamlet")
+    assert None not in (config["state.dir"], config["commit.interval.ms"])
+    assert "None" not in repr({k: config[k] for k in ("state.dir", "commit.interval.ms")})
+    assert config.given_keys == {"application.id", "processing.guarantee"}
+
+
+def test_overrides_derive_the_defaults_again() -> None:
+    eos = StreamsConfig(application_id="x", processing_guarantee="exactly_once_v2")
+    alos = eos.with_overrides(processing_guarantee="at_least_once")
+    assert (eos["commit.interval.ms"], alos["commit.interval.ms"]) == (100, 30000)
+    assert eos.with_overrides(commit_interval_ms=5)["commit.interval.ms"] == 5
+    assert StreamsConfig(eos).given_keys == eos.given_keys

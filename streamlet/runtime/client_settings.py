@@ -20,6 +20,7 @@ the setting, not its value, and `redact()` masks secrets wherever a configuratio
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import inspect
 import logging
@@ -555,7 +556,14 @@ def _report_unusable(config: StreamsConfig, role: ClientRole) -> None:
             _warn_once(f"{key} does not apply to the {role.name.lower().replace('_', ' ')}; it is ignored")
         elif base not in _HANDLED:
             _warn_once(f"unknown setting {key}: neither a Kafka Streams setting streamlet knows nor a Kafka "
-                       "client setting; it is ignored")
+                       f"client setting; it is ignored{_did_you_mean(prefix, base)}")
+
+
+def _did_you_mean(prefix: str, base: str) -> str:
+    """A known key close to a misspelt one (`comit.interval.ms` -> `commit.interval.ms`), or nothing."""
+    known = [*DEFAULTS, *_HANDLED, *_UNSUPPORTED, *_STREAMS_NOT_IMPLEMENTED, *_CONTROLLED]
+    close = difflib.get_close_matches(base, known, n=1, cutoff=0.8)
+    return f" (did you mean {prefix}{close[0]}?)" if close else ""
 
 
 _ROLE_CONTROLLED = {

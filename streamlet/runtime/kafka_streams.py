@@ -18,7 +18,8 @@ from typing import Any
 
 from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
-from streamlet.errors import ApplicationShutdownError, InvalidStateStoreError, StreamsError
+from streamlet.errors import ApplicationShutdownError, InvalidStateStoreError, StreamsError, error_summary
+from streamlet.runtime.client_settings import redact
 from streamlet.runtime.instance_id import ensure_state_directory, state_root
 from streamlet.runtime.read_only_store import CompositeReadOnlyKeyValueStore
 from streamlet.runtime.supervisor import Supervisor
@@ -127,7 +128,10 @@ class KafkaStreams:
             log.debug("ignored state transition %s -> %s", old.name, new.name)
             return
         self._state = new
-        log.info("state transition from %s to %s", old.name, new.name)
+        if new is old:  # listeners still hear it, as in Kafka Streams; the log says what it means
+            log.info("another rebalance began before the last one finished (still REBALANCING)")
+        else:
+            log.info("state transition from %s to %s", old.name, new.name)
         if self._listener is not None:
             try:
                 self._listener(new, old)
@@ -143,6 +147,7 @@ class KafkaStreams:
     async def start(self) -> None:
         if self._state is not State.CREATED:
             raise StreamsError(f"start() needs the CREATED state, not {self._state.name}")
+        log.info("%s", _config_in_force(self.config))
         self._set_state(State.REBALANCING)
         self._supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
         started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -171,7 +176,7 @@ class KafkaStreams:
                     if not started.done():
                         started.set_exception(StreamsError("the client was closed while starting"))
                     raise
-                log.error("streams client failed: %s: %s", type(error).__name__, error, exc_info=error)
+                log.error("streams client failed: %s", error_summary(error), exc_info=error)
                 response = await self._respond(error, started)
                 if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:
                     replacements += 1
@@ -281,3 +286,10 @@ class KafkaStreams:
             "standby-tasks": sorted(str(t) for t in sup.standbys.tasks) if sup.standbys else [],
             "standby-records-applied": sup.standbys.applied if sup.standbys else 0,
         }
+
+
+def _config_in_force(config: StreamsConfig) -> str:
+    """Every setting with the value in force (defaults resolved, secrets hidden), one per line, as
+    Kafka Streams logs its `StreamsConfig values:` at start-up: what the app really runs with."""
+    values = redact(config)
+    return "StreamsConfig values:" + "".join(f"\n\t{key} = {values[key]}" for key in sorted(values))

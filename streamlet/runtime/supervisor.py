@@ -32,6 +32,7 @@ committed offsets.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -41,6 +42,8 @@ from typing import Any
 
 import anyio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.client import ConnectionGroup
+from aiokafka.conn import CloseReason
 from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     CommitFailedError,
@@ -72,7 +75,7 @@ from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
-from streamlet.runtime.topic_manager import TopicPlan, prepare_topics
+from streamlet.runtime.topic_manager import TopicPlan, await_sink_topics, prepare_topics
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -92,6 +95,28 @@ def _authorization_message(exc: BaseException, app_id: str) -> str:
     if isinstance(exc, ClusterAuthorizationFailedError):
         return f"the cluster refuses a cluster-level operation (e.g. IDEMPOTENT_WRITE on CLUSTER): {exc}"
     return f"the cluster refuses access to a topic (READ on inputs, WRITE on outputs, ALL on {app_id!r}-*): {exc}"
+
+
+async def _stop_group_consumer(consumer: AIOKafkaConsumer) -> None:
+    """Stop the group consumer, also in the middle of a rebalance.
+
+    aiokafka's stop() first lets its coordination routine finish, and during a rebalance that routine
+    sits in a JoinGroup the coordinator answers only when every member rejoined or timed out: a close
+    while another member is frozen would wait for that member's session to expire. This member is
+    leaving anyway, so the pending join is abandoned: its routine is cancelled and its connection closed
+    (a broker answers one request per connection at a time, so a LeaveGroup behind the parked JoinGroup
+    would wait just as long). stop() then sends LeaveGroup on a new connection, which also lets the
+    rebalance go on without this member at once."""
+    coordinator: Any = getattr(consumer, "_coordinator", None)
+    routine = getattr(coordinator, "_coordination_task", None)
+    if routine is not None and not routine.done() and consumer._subscription.reassignment_in_progress:
+        log.info("closing during a rebalance: abandoning the pending join and leaving the group")
+        routine.cancel()
+        await asyncio.wait({routine})  # never raises: the routine's cancellation is not ours
+        joining = consumer._client._conns.get((coordinator.coordinator_id, ConnectionGroup.COORDINATION))
+        if joining is not None:
+            joining.close(reason=CloseReason.SHUTDOWN)
+    await consumer.stop()
 
 
 class _RebalanceListener(ConsumerRebalanceListener):
@@ -122,6 +147,9 @@ class Supervisor:
         self.app_id = config.application_id
         self._on_rebalance = on_rebalance or (lambda _running: None)
         self._stop = anyio.Event()
+        # Around the poll: aiokafka's getmany waits, without a timeout, for a rebalance in progress to
+        # finish; stop() cancels it so that a close during a rebalance stuck on a frozen member is prompt.
+        self._poll_scope: anyio.CancelScope | None = None
         self._dispatch_lock = anyio.Lock()
         self._commit_interval_s = int(config["commit.interval.ms"]) / 1000
         self.plan: TopicPlan | None = None
@@ -186,6 +214,8 @@ class Supervisor:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._poll_scope is not None:
+            self._poll_scope.cancel()
 
     def _client_kwargs(self, role: ClientRole = ClientRole.MAIN_CONSUMER) -> dict[str, Any]:
         """Connection, security and tuning arguments of one client (see `client_settings`)."""
@@ -259,7 +289,7 @@ class Supervisor:
         await self.restore_consumer.start()
         resources.push_async_callback(_stop_groupless_consumer, self.restore_consumer)
         await self.consumer.start()
-        resources.push_async_callback(self.consumer.stop)
+        resources.push_async_callback(_stop_group_consumer, self.consumer)
         resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
         self.consumer.subscribe(sorted(self.plan.source_topics), listener=_RebalanceListener(self))
         async with anyio.create_task_group() as tg:
@@ -296,7 +326,15 @@ class Supervisor:
             timeout = 0 if self.tasks.restoring else poll_ms
             if self._paused_full:
                 self._resume_drained()
-            batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
+            with anyio.CancelScope() as self._poll_scope:
+                if self._stop.is_set():  # set during the awaits above
+                    self._poll_scope.cancel()
+                batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
+            self._poll_scope = None
+            if self._stop.is_set():
+                break  # what was fetched stays unconsumed: the next owner reads it from the committed offsets
+            if batches and self.plan is not None and self.plan.missing_sinks - self._partition_counts.keys():
+                await self._await_sink_topics()
             if batches or self._awaited:
                 async with self._dispatch_lock:
                     if epoch == self._epoch and not self._out_of_group():
@@ -310,6 +348,13 @@ class Supervisor:
                 # slow commit (tasks working off their mailboxes, a transaction per task) is followed by
                 # a full interval of processing, never by the next commit straight away.
                 last_commit = time.monotonic()
+
+    async def _await_sink_topics(self) -> None:
+        """Before the first output: sink topics missing at start-up must exist (see `await_sink_topics`)."""
+        assert self.plan is not None
+        missing = self.plan.missing_sinks - self._partition_counts.keys()
+        self._partition_counts.update(await await_sink_topics(self._client_kwargs(ClientRole.ADMIN), missing, 60.0))
+        log.info("sink topic(s) %s exist now: writing output to them", sorted(missing))
 
     async def _restore_step(self) -> None:
         """Restore a slice; tasks that completed start at their committed offsets (see ChangelogReader)."""

@@ -192,11 +192,12 @@ class TopologyTestDriver:
     def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any] | None = None,
                  initial_wall_clock_time: int | datetime | None = None) -> None:
         topology.validate()
-        base = dict(StreamsConfig.of(config))
+        given = StreamsConfig.of(config)
+        base = {key: given[key] for key in given.given_keys}
         if not base.get("application.id"):
             base["application.id"] = DEFAULT_APP_ID
         self._tmp_state: str | None = None
-        if not base.get("state.dir"):
+        if not base.get("state.dir"):  # not the shared <tmp>/streamlet: each driver its own directory
             self._tmp_state = tempfile.mkdtemp(prefix="streamlet-driver-")
             base["state.dir"] = self._tmp_state
         self.config = StreamsConfig(base)

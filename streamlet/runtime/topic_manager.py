@@ -76,7 +76,8 @@ class MissingSourceTopicError(MissingTopicsError):
 
 
 class MissingSinkTopicError(MissingTopicsError):
-    """Only output topics are missing: streamlet needs their partition counts to partition like Java."""
+    """Output topics still missing after waiting for them (Kafka Streams' send times out likewise):
+    streamlet partitions output itself, as Java does, and needs their partition counts."""
 
 
 class InternalTopicError(StreamsError):
@@ -120,6 +121,8 @@ class TopicPlan:
     internal_topics: dict[str, InternalTopic] = field(default_factory=dict)
     changelog_topics: dict[str, str] = field(default_factory=dict)
     """Store name -> real changelog topic name, for stores with logging enabled."""
+    missing_sinks: frozenset[str] = frozenset()
+    """Sink topics that did not exist at start-up: output waits for them (`await_sink_topics`)."""
 
     @property
     def partition_counts(self) -> dict[str, int]:
@@ -144,8 +147,8 @@ def plan_internal_topics(
     """Resolve task counts and internal topic partition counts from the user topics' partition counts.
 
     `source_partition_counts`: partition counts of existing topics by real name; must cover every user
-    source topic (else MissingSourceTopicError) and should cover user sink topics (else
-    MissingSinkTopicError: the runtime partitions output itself and needs the count).
+    source topic (else MissingSourceTopicError). Sink topics may be missing, as in Kafka Streams, which
+    checks only its sources: they are listed in the plan's `missing_sinks`.
     """
     subs = topology.sub_topologies()
     sources, sinks = user_topics(topology)
@@ -153,8 +156,6 @@ def plan_internal_topics(
     missing_sinks = {t for t in sinks if t not in source_partition_counts}
     if missing_sources:
         raise MissingSourceTopicError(missing_sources, missing_sinks)
-    if missing_sinks:
-        raise MissingSinkTopicError((), missing_sinks)
 
     writers: dict[str, set[int]] = {}
     for sub in subs:
@@ -220,9 +221,10 @@ def plan_internal_topics(
         application_id=application_id,
         source_topics={resolve_topic(topology, application_id, t): sub.id for sub in subs for t in sub.source_topics},
         subtopology_partitions=dict(sorted(tasks.items())),
-        user_topics={t: source_partition_counts[t] for t in sorted(sources | sinks)},
+        user_topics={t: source_partition_counts[t] for t in sorted(sources | sinks) if t not in missing_sinks},
         internal_topics=internal,
         changelog_topics=changelogs,
+        missing_sinks=frozenset(missing_sinks),
     )
 
 
@@ -365,6 +367,35 @@ async def _check_topics_authorized(admin: Any, sources: set[str], sinks: set[str
             + "; ".join(needs) + " (Kafka Streams' ACLs: READ on source topics, WRITE on sink topics)")
 
 
+async def await_sink_topics(admin_or_bootstrap: Any, topics: Iterable[str], timeout_s: float) -> dict[str, int]:
+    """Partition counts of sink topics that did not exist at start-up, once they do.
+
+    Asks for them by name with auto-creation allowed, as a Kafka producer's metadata request does: a
+    cluster with `auto.create.topics.enable=true` creates them now (with its default partition count,
+    as it would for Kafka Streams). Otherwise waits for someone to create them, up to `timeout_s` (Kafka
+    Streams' send blocks for `max.block.ms`, 60 s), then raises MissingSinkTopicError naming them.
+    """
+    wanted = sorted(set(topics))
+    deadline = time.monotonic() + timeout_s
+    reported_at = 0.0
+    async with _admin_client(admin_or_bootstrap) as admin:
+        while True:
+            response = await admin._send_request(MetadataRequest(topics=wanted, allow_auto_topic_creation=True))
+            counts = {t["topic"]: len(t["partitions"]) for t in response.to_object()["topics"]
+                      if t["error_code"] == _NO_ERROR and t["partitions"]}
+            missing = [t for t in wanted if t not in counts]
+            if not missing:
+                return counts
+            now = time.monotonic()
+            if now > deadline:
+                raise MissingSinkTopicError((), missing)
+            if now - reported_at >= 10:
+                reported_at = now
+                log.warning("waiting for sink topic(s) %s to be created before writing output (up to %.0fs more; "
+                            "the cluster does not create them on first use)", missing, deadline - now)
+            await anyio.sleep(0.5)
+
+
 async def prepare_topics(
     topology: Topology,
     application_id: str,
@@ -383,6 +414,9 @@ async def prepare_topics(
         await _check_topics_authorized(admin, sources - counts.keys(), sinks - counts.keys())
         dlq_partitions = counts.pop(dead_letter_topic, None) if dead_letter_topic else None
         plan = plan_internal_topics(topology, application_id, counts)
+        if plan.missing_sinks:
+            log.warning("sink topic(s) %s do not exist yet: the first output waits until they do (a cluster "
+                        "with auto.create.topics.enable creates them on first use)", sorted(plan.missing_sinks))
         if dead_letter_topic:
             plan.internal_topics[dead_letter_topic] = InternalTopic(
                 dead_letter_topic, "dead-letter", dlq_partitions or 1, dict(REPARTITION_TOPIC_DEFAULTS))

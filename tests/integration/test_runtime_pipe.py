@@ -105,3 +105,31 @@ async def test_log_and_continue_skips_the_record_and_keeps_the_rest(kafka_broker
         assert streams.state is State.RUNNING
     finally:
         await streams.close()
+
+
+async def test_a_sink_topic_missing_at_start_is_waited_for_not_fatal(
+    kafka_broker: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kafka Streams checks only its source topics at start-up. A sink that does not exist yet is
+    created on first use by a cluster that allows it (the local broker does), as a producer's
+    metadata request would; the output then goes there."""
+    import logging
+
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out = f"pipe-in-{sfx}", f"pipe-late-out-{sfx}"
+    await create_topics(bootstrap, {inp: 2})
+    streams = KafkaStreams(upper_topology(inp, out), {
+        "application.id": f"pipe-late-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
+        "commit.interval.ms": 100,
+    })
+    records = [(f"k{i}".encode(), f"value-{i}".encode()) for i in range(50)]
+    with caplog.at_level(logging.INFO, logger="streamlet.runtime"):
+        async with streams:
+            assert streams.state in (State.REBALANCING, State.RUNNING)
+            await produce(bootstrap, inp, records)
+            got = await read_until(bootstrap, out, lambda rs: len(rs) >= 50, timeout=60)
+            assert streams.state is State.RUNNING
+    assert sorted(r.value for r in got) == sorted(v.upper() for _, v in records)
+    assert f"sink topic(s) ['{out}'] do not exist yet" in caplog.text
+    assert f"sink topic(s) ['{out}'] exist now" in caplog.text

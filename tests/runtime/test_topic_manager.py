@@ -115,10 +115,17 @@ def test_missing_source_topics_are_named() -> None:
     with pytest.raises(MissingSourceTopicError, match=r"source topics \['orders'\].*sink topics \['totals'\]") as err:
         plan_internal_topics(t, "app", {})
     assert err.value.missing_sources == ["orders"]
-    with pytest.raises(MissingSinkTopicError, match=r"sink topics \['totals'\]") as sink_err:
-        plan_internal_topics(t, "app", {"orders": 2})
-    assert not isinstance(sink_err.value, MissingSourceTopicError)
-    assert isinstance(sink_err.value, MissingTopicsError) and sink_err.value.missing_sinks == ["totals"]
+
+
+
+def test_missing_sink_topics_do_not_stop_the_plan() -> None:
+    """Kafka Streams checks only its sources at start-up; a missing sink is waited for at the first output."""
+    plan = plan_internal_topics(aggregate_through_repartition("orders", "totals"), "app", {"orders": 2})
+    assert plan.missing_sinks == {"totals"}
+    assert "totals" not in plan.partition_counts and plan.partition_counts["orders"] == 2
+    error = MissingSinkTopicError((), ["totals"])
+    assert not isinstance(error, MissingSourceTopicError)
+    assert isinstance(error, MissingTopicsError) and error.missing_sinks == ["totals"]
 
 
 def test_internal_topic_nobody_writes_is_an_error() -> None:
