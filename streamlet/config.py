@@ -122,6 +122,7 @@ class StreamsConfig(Mapping[str, Any]):
         return self._given
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value of `key` (dotted or snake_case), or `default`."""
         return self._values.get(normalize_key(key), default)
 
     def with_overrides(self, **overrides: Any) -> StreamsConfig:
@@ -130,6 +131,7 @@ class StreamsConfig(Mapping[str, Any]):
 
     @property
     def application_id(self) -> str:
+        """`application.id`; raises ConfigError when it is missing, as every runtime needs it."""
         app_id = self._values.get("application.id")
         if not app_id:
             raise ConfigError("application.id is required")
@@ -137,12 +139,15 @@ class StreamsConfig(Mapping[str, Any]):
 
     @property
     def exactly_once(self) -> bool:
+        """True under `processing.guarantee=exactly_once_v2`."""
         return bool(self._values["processing.guarantee"] == EXACTLY_ONCE_V2)
 
     def default_key_serde(self) -> Serde[Any] | None:
+        """The `default.key.serde` as a `Serde` (a name such as "String", a class or an instance), or None."""
         return resolve_serde(self._values.get("default.key.serde"))
 
     def default_value_serde(self) -> Serde[Any] | None:
+        """The `default.value.serde` as a `Serde`, or None."""
         return resolve_serde(self._values.get("default.value.serde"))
 
     def __repr__(self) -> str:

@@ -35,7 +35,8 @@ class Cancellable(ABC):
     """Returned by `ProcessorContext.schedule`; `cancel()` stops further punctuations."""
 
     @abstractmethod
-    def cancel(self) -> None: ...
+    def cancel(self) -> None:
+        """Stop this punctuation schedule; it fires no more."""
 
 
 def to_millis(duration: timedelta | int | float) -> int:
@@ -75,7 +76,8 @@ class ProcessorContext(ABC):
 
     @property
     @abstractmethod
-    def application_id(self) -> str: ...
+    def application_id(self) -> str:
+        """The application's `application.id`."""
 
     @property
     @abstractmethod
@@ -84,24 +86,29 @@ class ProcessorContext(ABC):
 
     @property
     @abstractmethod
-    def app_config(self) -> StreamsConfig: ...
+    def app_config(self) -> StreamsConfig:
+        """The application's configuration (`StreamsConfig`)."""
 
     @abstractmethod
     def record_metadata(self) -> RecordMetadata | None:
         """Topic, partition and offset of the record being processed; None in a punctuation."""
 
     @abstractmethod
-    def current_stream_time_ms(self) -> int: ...
+    def current_stream_time_ms(self) -> int:
+        """The task's stream time: the highest record timestamp it has processed, or -1 before the first."""
 
     @abstractmethod
-    def current_system_time_ms(self) -> int: ...
+    def current_system_time_ms(self) -> int:
+        """The task's wall-clock time in ms (the test driver's mocked clock under `TopologyTestDriver`)."""
 
     @property
     def key_serde(self) -> Any:
+        """The configured `default.key.serde`, or None."""
         return self.app_config.default_key_serde()
 
     @property
     def value_serde(self) -> Any:
+        """The configured `default.value.serde`, or None."""
         return self.app_config.default_value_serde()
 
 
@@ -115,12 +122,18 @@ class Processor:
     context: ProcessorContext
 
     def init(self, context: ProcessorContext) -> None:
+        """Called once per task before the first record, with the task's context: keep it, get state stores,
+        schedule punctuations here."""
         self.context = context
 
     def process(self, record: Record) -> None:
+        """Handle one record; forward results with `self.context.forward(record)`. Runs in the task's synchronous
+        loop: do not block."""
         raise NotImplementedError
 
     def close(self) -> None:
+        """Called when the task closes (shutdown, rebalance); release what `init` acquired. Stores are closed by
+        the runtime."""
         pass
 
 
@@ -132,13 +145,16 @@ class TimestampExtractor(ABC):
     """Chooses a record's timestamp (event time) from the consumed record."""
 
     @abstractmethod
-    def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int: ...
+    def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int:
+        """The event time of `record`, in ms; `partition_time` is the highest timestamp seen so far on its
+        partition (-1 before the first). A negative result makes the record be skipped."""
 
 
 class RecordTimestampExtractor(TimestampExtractor):
     """The default: the timestamp embedded in the Kafka record (`FailOnInvalidTimestamp` in Java)."""
 
     def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int:
+        """The record's own timestamp (set by its producer or the broker), or -1 when it has none."""
         return record_timestamp
 
 
@@ -146,6 +162,7 @@ class WallclockTimestampExtractor(TimestampExtractor):
     """Processing-time semantics: the current wall-clock time."""
 
     def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int:
+        """The current wall-clock time in ms: processing-time semantics, whatever the record says."""
         import time
 
         return int(time.time() * 1000)
@@ -155,4 +172,6 @@ class UsePartitionTimeOnInvalidTimestamp(TimestampExtractor):
     """The record's timestamp, or the partition's stream time when the record's is negative."""
 
     def extract(self, topic: str, key: Any, value: Any, record_timestamp: int, partition_time: int) -> int:
+        """The record's timestamp, or, when it is negative, the partition's time so far (a record before any valid
+        one is skipped)."""
         return record_timestamp if record_timestamp >= 0 else max(partition_time, 0)

@@ -33,17 +33,21 @@ class Record(NamedTuple):
     headers: Headers = ()
 
     def with_key(self, key: Any) -> Record:
+        """A copy with another key (records are immutable)."""
         return _new(Record, (key, self[1], self[2], self[3]))
 
     def with_value(self, value: Any) -> Record:
+        """A copy with another value."""
         return _new(Record, (self[0], value, self[2], self[3]))
 
     def with_timestamp(self, timestamp: int) -> Record:
+        """A copy with another timestamp (ms, not negative)."""
         if timestamp < 0:
             raise ValueError(f"a record timestamp must not be negative, got {timestamp}")
         return Record(self.key, self.value, timestamp, self.headers)
 
     def with_headers(self, headers: Headers | list[tuple[str, bytes]] | None) -> Record:
+        """A copy with these headers, `(name, bytes)` pairs, replacing the old ones."""
         return Record(self.key, self.value, self.timestamp, tuple(headers or ()))
 
 

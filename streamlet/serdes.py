@@ -31,6 +31,7 @@ class Serializer(Generic[T]):
         self._fn = fn
 
     def serialize(self, topic: str | None, data: T | None) -> bytes | None:
+        """`data` as bytes for `topic` (None stays None: a null key or a tombstone)."""
         if data is None:
             return None
         if self._fn is None:
@@ -45,6 +46,7 @@ class Deserializer(Generic[T]):
         self._fn = fn
 
     def deserialize(self, topic: str | None, data: bytes | None) -> T | None:
+        """Bytes from `topic` (None for a null key or a tombstone) back into an object."""
         if data is None:
             return None
         if self._fn is None:
@@ -184,6 +186,7 @@ def _deserialize_json(topic: str | None, data: bytes | None, _loads: Callable[[b
 
 
 class StringSerde(Serde[str]):
+    """UTF-8 text, as Java's `Serdes.String()`."""
     name = "String"
 
     def __init__(self) -> None:
@@ -193,6 +196,7 @@ class StringSerde(Serde[str]):
 
 
 class BytesSerde(Serde[bytes]):
+    """Raw bytes, unchanged."""
     name = "Bytes"
 
     def __init__(self) -> None:
@@ -200,6 +204,7 @@ class BytesSerde(Serde[bytes]):
 
 
 class ShortSerde(Serde[int]):
+    """A 2-byte big-endian signed integer, as Java's `Serdes.Short()`."""
     name = "Short"
 
     def __init__(self) -> None:
@@ -207,6 +212,7 @@ class ShortSerde(Serde[int]):
 
 
 class IntegerSerde(Serde[int]):
+    """A 4-byte big-endian signed integer, as Java's `Serdes.Integer()`."""
     name = "Integer"
 
     def __init__(self) -> None:
@@ -214,6 +220,7 @@ class IntegerSerde(Serde[int]):
 
 
 class LongSerde(Serde[int]):
+    """An 8-byte big-endian signed integer, as Java's `Serdes.Long()` (WordCount's counts)."""
     name = "Long"
 
     def __init__(self) -> None:
@@ -223,6 +230,7 @@ class LongSerde(Serde[int]):
 
 
 class FloatSerde(Serde[float]):
+    """A 4-byte IEEE 754 float, as Java's `Serdes.Float()`."""
     name = "Float"
 
     def __init__(self) -> None:
@@ -232,6 +240,7 @@ class FloatSerde(Serde[float]):
 
 
 class DoubleSerde(Serde[float]):
+    """An 8-byte IEEE 754 double, as Java's `Serdes.Double()`."""
     name = "Double"
 
     def __init__(self) -> None:

@@ -119,6 +119,9 @@ class Topology:
         timestamp_extractor: TimestampExtractor | None = None,
         offset_reset: str | None = None,
     ) -> Topology:
+        """Add a source node named `name` reading `topics`, with optional deserializers (else the configured
+        default serdes), a timestamp extractor and an offset reset (`earliest`/`latest`) for these
+        topics. Returns the topology, for chaining, as every `add_*` does."""
         if not topics:
             raise TopologyError(f"source {name!r} needs at least one topic")
         for spec in self.nodes.values():
@@ -131,6 +134,8 @@ class Topology:
         return self
 
     def add_processor(self, name: str, supplier: ProcessorSupplier, *parent_names: str) -> Topology:
+        """Add a processor node fed by `parent_names`. `supplier` makes a new `Processor` per task (a class, or a
+        function returning a new instance); one shared instance would mix the state of all tasks."""
         if not parent_names:
             raise TopologyError(f"processor {name!r} needs at least one parent")
         if not callable(supplier):
@@ -152,12 +157,17 @@ class Topology:
         value_serializer: Serializer[Any] | None = None,
         partitioner: StreamPartitioner | None = None,
     ) -> Topology:
+        """Add a sink node writing what its parents forward to `topic`, with optional serializers and a
+        `StreamPartitioner` (else partitions as Java's default partitioner does: murmur2 of the key
+        bytes)."""
         if not parent_names:
             raise TopologyError(f"sink {name!r} needs at least one parent")
         self._add(SinkSpec(name, topic, list(parent_names), key_serializer, value_serializer, partitioner))
         return self
 
     def add_state_store(self, store_builder: StoreBuilder, *processor_names: str) -> Topology:
+        """Add the store `store_builder` builds (one instance per task) and connect it to `processor_names`, which
+        reach it through `context.get_state_store(name)`."""
         name = store_builder.name
         if name in self.store_builders and self.store_builders[name] is not store_builder:
             raise TopologyError(f"a state store named {name!r} is already in the topology")
@@ -170,6 +180,8 @@ class Topology:
         return self
 
     def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> Topology:
+        """Give processor `processor_name` access to stores already added to the topology (stores shared by several
+        processors must be in the same sub-topology)."""
         spec = self.nodes.get(processor_name)
         if not isinstance(spec, ProcessorSpec):
             raise TopologyError(f"{processor_name!r} is not a processor of this topology")
@@ -183,10 +195,14 @@ class Topology:
         return self
 
     def add_internal_topic(self, spec: InternalTopicSpec) -> None:
+        """Declare a topic the application owns (repartition or changelog): the runtime creates it as
+        `<application.id>-<name>` with the partition count it resolves. The DSL calls this;
+        Processor-API users rarely need to."""
         self.internal_topics[spec.name] = spec
 
     # -- inspecting -----------------------------------------------------------------------------
     def parents_of(self, name: str) -> list[str]:
+        """The names of the nodes that forward to node `name` (none for a source)."""
         spec = self.nodes[name]
         return [] if isinstance(spec, SourceSpec) else list(spec.parents)
 
@@ -250,6 +266,8 @@ class Topology:
                 raise TopologyError(f"state store {name!r} is not connected to any processor")
 
     def describe(self) -> TopologyDescription:
+        """The topology's sub-topologies, nodes and stores; `str()` of the result is Kafka Streams' `describe()`
+        text."""
         from streamlet.topology_description import TopologyDescription
 
         return TopologyDescription.of(self)

@@ -309,6 +309,7 @@ class TopologyDescription:
 
     @classmethod
     def of(cls, topology: Topology) -> TopologyDescription:
+        """Describe `topology` as Kafka Streams would (sub-topologies numbered and nodes named the same way)."""
         return cls([_describe_subtopology(topology, sub.id, sub.nodes) for sub in topology.sub_topologies()])
 
     def __str__(self) -> str:

@@ -181,6 +181,7 @@ class Materialized:
 
     @property
     def in_memory(self) -> bool:
+        """True when `store_type` asks for an in-memory store instead of LevelDB."""
         return self.store_type is not None and self.store_type.lower() in _IN_MEMORY_TYPES
 
     def copy(self, **changes: Any) -> Materialized:

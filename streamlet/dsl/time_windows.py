@@ -64,6 +64,7 @@ class TimeWindows:
         return self.size_ms
 
     def grace_period_ms(self) -> int:
+        """How long after a window ends records may still arrive for it, in ms (later ones are dropped)."""
         return self.grace_ms
 
     def windows_for(self, timestamp: int) -> list[TimeWindow]:

@@ -29,6 +29,13 @@ log = logging.getLogger(__name__)
 
 
 class State(enum.Enum):
+    """The life of a `KafkaStreams` client, as in Kafka Streams:
+
+    CREATED → REBALANCING ⇄ RUNNING → PENDING_SHUTDOWN → NOT_RUNNING, or ERROR when it failed.
+    REBALANCING covers joining the group and restoring state; stores are queryable in RUNNING (and,
+    stale, in REBALANCING). A state listener hears every change.
+    """
+
     CREATED = "CREATED"
     REBALANCING = "REBALANCING"
     RUNNING = "RUNNING"
@@ -37,6 +44,7 @@ class State(enum.Enum):
     ERROR = "ERROR"
 
     def is_running_or_rebalancing(self) -> bool:
+        """True while the client is a group member: RUNNING or REBALANCING."""
         return self in (State.RUNNING, State.REBALANCING)
 
 
@@ -90,6 +98,24 @@ def _response(value: Any) -> StreamThreadExceptionResponse:
 
 
 class KafkaStreams:
+    """Runs a `Topology` as one instance of the application named by `application.id`.
+
+    Start as many instances (processes, machines) as you like with the same `application.id`: they form
+    one consumer group and share the input partitions, one task per partition of each sub-topology,
+    with state stores restored from their changelog topics when tasks move.
+
+    In an asyncio application::
+
+        async with KafkaStreams(topology, {"application.id": "wordcount",
+                                            "bootstrap.servers": "localhost:9092"}) as streams:
+            await streams.wait()           # until close() from elsewhere, or a failure
+
+    or `await streams.start()` ... `await streams.close(timeout=10)`. The constructor checks the
+    configuration and the state directory and touches no broker; `start()` returns once the group is
+    joined. `state`, `set_state_listener` and `set_uncaught_exception_handler` follow Kafka Streams;
+    `store(name)` gives read-only access to local stores; `metrics` counts what the instance did.
+    """
+
     def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any]) -> None:
         self.topology = topology
         self.config = StreamsConfig.of(config)
@@ -108,14 +134,20 @@ class KafkaStreams:
     # -- state ----------------------------------------------------------------------------------------
     @property
     def state(self) -> State:
+        """The client's current `State`."""
         return self._state
 
     def set_state_listener(self, listener: StateListener | None) -> None:
+        """Call `listener(new_state, old_state)` on every state change; set it before `start()`."""
         if self._state is not State.CREATED:
             raise StreamsError("a state listener can only be set before start()")
         self._listener = listener
 
     def set_uncaught_exception_handler(self, handler: Callable[[BaseException], Any] | None) -> None:
+        """Decide what a failure of the group member does: `handler(error)` returns a
+        `StreamThreadExceptionResponse` (replace the member, shut this client down, or shut the whole
+        application down). Without one, the setting `uncaught.exception.handler` decides. Set it before
+        `start()`."""
         if self._state is not State.CREATED:
             raise StreamsError("an exception handler can only be set before start()")
         self._exception_handler = handler
@@ -145,6 +177,9 @@ class KafkaStreams:
 
     # -- lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Create topics the application owns, join the group and start processing; returns once the
+        group is joined (state REBALANCING, then RUNNING when its tasks are restored). Raises what makes
+        start-up impossible: missing source topics, refused credentials or ACLs, a bad configuration."""
         if self._state is not State.CREATED:
             raise StreamsError(f"start() needs the CREATED state, not {self._state.name}")
         log.info("%s", _config_in_force(self.config))
@@ -264,6 +299,9 @@ class KafkaStreams:
 
     @property
     def metrics(self) -> dict[str, Any]:
+        """Totals of this instance since `start()`: its tasks, records processed, skipped,
+        dead-lettered, sent and restored, commits, dirty recoveries, lost memberships and standby
+        work (empty before `start()`)."""
         sup = self._supervisor
         if sup is None or sup.tasks is None:
             return {}

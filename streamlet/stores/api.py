@@ -112,15 +112,18 @@ class StateStore(ABC):
         """Push cached writes down (and to the changelog); called at every commit."""
 
     @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the store's resources; the runtime calls it when the task closes."""
 
     @property
     @abstractmethod
-    def persistent(self) -> bool: ...
+    def persistent(self) -> bool:
+        """True when the store keeps its data on disk (LevelDB) and can be reopened without a full restore."""
 
     @property
     @abstractmethod
-    def is_open(self) -> bool: ...
+    def is_open(self) -> bool:
+        """True between `init` and `close`."""
 
 
 class KeyValueIterator(Generic[K, V], Iterator[KeyValue]):
@@ -140,9 +143,11 @@ class KeyValueIterator(Generic[K, V], Iterator[KeyValue]):
         return next(self._source)
 
     def peek_next_key(self) -> Any:
+        """The key the next iteration returns, without moving on (StopIteration at the end)."""
         raise NotImplementedError
 
     def close(self) -> None:
+        """Release the iterator (a LevelDB snapshot); iterators are also context managers."""
         if not self._closed:
             self._closed = True
             if self._on_close is not None:
@@ -161,30 +166,36 @@ class KeyValueStore(StateStore, Generic[K, V]):
     """The typed key-value store interface of the API contract."""
 
     @abstractmethod
-    def get(self, key: K) -> V | None: ...
+    def get(self, key: K) -> V | None:
+        """The value stored under `key`, or None."""
 
     @abstractmethod
     def put(self, key: K, value: V | None) -> None:
         """`put(key, None)` deletes, as in Kafka Streams."""
 
     @abstractmethod
-    def put_if_absent(self, key: K, value: V) -> V | None: ...
+    def put_if_absent(self, key: K, value: V) -> V | None:
+        """Store `value` under `key` only if nothing is stored there; returns what was there (None if it stored)."""
 
     @abstractmethod
-    def put_all(self, entries: list[KeyValue] | list[tuple[K, V]]) -> None: ...
+    def put_all(self, entries: list[KeyValue] | list[tuple[K, V]]) -> None:
+        """Store every `(key, value)` pair, in order."""
 
     @abstractmethod
-    def delete(self, key: K) -> V | None: ...
+    def delete(self, key: K) -> V | None:
+        """Remove `key`; returns the value it had, or None."""
 
     @abstractmethod
     def range(self, from_key: K | None, to_key: K | None) -> KeyValueIterator[K, V]:
         """Inclusive on both ends; None means unbounded on that side."""
 
     @abstractmethod
-    def all(self) -> KeyValueIterator[K, V]: ...
+    def all(self) -> KeyValueIterator[K, V]:
+        """Every entry in key order (of the serialized keys), as a `KeyValueIterator`; close it after use."""
 
     @abstractmethod
-    def approximate_num_entries(self) -> int: ...
+    def approximate_num_entries(self) -> int:
+        """About how many entries the store holds (exact for in-memory stores)."""
 
 
 class TimestampedKeyValueStore(KeyValueStore[K, ValueAndTimestamp]):
@@ -211,19 +222,27 @@ class StoreBuilder(ABC):
     logging_config: dict[str, str]
 
     @abstractmethod
-    def build(self) -> StateStore: ...
+    def build(self) -> StateStore:
+        """A new store instance (the runtime builds one per task)."""
 
     @abstractmethod
-    def with_logging_enabled(self, config: dict[str, str] | None = None) -> StoreBuilder: ...
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> StoreBuilder:
+        """Back the store with a changelog topic, `<application.id>-<store>-changelog`, with these extra topic
+        configs; the default."""
 
     @abstractmethod
-    def with_logging_disabled(self) -> StoreBuilder: ...
+    def with_logging_disabled(self) -> StoreBuilder:
+        """No changelog: the store's content is lost when its task moves or its local files go."""
 
     @abstractmethod
-    def with_caching_enabled(self) -> StoreBuilder: ...
+    def with_caching_enabled(self) -> StoreBuilder:
+        """Put the record cache (`statestore.cache.max.bytes`) in front of the store: repeated updates of a key are
+        merged before they reach the store, the changelog and downstream."""
 
     @abstractmethod
-    def with_caching_disabled(self) -> StoreBuilder: ...
+    def with_caching_disabled(self) -> StoreBuilder:
+        """Every update goes through to the store, the changelog and downstream; the default for Processor-API
+        stores."""
 
 
 # -- Additions by the stores helper: the bytes-level contract under the typed stores -------------------
@@ -346,11 +365,13 @@ class KeyValueBytesStoreSupplier(ABC):
     name: str
 
     @abstractmethod
-    def get(self) -> KeyValueBytesStore: ...
+    def get(self) -> KeyValueBytesStore:
+        """A new bytes store (one per task)."""
 
     @property
     @abstractmethod
-    def persistent(self) -> bool: ...
+    def persistent(self) -> bool:
+        """True for stores on disk."""
 
     @property
     @abstractmethod

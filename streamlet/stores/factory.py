@@ -48,6 +48,10 @@ def _window_shape(name: str, retention: timedelta | int, window_size: timedelta 
 
 
 class Stores:
+    """Factories for store suppliers and builders, named as Kafka Streams' `Stores`: pick a supplier (LevelDB or
+    in-memory, key-value or window), then wrap it in a builder with serdes for `Topology.add_state_store` or
+    `Materialized.as_`."""
+
     @staticmethod
     def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
         """A LevelDB store in `<state.dir>/<application.id>/<task>/<name>`."""
@@ -60,6 +64,7 @@ class Stores:
 
     @staticmethod
     def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        """A key-value store held in memory; rebuilt from its changelog when its task starts."""
         return InMemoryKeyValueBytesStoreSupplier(validate_store_name(name))
 
     @staticmethod
@@ -73,6 +78,8 @@ class Stores:
     def timestamped_key_value_store_builder(
         supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> TimestampedKeyValueStoreBuilder:
+        """A builder of key-value stores whose values carry a timestamp (`ValueAndTimestamp`), as the DSL's
+        aggregations use."""
         return TimestampedKeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
@@ -90,16 +97,19 @@ class Stores:
     @staticmethod
     def in_memory_window_store(name: str, retention: timedelta | int, window_size: timedelta | int,
                                retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
+        """A window store held in memory, keeping windows for `retention`; `window_size` is the windows' size."""
         return InMemoryWindowBytesStoreSupplier(*_window_shape(name, retention, window_size), retain_duplicates)
 
     @staticmethod
     def window_store_builder(
         supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> WindowStoreBuilder:
+        """A builder of window stores with these serdes."""
         return WindowStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def timestamped_window_store_builder(
         supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> TimestampedWindowStoreBuilder:
+        """A builder of window stores whose values carry a timestamp (`ValueAndTimestamp`)."""
         return TimestampedWindowStoreBuilder(supplier, key_serde, value_serde)

@@ -116,10 +116,12 @@ class WindowStore(StateStore):
         a `KeyValueIterator` of `KeyValue(window_start, value)` for starts in the inclusive range."""
 
     @abstractmethod
-    def fetch_all(self, time_from: Any, time_to: Any) -> KeyValueIterator[Any, Any]: ...
+    def fetch_all(self, time_from: Any, time_to: Any) -> KeyValueIterator[Any, Any]:
+        """Every key's windows that start in `[time_from, time_to]`, as `(Windowed(key, window), value)` pairs."""
 
     @abstractmethod
-    def all(self) -> KeyValueIterator[Any, Any]: ...
+    def all(self) -> KeyValueIterator[Any, Any]:
+        """Every window of every key still retained."""
 
 
 class TimestampedWindowStore(WindowStore):
