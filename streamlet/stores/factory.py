@@ -49,8 +49,8 @@ def _window_shape(name: str, retention: timedelta | int, window_size: timedelta 
 
 class Stores:
     """Factories for store suppliers and builders, named as Kafka Streams' `Stores`: pick a supplier (LevelDB or
-    in-memory, key-value or window), then wrap it in a builder with serdes for `Topology.add_state_store` or
-    `Materialized.as_`."""
+    in-memory, key-value or window), then pass it to `Materialized(supplier)` for the DSL, or wrap it in a
+    builder with serdes for `Topology.add_state_store`."""
 
     @staticmethod
     def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
