@@ -1,7 +1,10 @@
 """The `streamlet` command: run or describe an application's topology, manage the dev broker.
 
     streamlet run MODULE:FUNCTION [--config FILE] [--set key=value ...]
-    streamlet describe MODULE:FUNCTION
+    streamlet describe MODULE:FUNCTION [--format text|dot|mermaid|svg]
+    streamlet reset MODULE:FUNCTION [--config FILE] [--set ...] [--to-earliest | --to-datetime T | --to-offset N]
+                    [--dry-run]
+    streamlet topics create MODULE:FUNCTION [--config FILE] [--set ...] [--partitions N]
     streamlet broker start [--port N] | stop | status | fetch
 
 FUNCTION returns a `Topology` (or a `StreamsBuilder`, or a `(topology, config)` tuple). Config is
@@ -27,6 +30,7 @@ from typing import Any
 
 from aiokafka.errors import KafkaConnectionError
 
+from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError, error_summary
 from streamlet.runtime.gc_tuning import tune_gc_for_streaming
 
@@ -242,7 +246,6 @@ def _worker_state_dir(config: dict[str, Any], worker: int | str) -> str:
 def _check_worker_state_dirs(config: dict[str, Any], workers: int) -> None:
     """The workers' state directories, checked before any worker starts: a worker that fails at start
     is replaced with a back-off that never gives up on a fault as steady as an unwritable directory."""
-    from streamlet.config import StreamsConfig
     from streamlet.runtime.instance_id import ensure_state_directory, state_root
 
     app_id = StreamsConfig.of(config).application_id
@@ -252,10 +255,7 @@ def _check_worker_state_dirs(config: dict[str, Any], workers: int) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.log_level)  # first, so that the app's import-time logging shows too
-    topology, config = load_target(args.target)
-    for path in args.config or []:
-        config.update(read_config_file(path))
-    config.update(parse_settings(args.set or []))
+    topology, config = _load_with_config(args)
     if args.workers > 1:
         from streamlet.runtime.workers import WorkerPool
 
@@ -275,8 +275,63 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
+    from streamlet.topology_render import render
+
     topology, _ = load_target(args.target)
-    print(topology.describe())
+    text = render(topology.describe(), args.format)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _load_with_config(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The target's topology and its config, layered as `run` layers it (function, --config, --set)."""
+    topology, config = load_target(args.target)
+    for path in args.config or []:
+        config.update(read_config_file(path))
+    config.update(parse_settings(args.set or []))
+    return topology, config
+
+
+def _cmd_reset(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from streamlet.runtime import reset_tool
+    from streamlet.runtime.instance_id import state_root
+
+    _configure_logging("WARNING")
+    topology, config = _load_with_config(args)
+    streams_config = StreamsConfig(config)
+    app_id = streams_config.application_id
+    when = None
+    if args.to_datetime is not None:
+        try:
+            when = datetime.fromisoformat(args.to_datetime)
+        except ValueError as exc:
+            raise UsageError(f"--to-datetime must be an ISO-8601 time, got {args.to_datetime!r}") from exc
+    base = Path(streams_config["state.dir"])
+    # The instance's own directory and, for `run --workers N`, each worker's.
+    dirs = [state_root({"state.dir": str(base)}, app_id), *sorted(base.glob(f"worker-*/{app_id}"))]
+    plan = asyncio.run(reset_tool.plan_reset(topology, config, to_datetime=when, to_offset=args.to_offset,
+                                             state_dirs=dirs))
+    print(plan.describe())
+    if args.dry_run:
+        print("(dry run: nothing changed)")
+        return 0
+    asyncio.run(reset_tool.apply_reset(plan, config))
+    print("done: the next start reprocesses the input from these offsets")
+    return 0
+
+
+def _cmd_topics(args: argparse.Namespace) -> int:
+    from streamlet.runtime.topic_manager import create_user_topics
+
+    _configure_logging("WARNING")
+    topology, config = _load_with_config(args)
+    created = asyncio.run(create_user_topics(topology, config, args.partitions, args.replication_factor))
+    for name, partitions in created.items():
+        print(f"created {name} ({partitions} partitions)")
+    if not created:
+        print("every source and sink topic exists already")
     return 0
 
 
@@ -304,15 +359,19 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", action="append", metavar="FILE",
+                        help="a .properties or .json file of settings (repeatable; later files win)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting (repeatable; wins)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamlet", description="Kafka Streams for Python.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run the topology MODULE:FUNCTION returns, until SIGINT/SIGTERM")
     run.add_argument("target", metavar="MODULE:FUNCTION")
-    run.add_argument("--config", action="append", metavar="FILE",
-                     help="a .properties or .json file of settings (repeatable; later files win)")
-    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting (repeatable; wins)")
+    _add_config_arguments(run)
     run.add_argument("--log-level", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
     run.add_argument("--workers", type=int, default=1, metavar="N",
                      help="N supervised worker processes, one group member each (Kafka Streams' "
@@ -321,9 +380,33 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how long a clean close may take after a signal (default 60)")
     run.set_defaults(handler=_cmd_run)
 
-    describe = commands.add_parser("describe", help="print the topology as Kafka Streams describes it")
+    describe = commands.add_parser("describe", help="print the topology as Kafka Streams describes it, or draw it")
     describe.add_argument("target", metavar="MODULE:FUNCTION")
+    describe.add_argument("--format", choices=("text", "dot", "mermaid", "svg"), default="text",
+                          help="text (Kafka Streams' describe(), the default), dot (Graphviz), mermaid, svg")
     describe.set_defaults(handler=_cmd_describe)
+
+    reset = commands.add_parser(
+        "reset", help="reprocess from scratch: reset input offsets, delete internal topics, wipe local state "
+                      "(Kafka Streams' application reset tool; stop every instance first)")
+    reset.add_argument("target", metavar="MODULE:FUNCTION")
+    _add_config_arguments(reset)
+    where = reset.add_mutually_exclusive_group()
+    where.add_argument("--to-earliest", action="store_true", help="resume from each partition's start (default)")
+    where.add_argument("--to-datetime", metavar="ISO-8601", help="resume from the first record at or after this time")
+    where.add_argument("--to-offset", type=int, metavar="N", help="resume from offset N (clamped to each partition)")
+    reset.add_argument("--dry-run", action="store_true", help="show what would be done, change nothing")
+    reset.set_defaults(handler=_cmd_reset)
+
+    topics = commands.add_parser("topics", help="development helpers for the topics a topology names")
+    topic_actions = topics.add_subparsers(dest="action", required=True, metavar="ACTION")
+    create = topic_actions.add_parser("create", help="create the source and sink topics that do not exist")
+    create.add_argument("target", metavar="MODULE:FUNCTION")
+    _add_config_arguments(create)
+    create.add_argument("--partitions", type=int, default=1, metavar="N", help="partitions of each (default 1)")
+    create.add_argument("--replication-factor", type=int, default=-1, metavar="R",
+                        help="replicas of each (default: the broker's default.replication.factor)")
+    topics.set_defaults(handler=_cmd_topics)
 
     broker = commands.add_parser("broker", help="the local development Kafka broker")
     actions = broker.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -33,7 +33,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.protocol.metadata import MetadataRequest
 
 from streamlet.errors import StreamsError
-from streamlet.runtime.client_settings import KafkaAuthorizationError, start_client
+from streamlet.runtime.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs, start_client
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -394,6 +394,27 @@ async def await_sink_topics(admin_or_bootstrap: Any, topics: Iterable[str], time
                 log.warning("waiting for sink topic(s) %s to be created before writing output (up to %.0fs more; "
                             "the cluster does not create them on first use)", missing, deadline - now)
             await anyio.sleep(0.5)
+
+
+async def create_user_topics(topology: Topology, config: Any, partitions: int = 1,
+                             replication_factor: int = -1) -> dict[str, int]:
+    """For development (`streamlet topics create`): create the source and sink topics `topology` names
+    that do not exist yet, with `partitions` each; returns those created. Internal topics are left to
+    the application, which creates them with the partition counts it derives."""
+    sources, sinks = user_topics(topology)
+    async with _admin_client(client_kwargs(config, ClientRole.ADMIN)) as admin:
+        existing = await describe_partition_counts(admin, sources | sinks)
+        missing = sorted((sources | sinks) - existing.keys())
+        if not missing:
+            return {}
+        replication = replication_factor if replication_factor > 0 else await _broker_default_replication(admin)
+        await admin.create_topics([NewTopic(t, partitions, replication) for t in missing])
+        deadline = time.monotonic() + 30
+        while set(missing) - (await describe_partition_counts(admin, missing)).keys():
+            if time.monotonic() > deadline:
+                raise InternalTopicError(f"topics {missing} did not appear within 30s of creation")
+            await anyio.sleep(0.1)
+    return dict.fromkeys(missing, partitions)
 
 
 async def prepare_topics(
