@@ -22,6 +22,7 @@ from streamlet.errors import ApplicationShutdownError, InvalidStateStoreError, S
 from streamlet.runtime.client_settings import redact
 from streamlet.runtime.instance_id import ensure_state_directory, state_root
 from streamlet.runtime.read_only_store import CompositeReadOnlyKeyValueStore
+from streamlet.runtime.reset_tool import clean_up
 from streamlet.runtime.supervisor import Supervisor
 from streamlet.topology import Topology
 
@@ -273,6 +274,15 @@ class KafkaStreams:
         if self._state is not State.ERROR:  # a failed client stays in ERROR, as in Kafka Streams
             self._set_state(State.NOT_RUNNING)
         return finished
+
+    def clean_up(self) -> None:
+        """Wipe this instance's local state directory (`<state.dir>/<application.id>`), as Kafka Streams'
+        `cleanUp()`: the next start restores every store from its changelog. Only before `start()` or
+        after `close()`; `streamlet reset` calls it for the application reset."""
+        if self._state not in (State.CREATED, State.NOT_RUNNING, State.ERROR):
+            raise StreamsError(f"clean_up() needs a client that is not running, not {self._state.name}")
+        clean_up(self.config)
+        ensure_state_directory(state_root(self.config, self.config.application_id))  # ready for start()
 
     async def wait(self) -> None:
         """Wait until the client stops (closed, or failed)."""

@@ -141,10 +141,10 @@ async def _require_inactive_group(admin: Any, group: str) -> None:
     for response in described:
         for entry in response.to_object()["groups"]:
             members = entry.get("members") or []
-            if entry.get("group_id") == group and members:
+            if entry.get("group") == group and members:
                 raise ApplicationRunningError(
                     f"application {group!r} still has {len(members)} running instance(s) "
-                    f"(group state {entry.get('group_state')}); stop every instance before resetting it")
+                    f"(group state {entry.get('state')}); stop every instance before resetting it")
 
 
 async def _target_offsets(config: StreamsConfig, parts: list[TopicPartition], to_datetime: datetime | None,

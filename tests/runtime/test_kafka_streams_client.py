@@ -1,4 +1,4 @@
-"""What `KafkaStreams` logs about itself: the settings in force at start-up and its state changes."""
+"""KafkaStreams without a broker: the settings it logs at start-up, its state changes, clean_up()."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from streamlet import StreamsBuilder
 from streamlet.config import StreamsConfig
+from streamlet.errors import StreamsError
 from streamlet.runtime.kafka_streams import KafkaStreams, State, _config_in_force
 
 SECRET = "s3cret-pw"
@@ -45,3 +46,17 @@ def test_a_rebalance_during_a_rebalance_is_told_to_listeners_but_not_logged_as_a
     assert "from REBALANCING to REBALANCING" not in caplog.text
     assert "another rebalance began before the last one finished" in caplog.text
     assert caplog.text.count("state transition from") == 2
+
+
+def test_clean_up_wipes_local_state_only_while_not_running(tmp_path: Path) -> None:
+    builder = StreamsBuilder()
+    builder.stream("in").to("out")
+    streams = KafkaStreams(builder.build(), {"application.id": "app", "state.dir": str(tmp_path)})
+    task_dir = tmp_path / "app" / "0_0"
+    task_dir.mkdir(parents=True)
+    (task_dir / ".checkpoint").write_text("in 0 42\n")
+    streams.clean_up()
+    assert not task_dir.exists() and (tmp_path / "app").is_dir()
+    streams._set_state(State.REBALANCING)
+    with pytest.raises(StreamsError, match="not running"):
+        streams.clean_up()
