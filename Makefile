@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
+.PHONY: all demo test lint docs broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
 
 all: test
 
@@ -49,8 +49,12 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint broker-jars toxiproxy
+test: lint docs broker-jars toxiproxy
 	$(BIN)/pytest -q
+
+# The documentation (docs/), built with Sphinx; any warning fails the build. Output: docs/_build/html.
+docs: $(INSTALLED)
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 demo: broker-jars
 	$(BIN)/python examples/demo_wordcount.py

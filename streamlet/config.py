@@ -52,6 +52,52 @@ DEFAULTS: dict[str, Any] = {
     "uncaught.exception.handler": "shutdown_client",  # Kafka Streams' producer default under exactly-once
 }
 
+DESCRIPTIONS: dict[str, str] = {
+    "application.id": "The application's name: the consumer group, the prefix of its internal topics and "
+                      "transactional ids, and its directory under state.dir. Required.",
+    "bootstrap.servers": "Kafka brokers to connect to, host:port[,host:port...].",
+    "default.key.serde": "Serde for keys where the topology names none (a name such as String or Long, a "
+                         "Serde class or instance).",
+    "default.value.serde": "Serde for values where the topology names none.",
+    "default.timestamp.extractor": "How a record's event time is read; default: the record's own timestamp "
+                                   "(RecordTimestampExtractor).",
+    "default.deserialization.exception.handler": "A record that cannot be deserialized: log_and_fail, "
+                                                 "log_and_continue or dead_letter.",
+    "default.production.exception.handler": "A record the broker refuses: fail or continue.",
+    "processing.exception.handler": "A record whose processing raises: log_and_fail, log_and_continue or "
+                                    "dead_letter.",
+    "errors.dead.letter.queue.topic.name": "Where dead_letter handlers send records; default "
+                                           "<application.id>-dlq (created by the application).",
+    "processing.guarantee": "at_least_once, or exactly_once_v2 (transactions; consumers read read_committed).",
+    "commit.interval.ms": "How often progress is committed: 30000 under at_least_once, 100 under "
+                          "exactly_once_v2 (the delay before output becomes visible).",
+    "statestore.cache.max.bytes": "Record cache per instance, shared by its tasks' cached stores; repeated "
+                                  "updates of a key are merged until a commit or eviction. 0 emits every update.",
+    "state.dir": "Where local state stores live (<state.dir>/<application.id>/<task>/<store>); default "
+                 "<tmp>/streamlet.",
+    "num.standby.replicas": "Warm copies of each stateful task kept on other instances for fast failover.",
+    "num.stream.threads": "Accepted for Kafka Streams compatibility; use `streamlet run --workers N` "
+                          "(processes) for parallelism within one machine.",
+    "replication.factor": "Replicas of the internal topics; -1 uses the broker's default.replication.factor.",
+    "auto.offset.reset": "Where a source partition without a committed offset starts: earliest or latest.",
+    "max.poll.records": "Most records one poll returns (the batch the tasks process between awaits).",
+    "poll.ms": "How long a poll waits for records when there are none.",
+    "session.timeout.ms": "How long the group waits for a silent instance before moving its tasks.",
+    "heartbeat.interval.ms": "How often an instance tells the group it is alive.",
+    "max.task.idle.ms": "How long a task reading several partitions (a join) waits for data on an empty one "
+                        "before going on in timestamp order without it; 0 waits only for data the broker has.",
+    "buffered.records.per.partition": "A partition whose task holds this many unprocessed records is paused "
+                                      "until the task catches up.",
+    "repartition.purge.interval.ms": "How often repartition records that are committed are deleted from the "
+                                     "broker.",
+    "client.id": "Prefix of the Kafka clients' ids (shows in broker logs and quotas).",
+    "transaction.timeout.ms": "exactly_once_v2: how long the broker keeps an instance's open transaction "
+                              "before aborting it (a crashed instance's work is discarded after this).",
+    "uncaught.exception.handler": "What a failure of the running instance does when no handler function is "
+                                  "set: shutdown_client, replace_thread or shutdown_application.",
+}
+"""What each of streamlet's own settings does (the documentation's configuration reference)."""
+
 _INT_KEYS = {
     "commit.interval.ms", "statestore.cache.max.bytes", "num.standby.replicas", "num.stream.threads",
     "replication.factor", "max.poll.records", "poll.ms", "session.timeout.ms", "heartbeat.interval.ms",

@@ -61,3 +61,10 @@ def test_overrides_derive_the_defaults_again() -> None:
     assert (eos["commit.interval.ms"], alos["commit.interval.ms"]) == (100, 30000)
     assert eos.with_overrides(commit_interval_ms=5)["commit.interval.ms"] == 5
     assert StreamsConfig(eos).given_keys == eos.given_keys
+
+
+def test_every_setting_is_described_for_the_reference() -> None:
+    from streamlet.config import DEFAULTS, DESCRIPTIONS
+
+    assert set(DESCRIPTIONS) == set(DEFAULTS)
+    assert all(text.endswith(".") and len(text) > 20 for text in DESCRIPTIONS.values())

@@ -68,7 +68,7 @@ def records(
     tombstones: bool = False,
     with_headers: bool = False,
 ) -> list[Record]:
-    """A list of `Record`s in arrival order.
+    """A list of records (`Record` objects) in arrival order.
 
     Event time moves forward by 0..`max_step_ms` per record; each timestamp is then pulled back by up
     to `max_disorder_ms` (bounded disorder: a record may precede an earlier-stamped one by at most
