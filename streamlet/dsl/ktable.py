@@ -22,6 +22,11 @@ from streamlet.dsl.processors.table import (
     TableSourceSupplier,
     TableToStream,
 )
+from streamlet.dsl.processors.value_getters import (
+    DerivedValueGetterSupplier,
+    StoreValueGetterSupplier,
+    ValueGetterSupplier,
+)
 from streamlet.dsl.processors.window_aggregate import WindowAggregateSupplier
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
@@ -46,8 +51,10 @@ class KTable:
         queryable_store_name: str | None,
         supplier: TableSupplier,
         graph_node: GraphNode,
+        parent: KTable | None = None,
     ) -> None:
         self._builder = builder
+        self._parent = parent
         self.name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
@@ -79,25 +86,24 @@ class KTable:
             self._send_old_values = True
         return True
 
-    def join_store_name(self) -> str:
-        """The store a stream-table join reads this table from, materializing a source table if needed.
+    def value_getter_supplier(self) -> ValueGetterSupplier:
+        """How a join reads this table's rows, materializing a source table if needed.
 
-        Kafka Streams materializes a source table for a join the same way (its generated store name);
-        a `filter` / `map_values` result must be given a `Materialized` to be joined (Kafka Streams
-        would read through to its parent's store instead).
+        A table with a store is read from it; a `filter` / `map_values` without one reads through its
+        parent and computes its value on the fly, as Kafka Streams' value getters do.
         """
         supplier = self._supplier
         if isinstance(supplier, WindowAggregateSupplier):
-            raise TopologyError(f"cannot join a stream with the windowed table {self.name!r}: its keys are Windowed")
+            raise TopologyError(f"cannot join with the windowed table {self.name!r}: its keys are Windowed")
         if isinstance(supplier, TableSourceSupplier):
             supplier.materialize()
-            return supplier.store_name
+            return StoreValueGetterSupplier(supplier.store_name)
         if isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier):
-            return supplier.store_name
-        if supplier.queryable_name is None:
-            raise TopologyError(f"table {self.name!r} has no store to join against: give its filter()/map_values() "
-                                f"a Materialized")
-        return supplier.queryable_name
+            return StoreValueGetterSupplier(supplier.store_name)
+        if supplier.queryable_name is not None:
+            return StoreValueGetterSupplier(supplier.queryable_name)
+        assert self._parent is not None, "a filter / map_values table knows its parent"
+        return DerivedValueGetterSupplier(self._parent.value_getter_supplier(), supplier.compute)
 
     # -- operations ----------------------------------------------------------------------------------
     def filter(self, predicate: Callable[[Any, Any], Any], materialized: Materialized | None = None,
@@ -125,7 +131,7 @@ class KTable:
         name = names.name_or_generate(Named.resolve(named), naming.KTABLE_FILTER)
         supplier = TableFilterSupplier(self.enable_sending_old_values, predicate, negate, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
-        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node)
+        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
 
     def map_values(self, mapper: Callable[[Any], Any], materialized: Materialized | None = None,
                    named: Named | str | None = None) -> KTable:
@@ -142,7 +148,7 @@ class KTable:
         name = names.name_or_generate(Named.resolve(named), naming.KTABLE_MAPVALUES)
         supplier = TableMapValuesSupplier(self.enable_sending_old_values, mapper, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
-        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node)
+        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
 
     def to_stream(self, named: Named | str | None = None) -> KStream:
         """The table's updates as a stream of (key, new value); a deleted row gives a None value."""
