@@ -5,7 +5,8 @@ timestamp (`TimeWindows.windows_for`); a window whose end is at or before the st
 processor has observed minus the grace period is closed, and the record is dropped for it (logged
 as a skipped record for an expired window). Each updated window is stored with the largest
 timestamp of the records folded into it, and that is the timestamp of the update sent downstream,
-keyed by `Windowed(key, window)`. Window stores have no cache, so every update is forwarded.
+keyed by `Windowed(key, window)`: at once, or, when the window store caches, when its cache flushes
+(what Kafka Streams' timestamped tuple forwarder does).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from streamlet.dsl.change import Change
 from streamlet.dsl.processors.aggregate import Aggregator, Initializer, StreamAggregateSupplier
-from streamlet.dsl.processors.forwarding import log_skipped
+from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, log_skipped
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorContext
@@ -71,7 +72,7 @@ class WindowAggregate(Processor):
             raise TopologyError(f"state store {self._store_name!r} must be a timestamped window store for a windowed "
                                 f"aggregation, got {type(store).__name__}")
         self._store = store
-        self._forward = context.forwarder()
+        self._forwarder = TimestampedTupleForwarder(store, context, self._send_old_values)
 
     def process(self, record: Record) -> None:
         key = record.key
@@ -82,7 +83,7 @@ class WindowAggregate(Processor):
         if timestamp > self._observed_stream_time:
             self._observed_stream_time = timestamp
         close_time = self._observed_stream_time - self._windows.grace_ms
-        store, forward = self._store, self._forward
+        store, forward = self._store, self._forwarder.maybe_forward
         for window in self._windows.windows_for(timestamp):
             if window.end <= close_time:
                 self._log_expired(record, window, close_time)
@@ -96,8 +97,7 @@ class WindowAggregate(Processor):
                 new_timestamp = max(timestamp, stored.timestamp)
             new = self._aggregator(key, record.value, old)
             store.put(key, ValueAndTimestamp(new, new_timestamp), window.start)
-            forward(Record(Windowed(key, window), Change(new, old if self._send_old_values else None),
-                           new_timestamp, record.headers))
+            forward(Record(Windowed(key, window), Change(new, old), new_timestamp, record.headers))
 
     def _log_expired(self, record: Record, window: TimeWindow, close_time: int) -> None:
         """Kafka Streams logs (and counts as dropped) each record it drops for a closed window."""
