@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Self
 
 from streamlet.errors import StreamsError
+from streamlet.runtime.store_facades import WindowStoreFacade
 from streamlet.runtime.test_driver import (
     NoSuchElementError,
     TestInputTopic,
@@ -38,14 +39,17 @@ class TopologyTestDriver(_TopologyTestDriver):
         return self
 
     def get_window_store(self, name: str) -> WindowStore:
-        """The window store `name` (a windowed aggregation's holds `ValueAndTimestamp` values)."""
+        """The window store `name`; a timestamped one (a windowed aggregation's) seen with plain values,
+        as Kafka Streams' driver shows it (`get_timestamped_window_store` gives `ValueAndTimestamp`s)."""
         store = self.get_state_store(name)
+        if isinstance(store, TimestampedWindowStore):
+            return WindowStoreFacade(store)
         if not isinstance(store, WindowStore):
             raise StreamsError(f"state store {name!r} is not a window store")
         return store
 
     def get_timestamped_window_store(self, name: str) -> TimestampedWindowStore:
-        store = self.get_window_store(name)
+        store = self.get_state_store(name)
         if not isinstance(store, TimestampedWindowStore):
             raise StreamsError(f"state store {name!r} is not a timestamped window store")
         return store

@@ -159,7 +159,7 @@ def cases(draw: Draw) -> Case:
     ops.append({"op": "to", "topic": "out", "key": key, "value": value})
     outputs = ["out", "tap"] if any(op.get("topic") == "tap" for op in ops) else ["out"]
     return {
-        "config": {"cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024]))},
+        "config": {"cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024, 300]))},
         "ops": ops,
         "inputs": draw(_inputs(sorted(topics))),
         "outputs": outputs,
