@@ -9,6 +9,7 @@ implementation modules is internal and may change without notice. Testing helper
 
 from streamlet.config import StreamsConfig
 from streamlet.dsl import (
+    BufferConfig,
     Consumed,
     Grouped,
     Joined,
@@ -20,6 +21,7 @@ from streamlet.dsl import (
     Produced,
     Repartitioned,
     StreamsBuilder,
+    Suppressed,
     TimeWindowedKStream,
     TimeWindows,
 )
@@ -64,6 +66,7 @@ from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
     "ApplicationShutdownError",
+    "BufferConfig",
     "Cancellable",
     "ConfigError",
     "Consumed",
@@ -102,6 +105,7 @@ __all__ = [
     "StreamsBuilder",
     "StreamsConfig",
     "StreamsError",
+    "Suppressed",
     "TimeWindow",
     "TimeWindowedKStream",
     "TimeWindows",

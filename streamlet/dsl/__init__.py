@@ -6,10 +6,12 @@ from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.options import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned
+from streamlet.dsl.suppressed import BufferConfig, Suppressed
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 __all__ = [
+    "BufferConfig",
     "Change",
     "Consumed",
     "Grouped",
@@ -22,6 +24,7 @@ __all__ = [
     "Produced",
     "Repartitioned",
     "StreamsBuilder",
+    "Suppressed",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

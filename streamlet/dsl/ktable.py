@@ -16,6 +16,7 @@ from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.materialize import timestamped_store_builder
 from streamlet.dsl.options import Materialized, Named
 from streamlet.dsl.processors.aggregate import StreamAggregateSupplier, StreamReduceSupplier
+from streamlet.dsl.processors.suppress import TableSuppressSupplier
 from streamlet.dsl.processors.table import (
     TableFilterSupplier,
     TableMapValuesSupplier,
@@ -28,6 +29,7 @@ from streamlet.dsl.processors.value_getters import (
     ValueGetterSupplier,
 )
 from streamlet.dsl.processors.window_aggregate import WindowAggregateSupplier
+from streamlet.dsl.suppressed import Suppressed
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
 from streamlet.topology import Topology
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 TableSupplier = (
     TableSourceSupplier | StreamAggregateSupplier | StreamReduceSupplier | TableFilterSupplier
-    | TableMapValuesSupplier
+    | TableMapValuesSupplier | TableSuppressSupplier
 )
 
 
@@ -100,6 +102,8 @@ class KTable:
             return StoreValueGetterSupplier(supplier.store_name)
         if isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier):
             return StoreValueGetterSupplier(supplier.store_name)
+        if isinstance(supplier, TableSuppressSupplier):
+            raise TopologyError(f"joining with the suppressed table {self.name!r} is not supported yet")
         if supplier.queryable_name is not None:
             return StoreValueGetterSupplier(supplier.queryable_name)
         assert self._parent is not None, "a filter / map_values table knows its parent"
@@ -149,6 +153,45 @@ class KTable:
         supplier = TableMapValuesSupplier(self.enable_sending_old_values, mapper, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
         return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back in a (change-logged) buffer and emit them later (see `Suppressed`).
+
+        `Suppressed.until_window_closes` needs a windowed aggregation upstream (through table
+        filters and map_values only); its grace period is how long after a window's end it waits.
+        """
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress() takes a Suppressed, got {suppressed!r}")
+        names = self._builder.names
+        name = suppressed.name if suppressed.name is not None else names.processor_name(naming.KTABLE_SUPPRESS)
+        store_name = suppressed.name + "-store" if suppressed.name is not None else \
+            names.store_name(naming.KTABLE_SUPPRESS)
+        duration = self._window_grace_ms() if suppressed.final_results else suppressed.time_limit_ms
+        self.enable_sending_old_values(True)  # the buffer keeps old values, as Kafka Streams' does
+        supplier = TableSuppressSupplier(suppressed, duration, store_name, self.key_serde, self.value_serde)
+        config = suppressed.buffer_config
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            from streamlet.stores.memory.suppression_buffer import SuppressionBufferBuilder
+
+            topology.add_processor(name, supplier, *parent_names)
+            builder = SuppressionBufferBuilder(store_name)
+            builder = builder.with_logging_enabled(config.log_config) if config.logging else \
+                builder.with_logging_disabled()
+            topology.add_state_store(builder, name)
+
+        node = self._builder.add(GraphNode(name, write), self._node)
+        return KTable(self._builder, name, self.key_serde, self.value_serde, None, supplier, node, parent=self)
+
+    def _window_grace_ms(self) -> int:
+        """The grace period of the windowed aggregation this table comes from (Kafka Streams' rule)."""
+        table: KTable | None = self
+        while table is not None:
+            if isinstance(table._supplier, WindowAggregateSupplier):
+                return table._supplier.windows.grace_ms
+            table = table._parent
+        raise TopologyError("Window close time is only defined for windowed computations: until_window_closes() "
+                            f"needs a windowed aggregation upstream of {self.name!r}")
 
     def to_stream(self, named: Named | str | None = None) -> KStream:
         """The table's updates as a stream of (key, new value); a deleted row gives a None value."""

@@ -130,12 +130,17 @@ def cases(draw: Draw) -> Case:
         if draw(st.integers(0, 4)) == 0:
             ops.append({"op": "to", "topic": "tap", "key": "string", "value": "string"})
         if draw(st.integers(0, 3)) != 0:  # an aggregation
+            window = draw(st.one_of(st.none(), _window()))
+            suppress = draw(_suppress(window is not None))
+            # A buffer over windowed keys needs the grouping's key serde (without one Kafka Streams
+            # falls back to the default String serde for Windowed keys and fails).
+            group: dict[str, Any] = {"name": draw(st.sampled_from([None, names.next("group")])),
+                                     "serdes": suppress is not None or draw(st.booleans())}
             if draw(st.booleans()):
-                ops.append({"op": "group_by_key", "name": draw(st.sampled_from([None, names.next("group")]))})
+                ops.append({"op": "group_by_key", **group})
             else:
                 ops.append({"op": "group_by", "fn": draw(st.sampled_from(["value_first", "key_and_value_last"])),
-                            "name": draw(st.sampled_from([None, names.next("group")]))})
-            window = draw(st.one_of(st.none(), _window()))
+                            **group})
             if window is not None:
                 ops.append({"op": "windowed_by", "window": window})
                 key = {"time_windowed": window["size"]}
@@ -150,6 +155,13 @@ def cases(draw: Draw) -> Case:
                 ops.append(op)
                 if op["op"] == "map_values":
                     value = "string"
+            if suppress is not None:
+                ops.append(suppress)
+                if draw(st.booleans()):
+                    op = _value_op(draw, True, names, key, value)
+                    ops.append(op)
+                    if op["op"] == "map_values":
+                        value = "string"
             ops.append({"op": "to_stream"})
             for _ in range(draw(st.integers(0, 1))):
                 op = _value_op(draw, False, names)
@@ -164,6 +176,24 @@ def cases(draw: Draw) -> Case:
         "inputs": draw(_inputs(sorted(topics))),
         "outputs": outputs,
     }
+
+
+@st.composite
+def _suppress(draw: Draw, windowed: bool) -> dict[str, Any] | None:
+    """Sometimes a suppression: final window results (windowed only) or a time limit."""
+    if draw(st.integers(0, 2 if windowed else 4)) != 0:
+        return None
+    final = windowed and draw(st.integers(0, 3)) != 0
+    kind = draw(st.sampled_from(["unbounded", "max_records", "max_bytes"]))
+    buffer: dict[str, Any] = {"kind": kind}
+    if kind != "unbounded":
+        buffer["n"] = draw(st.integers(1, 4)) if kind == "max_records" else draw(st.integers(40, 400))
+        buffer["when_full"] = "shut_down" if final else draw(st.sampled_from(["emit", "shut_down"]))
+    op: dict[str, Any] = {"op": "suppress", "kind": "until_window_closes" if final else "until_time_limit",
+                          "buffer": buffer, "name": draw(st.sampled_from([None, "sup"]))}
+    if not final:
+        op["limit"] = draw(st.sampled_from([0, 1, 10, 50]))
+    return op
 
 
 @st.composite

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamlet.dsl import (
+    BufferConfig,
     Consumed,
     Grouped,
     KGroupedStream,
@@ -18,6 +19,7 @@ from streamlet.dsl import (
     Materialized,
     Produced,
     StreamsBuilder,
+    Suppressed,
     TimeWindowedKStream,
     TimeWindows,
 )
@@ -64,6 +66,23 @@ def _aggregate(current: KGroupedStream | TimeWindowedKStream, kind: str, op: dic
     return current.aggregate(fn.INITIALIZERS[op["fn"]], fn.AGGREGATORS[op["fn"]], m)
 
 
+def _grouped(op: dict[str, Any]) -> Grouped:
+    serde = _STRING if op.get("serdes") else None
+    return Grouped(serde, serde, name=op.get("name"))
+
+
+def _suppressed(op: dict[str, Any]) -> Suppressed:
+    b = op["buffer"]
+    if b["kind"] == "unbounded":
+        buffer = BufferConfig.unbounded()
+    else:
+        buffer = BufferConfig.max_records(b["n"]) if b["kind"] == "max_records" else BufferConfig.max_bytes(b["n"])
+        buffer = buffer.emit_early_when_full() if b["when_full"] == "emit" else buffer.shut_down_when_full()
+    s = (Suppressed.until_window_closes(buffer) if op["kind"] == "until_window_closes"
+         else Suppressed.until_time_limit(op["limit"], buffer))
+    return s if op.get("name") is None else s.with_name(op["name"])
+
+
 def _windows(w: dict[str, Any]) -> TimeWindows:
     windows = (TimeWindows.of_size_with_no_grace(w["size"]) if w["grace"] is None
                else TimeWindows.of_size_and_grace(w["size"], w["grace"]))
@@ -108,12 +127,11 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         current.to(op["topic"], Produced(_serde(op["key"]), _serde(op["value"])))
         return current
     if name == "group_by_key":
-        group = op.get("name")
-        return current.group_by_key() if group is None else current.group_by_key(Grouped(name=group))
+        return current.group_by_key(_grouped(op))
     if name == "group_by":
-        group = op.get("name")
-        selector = fn.KEY_SELECTORS[op["fn"]]
-        return current.group_by(selector) if group is None else current.group_by(selector, Grouped(name=group))
+        return current.group_by(fn.KEY_SELECTORS[op["fn"]], _grouped(op))
+    if name == "suppress":
+        return current.suppress(_suppressed(op))
     if name == "windowed_by":
         return current.windowed_by(_windows(op["window"]))
     if name in ("count", "reduce", "aggregate"):

@@ -45,6 +45,7 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Reducer;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
@@ -236,17 +237,12 @@ public final class Runner {
                         serde(op.get("value"))));
                     return current;
                 }
-                case "group_by_key": {
-                    final String groupName = text(op.get("name"));
-                    return groupName == null ? ((KStream) current).groupByKey()
-                        : ((KStream) current).groupByKey(Grouped.as(groupName));
-                }
-                case "group_by": {
-                    final KeyValueMapper selector = Functions.keySelector(op.get("fn").asText());
-                    final String groupName = text(op.get("name"));
-                    return groupName == null ? ((KStream) current).groupBy(selector)
-                        : ((KStream) current).groupBy(selector, Grouped.as(groupName));
-                }
+                case "group_by_key":
+                    return ((KStream) current).groupByKey(grouped(op));
+                case "group_by":
+                    return ((KStream) current).groupBy(Functions.keySelector(op.get("fn").asText()), grouped(op));
+                case "suppress":
+                    return ((KTable) current).suppress(suppressed(op));
                 case "windowed_by": {
                     final JsonNode w = op.get("window");
                     final long size = w.get("size").asLong();
@@ -310,6 +306,47 @@ public final class Runner {
                     return hasStore ? w.aggregate(i, a, m) : w.aggregate(i, a);
                 }
             }
+        }
+
+        /** {"name": str|null, "serdes": bool}: a name for the repartition topic, String serdes or none. */
+        private static Grouped grouped(final JsonNode op) {
+            Grouped g = op.path("serdes").asBoolean(false) ? Grouped.with(STRING, STRING) : Grouped.with(null, null);
+            final String groupName = text(op.get("name"));
+            if (groupName != null) {
+                g = g.withName(groupName);
+            }
+            return g;
+        }
+
+        /**
+         * {"kind": "until_window_closes"|"until_time_limit", "limit": ms, "name": str|null,
+         * "buffer": {"kind": "unbounded"|"max_records"|"max_bytes", "n": long, "when_full": "emit"|"shut_down"}}.
+         */
+        private static Suppressed suppressed(final JsonNode op) {
+            final JsonNode b = op.get("buffer");
+            Suppressed.BufferConfig buffer;
+            switch (b.get("kind").asText()) {
+                case "unbounded":
+                    buffer = Suppressed.BufferConfig.unbounded();
+                    break;
+                case "max_records":
+                    buffer = Suppressed.BufferConfig.maxRecords(b.get("n").asLong());
+                    break;
+                default:
+                    buffer = Suppressed.BufferConfig.maxBytes(b.get("n").asLong());
+            }
+            if (!b.get("kind").asText().equals("unbounded")) {
+                buffer = b.get("when_full").asText().equals("emit") ? buffer.emitEarlyWhenFull()
+                    : buffer.shutDownWhenFull();
+            }
+            Suppressed s = op.get("kind").asText().equals("until_window_closes")
+                ? Suppressed.untilWindowCloses((Suppressed.StrictBufferConfig) buffer)
+                : Suppressed.untilTimeLimit(Duration.ofMillis(op.get("limit").asLong()), buffer);
+            final String suppressName = text(op.get("name"));
+            if (suppressName != null) {
+                s = s.withName(suppressName);
+            }
+            return s;
         }
 
         /** {"name": str|null, "type": "persistent"|"in_memory"|null, "caching": bool, "logging": bool}. */
