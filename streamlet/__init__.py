@@ -20,6 +20,8 @@ from streamlet.dsl import (
     Named,
     Produced,
     Repartitioned,
+    SessionWindowedKStream,
+    SessionWindows,
     StreamsBuilder,
     Suppressed,
     TimeWindowedKStream,
@@ -61,7 +63,7 @@ from streamlet.stores import (
 )
 from streamlet.topology import Topology
 from streamlet.topology_description import TopologyDescription
-from streamlet.windowed import TimeWindow, Window, Windowed
+from streamlet.windowed import SessionWindow, TimeWindow, Window, Windowed
 from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
@@ -97,6 +99,9 @@ __all__ = [
     "Serdes",
     "SerializationError",
     "Serializer",
+    "SessionWindow",
+    "SessionWindowedKStream",
+    "SessionWindows",
     "State",
     "StateStore",
     "StoreBuilder",

@@ -12,6 +12,7 @@ from streamlet.runtime.test_driver import (
     TestOutputTopic,
 )
 from streamlet.runtime.test_driver import TopologyTestDriver as _TopologyTestDriver
+from streamlet.stores.session.api import SessionStore
 from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 
 if TYPE_CHECKING:
@@ -46,6 +47,13 @@ class TopologyTestDriver(_TopologyTestDriver):
             return WindowStoreFacade(store)
         if not isinstance(store, WindowStore):
             raise StreamsError(f"state store {name!r} is not a window store")
+        return store
+
+    def get_session_store(self, name: str) -> SessionStore:
+        """The session store `name` (a session aggregation's): `find_sessions`, `fetch_session`, `fetch`."""
+        store = self.get_state_store(name)
+        if not isinstance(store, SessionStore):
+            raise StreamsError(f"state store {name!r} is not a session store")
         return store
 
     def get_timestamped_window_store(self, name: str) -> TimestampedWindowStore:

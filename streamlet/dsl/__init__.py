@@ -6,6 +6,8 @@ from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.options import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned
+from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
+from streamlet.dsl.session_windows import SessionWindows
 from streamlet.dsl.suppressed import BufferConfig, Suppressed
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
@@ -23,6 +25,8 @@ __all__ = [
     "Named",
     "Produced",
     "Repartitioned",
+    "SessionWindowedKStream",
+    "SessionWindows",
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",

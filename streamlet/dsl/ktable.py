@@ -16,6 +16,7 @@ from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.materialize import timestamped_store_builder
 from streamlet.dsl.options import Materialized, Named
 from streamlet.dsl.processors.aggregate import StreamAggregateSupplier, StreamReduceSupplier
+from streamlet.dsl.processors.session_aggregate import SessionAggregateSupplier
 from streamlet.dsl.processors.suppress import TableSuppressSupplier
 from streamlet.dsl.processors.table import (
     TableFilterSupplier,
@@ -95,7 +96,7 @@ class KTable:
         parent and computes its value on the fly, as Kafka Streams' value getters do.
         """
         supplier = self._supplier
-        if isinstance(supplier, WindowAggregateSupplier):
+        if isinstance(supplier, WindowAggregateSupplier | SessionAggregateSupplier):
             raise TopologyError(f"cannot join with the windowed table {self.name!r}: its keys are Windowed")
         if isinstance(supplier, TableSourceSupplier):
             supplier.materialize()
@@ -189,6 +190,8 @@ class KTable:
         while table is not None:
             if isinstance(table._supplier, WindowAggregateSupplier):
                 return table._supplier.windows.grace_ms
+            if isinstance(table._supplier, SessionAggregateSupplier):  # a session closes a gap after its end
+                return table._supplier.windows.grace_ms + table._supplier.windows.gap_ms
             table = table._parent
         raise TopologyError("Window close time is only defined for windowed computations: until_window_closes() "
                             f"needs a windowed aggregation upstream of {self.name!r}")

@@ -63,6 +63,10 @@ AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "trail": lambda k, v, agg: _last12(f"{_j(agg)}/{'n' if k is None else k}{'n' if v is None else v}"),
 }
 
+MERGERS: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "trail": lambda k, a, b: _last12(f"{_j(a)}|{_j(b)}"),
+}
+
 JOINERS: dict[str, Callable[[Any, Any], Any]] = {
     "pair": lambda a, b: ("n" if a is None else str(a)) + "&" + ("n" if b is None else str(b)),
 }

@@ -96,6 +96,9 @@ def _table_ops(draw: Draw, names: _Names, for_join: bool) -> list[dict[str, Any]
 
 @st.composite
 def _window(draw: Draw) -> dict[str, Any]:
+    if draw(st.integers(0, 2)) == 0:
+        return {"type": "session", "gap": draw(st.sampled_from([1, 5, 10, 30])),
+                "grace": draw(st.sampled_from([None, 0, 3, 10, 30]))}
     size = draw(st.sampled_from([5, 10, 20]))
     advance = draw(st.sampled_from([None, size, size // 2 or 1, max(1, size // 5)]))
     grace = draw(st.sampled_from([None, 0, 3, 10, 30]))
@@ -143,7 +146,8 @@ def cases(draw: Draw) -> Case:
                             **group})
             if window is not None:
                 ops.append({"op": "windowed_by", "window": window})
-                key = {"time_windowed": window["size"]}
+                key = {"session_windowed": True} if window.get("type") == "session" else \
+                    {"time_windowed": window["size"]}
             kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
             agg: dict[str, Any] = {"op": kind, "store": _store(draw, names)}
             if kind != "count":

@@ -18,6 +18,8 @@ from streamlet.dsl import (
     KTable,
     Materialized,
     Produced,
+    SessionWindowedKStream,
+    SessionWindows,
     StreamsBuilder,
     Suppressed,
     TimeWindowedKStream,
@@ -25,7 +27,7 @@ from streamlet.dsl import (
 )
 from streamlet.serdes import Serde, Serdes
 from streamlet.testing import TopologyTestDriver
-from streamlet.windowed_serdes import TimeWindowedSerde
+from streamlet.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from tests.fidelity import functions as fn
 
 Case = dict[str, Any]
@@ -41,6 +43,8 @@ def _materialized(store: dict[str, Any]) -> Materialized:
 
 
 def _serde(spec: Any) -> Serde[Any]:
+    if isinstance(spec, dict) and "session_windowed" in spec:
+        return SessionWindowedSerde(_STRING)
     if isinstance(spec, dict):
         return TimeWindowedSerde(_STRING, spec["time_windowed"])
     return {"string": _STRING, "long": Serdes.Long()}[spec]
@@ -56,13 +60,16 @@ def _table_op(current: KTable, name: str, op: dict[str, Any]) -> KTable:
     return current.map_values(fn.VALUE_MAPPERS[op["fn"]], m)
 
 
-def _aggregate(current: KGroupedStream | TimeWindowedKStream, kind: str, op: dict[str, Any]) -> KTable:
+def _aggregate(current: KGroupedStream | TimeWindowedKStream | SessionWindowedKStream, kind: str,
+               op: dict[str, Any]) -> KTable:
     store = op.get("store")
     m = None if store is None else _materialized(store)
     if kind == "count":
         return current.count(m)
     if kind == "reduce":
         return current.reduce(fn.REDUCERS[op["fn"]], m)
+    if isinstance(current, SessionWindowedKStream):
+        return current.aggregate(fn.INITIALIZERS[op["fn"]], fn.AGGREGATORS[op["fn"]], fn.MERGERS[op["fn"]], m)
     return current.aggregate(fn.INITIALIZERS[op["fn"]], fn.AGGREGATORS[op["fn"]], m)
 
 
@@ -83,7 +90,10 @@ def _suppressed(op: dict[str, Any]) -> Suppressed:
     return s if op.get("name") is None else s.with_name(op["name"])
 
 
-def _windows(w: dict[str, Any]) -> TimeWindows:
+def _windows(w: dict[str, Any]) -> TimeWindows | SessionWindows:
+    if w.get("type") == "session":
+        return (SessionWindows.of_inactivity_gap_with_no_grace(w["gap"]) if w["grace"] is None
+                else SessionWindows.of_inactivity_gap_and_grace(w["gap"], w["grace"]))
     windows = (TimeWindows.of_size_with_no_grace(w["size"]) if w["grace"] is None
                else TimeWindows.of_size_and_grace(w["size"], w["grace"]))
     if w.get("advance") is not None:

@@ -53,35 +53,52 @@ class WindowAggregateSupplier(StreamAggregateSupplier):
         return WindowAggregate(self.store_name, self.windows, self.initializer, self.aggregator, self.send_old_values)
 
 
-class WindowAggregate(Processor):
-    _store: TimestampedWindowStore
+class WindowedAggregation(Processor):
+    """What time-window and session aggregations share: their store (of `_store_type`), its tuple
+    forwarder, and the stream time they observed (records with a null key are dropped, logged)."""
 
-    def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator,
-                 send_old_values: bool) -> None:
+    _store: Any
+    _store_type: type = TimestampedWindowStore
+    _store_kind = "a timestamped window store for a windowed aggregation"
+
+    def __init__(self, store_name: str, send_old_values: bool) -> None:
         self._store_name = store_name
-        self._windows = windows
-        self._initializer = initializer
-        self._aggregator = aggregator
         self._send_old_values = send_old_values
         self._observed_stream_time = -1
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         store = context.get_state_store(self._store_name)
-        if not isinstance(store, TimestampedWindowStore):
-            raise TopologyError(f"state store {self._store_name!r} must be a timestamped window store for a windowed "
-                                f"aggregation, got {type(store).__name__}")
+        if not isinstance(store, self._store_type):
+            raise TopologyError(f"state store {self._store_name!r} must be {self._store_kind}, "
+                                f"got {type(store).__name__}")
         self._store = store
-        self._forwarder = TimestampedTupleForwarder(store, context, self._send_old_values)
+        self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+
+    def _observe(self, record: Record) -> bool:
+        """Advance stream time with the record; False (logged) for a record without a key."""
+        if record.key is None:
+            log_skipped(self.context, "null key")
+            return False
+        if record.timestamp > self._observed_stream_time:
+            self._observed_stream_time = record.timestamp
+        return True
+
+
+class WindowAggregate(WindowedAggregation):
+    _store: TimestampedWindowStore
+
+    def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator,
+                 send_old_values: bool) -> None:
+        super().__init__(store_name, send_old_values)
+        self._windows = windows
+        self._initializer = initializer
+        self._aggregator = aggregator
 
     def process(self, record: Record) -> None:
-        key = record.key
-        if key is None:
-            log_skipped(self.context, "null key")
+        if not self._observe(record):
             return
-        timestamp = record.timestamp
-        if timestamp > self._observed_stream_time:
-            self._observed_stream_time = timestamp
+        key, timestamp = record.key, record.timestamp
         close_time = self._observed_stream_time - self._windows.grace_ms
         store, forward = self._store, self._forwarder.maybe_forward
         for window in self._windows.windows_for(timestamp):

@@ -42,9 +42,12 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.KeyValueMapper;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Merger;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Reducer;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -245,6 +248,12 @@ public final class Runner {
                     return ((KTable) current).suppress(suppressed(op));
                 case "windowed_by": {
                     final JsonNode w = op.get("window");
+                    if (w.path("type").asText("").equals("session")) {
+                        final Duration gap = Duration.ofMillis(w.get("gap").asLong());
+                        return ((KGroupedStream) current).windowedBy(w.get("grace").isNull()
+                            ? SessionWindows.ofInactivityGapWithNoGrace(gap)
+                            : SessionWindows.ofInactivityGapAndGrace(gap, Duration.ofMillis(w.get("grace").asLong())));
+                    }
                     final long size = w.get("size").asLong();
                     TimeWindows windows = w.get("grace").isNull() ? TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(size))
                         : TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), Duration.ofMillis(w.get("grace").asLong()));
@@ -289,6 +298,23 @@ public final class Runner {
                         final Initializer i = Functions.initializer(op.get("fn").asText());
                         final Aggregator a = Functions.aggregator(op.get("fn").asText());
                         return hasStore ? g.aggregate(i, a, m) : g.aggregate(i, a);
+                    }
+                }
+            }
+            if (current instanceof SessionWindowedKStream) {
+                final SessionWindowedKStream s = (SessionWindowedKStream) current;
+                switch (kind) {
+                    case "count":
+                        return hasStore ? s.count(m) : s.count();
+                    case "reduce": {
+                        final Reducer r = Functions.reducer(op.get("fn").asText());
+                        return hasStore ? s.reduce(r, m) : s.reduce(r);
+                    }
+                    default: {
+                        final Initializer i = Functions.initializer(op.get("fn").asText());
+                        final Aggregator a = Functions.aggregator(op.get("fn").asText());
+                        final Merger mg = Functions.merger(op.get("fn").asText());
+                        return hasStore ? s.aggregate(i, a, mg, m) : s.aggregate(i, a, mg);
                     }
                 }
             }
@@ -365,6 +391,9 @@ public final class Runner {
 
         /** "string", "long", or {"time_windowed": size} over String keys. */
         private static Serde serde(final JsonNode spec) {
+            if (spec.isObject() && spec.has("session_windowed")) {
+                return WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+            }
             if (spec.isObject() && spec.has("time_windowed")) {
                 return WindowedSerdes.timeWindowedSerdeFrom(String.class, spec.get("time_windowed").asLong());
             }
@@ -483,6 +512,13 @@ public final class Runner {
                 throw new IllegalArgumentException("unknown aggregator " + fn);
             }
             return (k, v, agg) -> last12(str(agg) + "/" + (k == null ? "n" : str(k)) + (v == null ? "n" : str(v)));
+        }
+
+        static Merger merger(final String fn) {
+            if (!fn.equals("trail")) {
+                throw new IllegalArgumentException("unknown merger " + fn);
+            }
+            return (k, a, b) -> last12(str(a) + "|" + str(b));
         }
 
         static ValueJoiner joiner(final String fn) {
