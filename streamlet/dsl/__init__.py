@@ -3,6 +3,7 @@
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
 from streamlet.dsl.grouped_stream import KGroupedStream
+from streamlet.dsl.grouped_table import KGroupedTable
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.options import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned
@@ -19,6 +20,7 @@ __all__ = [
     "Grouped",
     "Joined",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "Materialized",

@@ -9,12 +9,13 @@ a store.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.materialize import timestamped_store_builder
-from streamlet.dsl.options import Materialized, Named
+from streamlet.dsl.options import Grouped, Materialized, Named
 from streamlet.dsl.processors.aggregate import StreamAggregateSupplier, StreamReduceSupplier
 from streamlet.dsl.processors.session_aggregate import SessionAggregateSupplier
 from streamlet.dsl.processors.suppress import TableSuppressSupplier
@@ -24,6 +25,7 @@ from streamlet.dsl.processors.table import (
     TableSourceSupplier,
     TableToStream,
 )
+from streamlet.dsl.processors.table_aggregate import TableRepartitionMap
 from streamlet.dsl.processors.value_getters import (
     DerivedValueGetterSupplier,
     StoreValueGetterSupplier,
@@ -36,6 +38,7 @@ from streamlet.serdes import Serde
 from streamlet.topology import Topology
 
 if TYPE_CHECKING:
+    from streamlet.dsl.grouped_table import KGroupedTable
     from streamlet.dsl.kstream import KStream
 
 TableSupplier = (
@@ -154,6 +157,23 @@ class KTable:
         supplier = TableMapValuesSupplier(self.enable_sending_old_values, mapper, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
         return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
+
+    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedTable:
+        """Regroup the rows: `selector(key, value)` returns the row's (group key, value) as a `KeyValue` or
+        a 2-tuple; aggregate the groups with `count`, `reduce` or `aggregate` (adder and subtractor)."""
+        from streamlet.dsl.grouped_table import KGroupedTable
+
+        if not callable(selector):
+            raise TypeError(f"selector must be callable, got {selector!r}")
+        grouped = grouped or Grouped()
+        name = self._builder.names.name_or_generate(grouped.name, naming.KTABLE_SELECT)  # the index is used up
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_processor(name, partial(TableRepartitionMap, selector), *parent_names)
+
+        node = self._builder.add(GraphNode(name, write), self._node)
+        self.enable_sending_old_values(True)  # a row's old value must leave its group
+        return KGroupedTable(self._builder, name, grouped, node)
 
     def suppress(self, suppressed: Suppressed) -> KTable:
         """Hold updates back in a (change-logged) buffer and emit them later (see `Suppressed`).

@@ -53,6 +53,7 @@ FLAT_KEY_VALUE_MAPPERS: dict[str, Callable[[Any, Any], Any]] = {
 
 REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "concat": lambda a, b: _last12(f"{_j(a)}+{_j(b)}"),
+    "unconcat": lambda a, b: _last12(f"{_j(a)}-{_j(b)}"),
 }
 
 INITIALIZERS: dict[str, Callable[[], Any]] = {
@@ -61,6 +62,7 @@ INITIALIZERS: dict[str, Callable[[], Any]] = {
 
 AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "trail": lambda k, v, agg: _last12(f"{_j(agg)}/{'n' if k is None else k}{'n' if v is None else v}"),
+    "untrail": lambda k, v, agg: _last12(f"{_j(agg)}\\{'n' if k is None else k}{'n' if v is None else v}"),
 }
 
 MERGERS: dict[str, Callable[[Any, Any, Any], Any]] = {

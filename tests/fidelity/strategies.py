@@ -116,6 +116,8 @@ def cases(draw: Draw) -> Case:
         topics = {"tbl"}
         ops.append({"op": "table", "topic": "tbl", "store": _store(draw, names)})
         ops += _table_ops(draw, names, for_join=False)
+        if draw(st.booleans()):
+            value = draw(_table_grouping(ops, names))
         ops.append({"op": "to_stream"})
     else:
         ops.append({"op": "stream", "topic": "in"})
@@ -159,6 +161,8 @@ def cases(draw: Draw) -> Case:
                 ops.append(op)
                 if op["op"] == "map_values":
                     value = "string"
+            if window is None and suppress is None and value == "string" and draw(st.integers(0, 3)) == 0:
+                value = draw(_table_grouping(ops, names))
             if suppress is not None:
                 ops.append(suppress)
                 if draw(st.booleans()):
@@ -180,6 +184,27 @@ def cases(draw: Draw) -> Case:
         "inputs": draw(_inputs(sorted(topics))),
         "outputs": outputs,
     }
+
+
+@st.composite
+def _table_grouping(draw: Draw, ops: list[dict[str, Any]], names: _Names) -> str:
+    """`KTable.group_by` and an aggregation of the groups (appended to `ops`); returns the value type."""
+    ops.append({"op": "table_group_by", "fn": draw(st.sampled_from(["swap", "key_from_value_first"])),
+                "name": draw(st.sampled_from([None, names.next("regroup")])), "serdes": draw(st.booleans())})
+    kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
+    agg: dict[str, Any] = {"op": kind, "store": _store(draw, names)}
+    if kind == "reduce":
+        agg.update(fn="concat", sub="unconcat")
+    elif kind == "aggregate":
+        agg.update(fn="trail", sub="untrail")
+    ops.append(agg)
+    value = "long" if kind == "count" else "string"
+    for _ in range(draw(st.integers(0, 1))):
+        op = _value_op(draw, True, names, "string", value)
+        ops.append(op)
+        if op["op"] == "map_values":
+            value = "string"
+    return value
 
 
 @st.composite

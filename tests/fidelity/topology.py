@@ -14,6 +14,7 @@ from streamlet.dsl import (
     Consumed,
     Grouped,
     KGroupedStream,
+    KGroupedTable,
     KStream,
     KTable,
     Materialized,
@@ -60,12 +61,16 @@ def _table_op(current: KTable, name: str, op: dict[str, Any]) -> KTable:
     return current.map_values(fn.VALUE_MAPPERS[op["fn"]], m)
 
 
-def _aggregate(current: KGroupedStream | TimeWindowedKStream | SessionWindowedKStream, kind: str,
+def _aggregate(current: KGroupedStream | KGroupedTable | TimeWindowedKStream | SessionWindowedKStream, kind: str,
                op: dict[str, Any]) -> KTable:
     store = op.get("store")
     m = None if store is None else _materialized(store)
     if kind == "count":
         return current.count(m)
+    if isinstance(current, KGroupedTable):
+        if kind == "reduce":
+            return current.reduce(fn.REDUCERS[op["fn"]], fn.REDUCERS[op["sub"]], m)
+        return current.aggregate(fn.INITIALIZERS[op["fn"]], fn.AGGREGATORS[op["fn"]], fn.AGGREGATORS[op["sub"]], m)
     if kind == "reduce":
         return current.reduce(fn.REDUCERS[op["fn"]], m)
     if isinstance(current, SessionWindowedKStream):
@@ -140,6 +145,8 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         return current.group_by_key(_grouped(op))
     if name == "group_by":
         return current.group_by(fn.KEY_SELECTORS[op["fn"]], _grouped(op))
+    if name == "table_group_by":
+        return current.group_by(fn.KEY_VALUE_MAPPERS[op["fn"]], _grouped(op))
     if name == "suppress":
         return current.suppress(_suppressed(op))
     if name == "windowed_by":

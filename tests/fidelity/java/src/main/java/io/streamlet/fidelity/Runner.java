@@ -38,6 +38,7 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Initializer;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.KeyValueMapper;
@@ -244,6 +245,8 @@ public final class Runner {
                     return ((KStream) current).groupByKey(grouped(op));
                 case "group_by":
                     return ((KStream) current).groupBy(Functions.keySelector(op.get("fn").asText()), grouped(op));
+                case "table_group_by":
+                    return ((KTable) current).groupBy(Functions.keyValueMapper(op.get("fn").asText()), grouped(op));
                 case "suppress":
                     return ((KTable) current).suppress(suppressed(op));
                 case "windowed_by": {
@@ -298,6 +301,24 @@ public final class Runner {
                         final Initializer i = Functions.initializer(op.get("fn").asText());
                         final Aggregator a = Functions.aggregator(op.get("fn").asText());
                         return hasStore ? g.aggregate(i, a, m) : g.aggregate(i, a);
+                    }
+                }
+            }
+            if (current instanceof KGroupedTable) {
+                final KGroupedTable t = (KGroupedTable) current;
+                switch (kind) {
+                    case "count":
+                        return hasStore ? t.count(m) : t.count();
+                    case "reduce": {
+                        final Reducer r = Functions.reducer(op.get("fn").asText());
+                        final Reducer sub = Functions.reducer(op.get("sub").asText());
+                        return hasStore ? t.reduce(r, sub, m) : t.reduce(r, sub);
+                    }
+                    default: {
+                        final Initializer i = Functions.initializer(op.get("fn").asText());
+                        final Aggregator a = Functions.aggregator(op.get("fn").asText());
+                        final Aggregator sub = Functions.aggregator(op.get("sub").asText());
+                        return hasStore ? t.aggregate(i, a, sub, m) : t.aggregate(i, a, sub);
                     }
                 }
             }
@@ -494,10 +515,14 @@ public final class Runner {
         }
 
         static Reducer reducer(final String fn) {
-            if (!fn.equals("concat")) {
-                throw new IllegalArgumentException("unknown reducer " + fn);
+            switch (fn) {
+                case "concat":
+                    return (a, b) -> last12(str(a) + "+" + str(b));
+                case "unconcat":
+                    return (a, b) -> last12(str(a) + "-" + str(b));
+                default:
+                    throw new IllegalArgumentException("unknown reducer " + fn);
             }
-            return (a, b) -> last12(str(a) + "+" + str(b));
         }
 
         static Initializer initializer(final String fn) {
@@ -508,10 +533,14 @@ public final class Runner {
         }
 
         static Aggregator aggregator(final String fn) {
-            if (!fn.equals("trail")) {
-                throw new IllegalArgumentException("unknown aggregator " + fn);
+            switch (fn) {
+                case "trail":
+                    return (k, v, agg) -> last12(str(agg) + "/" + (k == null ? "n" : str(k)) + (v == null ? "n" : str(v)));
+                case "untrail":
+                    return (k, v, agg) -> last12(str(agg) + "\\" + (k == null ? "n" : str(k)) + (v == null ? "n" : str(v)));
+                default:
+                    throw new IllegalArgumentException("unknown aggregator " + fn);
             }
-            return (k, v, agg) -> last12(str(agg) + "/" + (k == null ? "n" : str(k)) + (v == null ? "n" : str(v)));
         }
 
         static Merger merger(final String fn) {
