@@ -71,7 +71,8 @@ class KGroupedTable:
                    make_supplier: Callable[[str], TableAggregateSupplier | TableReduceSupplier]) -> KTable:
         builder = self._builder
         names = builder.names
-        store_name = materialized.name or names.store_name(prefix)
+        # Kafka Streams names the store KTABLE-AGGREGATE-STATE-STORE-... for reduce too
+        store_name = materialized.name or names.store_name(naming.KTABLE_AGGREGATE)
         given = Named.resolve(named)
         sink = names.suffixed_or_generate(given, "-sink", naming.SINK)
         source = names.suffixed_or_generate(given, "-source", naming.SOURCE)

@@ -258,10 +258,12 @@ class KStream:
         name = self._generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
         node = stream._add_processor(name, StreamTableJoinSupplier(getter, joiner, left),
                                      store_names=getter.store_names)
+        node.left_join = left
         return self._stream(name, node, joined.key_serde or stream.key_serde, None, False)
 
     def _repartitioned_for_join(self, joined: Joined) -> KStream:
-        """The stream routed through `<joined name or this node's name>-repartition`, created once per name."""
+        """The stream routed through `<joined name or this node's name>-repartition`, created once per name.
+        (Records without a key go through only if a left join reads it: see repartition.py.)"""
         prefix = joined.name if joined.name is not None else self.name
         key_serde = joined.key_serde or self.key_serde
         value_serde = joined.value_serde or self.value_serde

@@ -33,14 +33,15 @@ VALUE_MAPPERS: dict[str, Callable[[Any], Any]] = {
 }
 
 KEY_SELECTORS: dict[str, Callable[[Any, Any], Any]] = {
-    "value_first": lambda k, v: None if v is None else str(v)[:1],
-    "key_and_value_last": lambda k, v: ("n" if k is None else str(k)) + ("n" if v is None else str(v)[-1:]),
+    # str(v)[0] and [-1] raise on "" as Java's substring(0, 1) and substring(length - 1) do
+    "value_first": lambda k, v: None if v is None else str(v)[0],
+    "key_and_value_last": lambda k, v: ("n" if k is None else str(k)) + ("n" if v is None else str(v)[-1]),
     "value_length": lambda k, v: None if v is None else str(len(str(v))),
 }
 
 KEY_VALUE_MAPPERS: dict[str, Callable[[Any, Any], Any]] = {
     "swap": lambda k, v: KeyValue(v, k),
-    "key_from_value_first": lambda k, v: KeyValue(None if v is None else str(v)[:1], f"{_j(k)}:{_j(v)}"),
+    "key_from_value_first": lambda k, v: KeyValue(None if v is None else str(v)[0], f"{_j(k)}:{_j(v)}"),
 }
 
 FLAT_VALUE_MAPPERS: dict[str, Callable[[Any], Any]] = {

@@ -47,7 +47,7 @@ def _store(draw: Draw, names: _Names, required: bool = False) -> dict[str, Any] 
 
 def _stateless_op(draw: Draw) -> dict[str, Any]:
     kind = draw(st.sampled_from(["filter", "filter_not", "map_values", "select_key", "map", "flat_map_values",
-                                 "flat_map", "peek"]))
+                                 "flat_map", "peek", "repartition"]))
     fns = {
         "filter": ["value_even_length", "key_before_c", "value_not_null"],
         "filter_not": ["value_even_length", "key_before_c", "value_not_null"],
@@ -57,6 +57,7 @@ def _stateless_op(draw: Draw) -> dict[str, Any]:
         "flat_map_values": ["chars"],
         "flat_map": ["twice"],
         "peek": [None],
+        "repartition": [None],
     }[kind]
     op: dict[str, Any] = {"op": kind}
     fn = draw(st.sampled_from(fns))
@@ -183,6 +184,7 @@ def cases(draw: Draw) -> Case:
         "ops": ops,
         "inputs": draw(_inputs(sorted(topics))),
         "outputs": outputs,
+        "all_topics": draw(st.booleans()),
     }
 
 

@@ -144,6 +144,14 @@ public final class Runner {
                             t -> driver.createInputTopic(t, new StringSerializer(), new StringSerializer()));
                         input.pipeInput(text(event.get("key")), text(event.get("value")), event.get("ts").asLong());
                     }
+                    if (c.path("all_topics").asBoolean(false)) {
+                        for (final String topic : new java.util.TreeSet<>(driver.producedTopicNames())) {
+                            if (compared(topic)) {
+                                outputs.computeIfAbsent(topic, t -> driver.createOutputTopic(t,
+                                    new ByteArrayDeserializer(), new ByteArrayDeserializer()));
+                            }
+                        }
+                    }
                     drain(outputs, records, index);
                     index++;
                 }
@@ -155,13 +163,21 @@ public final class Runner {
         return result;
     }
 
+    /**
+     * With "all_topics", every topic written to is compared (internal ones too: repartition topics and
+     * store changelogs) except the suppression buffers' changelogs, whose value layout is streamlet's own.
+     */
+    static boolean compared(final String topic) {
+        return !topic.contains("KTABLE-SUPPRESS-STATE-STORE") && !topic.endsWith("-store-changelog");
+    }
+
     private static String text(final JsonNode node) {
         return node == null || node.isNull() ? null : node.asText();
     }
 
     private static void drain(final Map<String, TestOutputTopic<byte[], byte[]>> outputs, final ArrayNode records,
                               final int index) {
-        for (final Map.Entry<String, TestOutputTopic<byte[], byte[]>> e : outputs.entrySet()) {
+        for (final Map.Entry<String, TestOutputTopic<byte[], byte[]>> e : new java.util.TreeMap<>(outputs).entrySet()) {
             while (!e.getValue().isEmpty()) {
                 final TestRecord<byte[], byte[]> r = e.getValue().readRecord();
                 final ArrayNode row = records.addArray();
