@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint docs broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
+.PHONY: all demo test lint docs broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak fidelity venv clean distclean
 
 all: test
 
@@ -73,6 +73,13 @@ chaos-repeat: broker-jars
 MINUTES ?= 30
 soak: broker-jars toxiproxy
 	$(BIN)/python -m tests.integration.soak --minutes $(MINUTES)
+
+# Issue #16's differential suite at length: CASES generated topologies and inputs, each run on Kafka Streams
+# 3.9.1's own TopologyTestDriver (tests/fidelity/java, built with Maven on first use) and on streamlet's, record
+# for record (`make test` runs 2,000 of them).
+CASES ?= 50000
+fidelity: $(INSTALLED)
+	FIDELITY_CASES=$(CASES) $(BIN)/pytest -q -p no:cacheprovider tests/fidelity
 
 # The benchmark's extra (matplotlib for the report's charts), on top of the venv; not needed by `make test`.
 $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)

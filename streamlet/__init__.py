@@ -10,17 +10,22 @@ change without notice. Testing helpers live in `streamlet.testing`.
 
 from streamlet.config import StreamsConfig
 from streamlet.dsl import (
+    BufferConfig,
     Consumed,
     Grouped,
     Joined,
     KGroupedStream,
+    KGroupedTable,
     KStream,
     KTable,
     Materialized,
     Named,
     Produced,
     Repartitioned,
+    SessionWindowedKStream,
+    SessionWindows,
     StreamsBuilder,
+    Suppressed,
     TimeWindowedKStream,
     TimeWindows,
 )
@@ -60,11 +65,12 @@ from streamlet.stores import (
 )
 from streamlet.topology import Topology
 from streamlet.topology_description import TopologyDescription
-from streamlet.windowed import TimeWindow, Window, Windowed
+from streamlet.windowed import SessionWindow, TimeWindow, Window, Windowed
 from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
     "ApplicationShutdownError",
+    "BufferConfig",
     "Cancellable",
     "ConfigError",
     "Consumed",
@@ -74,6 +80,7 @@ __all__ = [
     "InvalidStateStoreError",
     "Joined",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "KafkaStreams",
@@ -95,6 +102,9 @@ __all__ = [
     "Serdes",
     "SerializationError",
     "Serializer",
+    "SessionWindow",
+    "SessionWindowedKStream",
+    "SessionWindows",
     "State",
     "StateStore",
     "StoreBuilder",
@@ -103,6 +113,7 @@ __all__ = [
     "StreamsBuilder",
     "StreamsConfig",
     "StreamsError",
+    "Suppressed",
     "TimeWindow",
     "TimeWindowedKStream",
     "TimeWindows",

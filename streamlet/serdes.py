@@ -298,3 +298,12 @@ def resolve_serde(value: Any) -> Serde[Any] | None:
                                      f"String, Bytes, Short, Integer, Long, Float, Double, Json")
         return cls()  # type: ignore[call-arg]
     raise SerializationError(f"not a serde: {value!r}")
+
+
+class InnerDefaulted:
+    """A wrapping serializer or deserializer (a table grouping's `Change` serde) whose inner value serde
+    may be left unset: the task that builds the node fills it in with `default.value.serde`, as Kafka
+    Streams' `WrappingNullableSerializer.setIfUnset` does."""
+
+    def use_default_inner(self, serde: Serde[Any]) -> None:
+        raise NotImplementedError

@@ -1,4 +1,4 @@
-"""`Window`, `TimeWindow` and `Windowed`: the keys of windowed results.
+"""`Window`, `TimeWindow`, `SessionWindow` and `Windowed`: the keys of windowed results.
 
 A windowed aggregation does not produce one value per key but one per key *and window*, so its
 results are keyed by `Windowed(key, window)`. Windows are plain value objects (hashable, ordered by
@@ -47,6 +47,15 @@ class TimeWindow(Window):
         """The window of `size` ms at `start`, its end capped at the largest time (as Java does)."""
         end = start + size
         return TimeWindow(start, end if end <= MAX_TIME else MAX_TIME)
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class SessionWindow(Window):
+    """A window of `SessionWindows`: `start` and `end` both inclusive (the first and last record's
+    timestamps), so a session of one record has `start == end`, as in Kafka Streams."""
+
+    def overlap(self, other: Window) -> bool:
+        return not (other.end < self.start or self.end < other.start)
 
 
 @dataclass(frozen=True, slots=True)

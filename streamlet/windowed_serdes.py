@@ -15,9 +15,10 @@ from typing import Any
 from streamlet.errors import SerializationError
 from streamlet.processor import to_millis
 from streamlet.serdes import Deserializer, Serde, Serializer, resolve_serde
-from streamlet.windowed import MAX_TIME, TimeWindow, Windowed
+from streamlet.windowed import MAX_TIME, SessionWindow, TimeWindow, Windowed
 
 _START = struct.Struct(">q")
+_END_START = struct.Struct(">qq")
 
 
 class TimeWindowedSerializer(Serializer[Windowed]):
@@ -63,8 +64,57 @@ class TimeWindowedSerde(Serde[Windowed]):
         return f"WindowedSerdes.time_windowed_serde_from({self.inner!r}, {self.window_size})"
 
 
+class SessionWindowedSerializer(Serializer[Windowed]):
+    """The inner key's bytes, then the session's end and start (8-byte big-endian each), as Java's."""
+
+    def __init__(self, inner: Serializer[Any]) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def serialize(self, topic: str | None, data: Windowed | None) -> bytes | None:
+        if data is None:
+            return None
+        key = self.inner.serialize(topic, data.key)
+        if key is None:
+            raise SerializationError(f"the key of {data} serialized to None; a windowed key needs bytes")
+        return key + _END_START.pack(data.window.end, data.window.start)
+
+
+class SessionWindowedDeserializer(Deserializer[Windowed]):
+    def __init__(self, inner: Deserializer[Any]) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Windowed | None:
+        if data is None:
+            return None
+        if len(data) < _END_START.size:
+            raise SerializationError(f"a session-windowed key needs at least 16 bytes, got {len(data)}")
+        end, start = _END_START.unpack_from(data, len(data) - _END_START.size)
+        return Windowed(self.inner.deserialize(topic, data[:-_END_START.size]), SessionWindow(start, end))
+
+
+class SessionWindowedSerde(Serde[Windowed]):
+    name = "SessionWindowed"
+
+    def __init__(self, inner: Serde[Any]) -> None:
+        super().__init__(SessionWindowedSerializer(inner.serializer), SessionWindowedDeserializer(inner.deserializer))
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"WindowedSerdes.session_windowed_serde_from({self.inner!r})"
+
+
 class WindowedSerdes:
-    """Factories named as Java's `WindowedSerdes.timeWindowedSerdeFrom(...)`."""
+    """Factories named as Java's `WindowedSerdes.timeWindowedSerdeFrom(...)` / `sessionWindowedSerdeFrom`."""
+
+    @staticmethod
+    def session_windowed_serde_from(inner: Any) -> SessionWindowedSerde:
+        """Serde of session-`Windowed` keys over `inner` (a serde, serde class or name)."""
+        serde = resolve_serde(inner)
+        if serde is None:
+            raise SerializationError("session_windowed_serde_from() needs the inner key serde")
+        return SessionWindowedSerde(serde)
 
     @staticmethod
     def time_windowed_serde_from(inner: Any, window_size: Any = None) -> TimeWindowedSerde:

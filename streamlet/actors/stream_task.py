@@ -23,7 +23,7 @@ from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
-from streamlet.serdes import Deserializer, Serializer
+from streamlet.serdes import Deserializer, InnerDefaulted, Serializer
 from streamlet.stores.api import RecordContext, StateStore
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
 
@@ -99,6 +99,8 @@ class StreamTask:
             if isinstance(spec, SourceSpec):
                 kd: Deserializer[Any] = spec.key_deserializer or self._serde("key", name).deserializer
                 vd: Deserializer[Any] = spec.value_deserializer or self._serde("value", name).deserializer
+                if isinstance(vd, InnerDefaulted):  # a table grouping's Change serde with no value serde given
+                    vd.use_default_inner(self._serde("value", name))
                 extractor = spec.timestamp_extractor or self._default_extractor()
                 topics = [resolve_topic(t) for t in spec.topics]
                 node = SourceNode(name, topics, kd, vd, extractor)
@@ -112,6 +114,8 @@ class StreamTask:
                 assert isinstance(spec, SinkSpec)
                 ks: Serializer[Any] = spec.key_serializer or self._serde("key", name).serializer
                 vs: Serializer[Any] = spec.value_serializer or self._serde("value", name).serializer
+                if isinstance(vs, InnerDefaulted):
+                    vs.use_default_inner(self._serde("value", name))
                 node = SinkNode(name, resolve_topic(spec.topic), ks, vs, spec.partitioner, self.collector)
             self.nodes[name] = node
         for name in self.subtopology.nodes:

@@ -3,25 +3,34 @@
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
 from streamlet.dsl.grouped_stream import KGroupedStream
+from streamlet.dsl.grouped_table import KGroupedTable
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.options import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned
+from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
+from streamlet.dsl.session_windows import SessionWindows
+from streamlet.dsl.suppressed import BufferConfig, Suppressed
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 __all__ = [
+    "BufferConfig",
     "Change",
     "Consumed",
     "Grouped",
     "Joined",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "Materialized",
     "Named",
     "Produced",
     "Repartitioned",
+    "SessionWindowedKStream",
+    "SessionWindows",
     "StreamsBuilder",
+    "Suppressed",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

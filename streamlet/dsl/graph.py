@@ -21,12 +21,16 @@ Writer = Callable[[Topology, list[str]], None]
 
 
 class GraphNode:
-    """One logical DSL step: its children attach to the topology node called `node_name`."""
+    """One logical DSL step: its children attach to the topology node called `node_name`.
+
+    `left_join` marks the nodes a repartition's null-key filter looks for downstream.
+    """
 
     def __init__(self, node_name: str, writer: Writer) -> None:
         self.node_name = node_name
         self.writer = writer
         self.parents: list[GraphNode] = []
+        self.left_join = False
 
     def __repr__(self) -> str:
         return f"GraphNode({self.node_name!r})"
@@ -48,6 +52,23 @@ class InternalBuilder:
         if not any(existing is node for existing in self.nodes):
             self.nodes.append(node)
         return node
+
+    def feeds_a_left_join(self, start: GraphNode) -> bool:
+        """True if a left join is downstream of `start` (through other repartitions too)."""
+        children: dict[int, list[GraphNode]] = {}
+        for node in self.nodes:
+            for parent in node.parents:
+                children.setdefault(id(parent), []).append(node)
+        stack, seen = list(children.get(id(start), [])), set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.left_join:
+                return True
+            stack.extend(children.get(id(node), []))
+        return False
 
     def write(self) -> Topology:
         topology = Topology()

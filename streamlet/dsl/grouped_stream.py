@@ -10,7 +10,7 @@ one repartition per aggregation (each named after its own store), as in Kafka St
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
@@ -24,6 +24,7 @@ from streamlet.dsl.processors.aggregate import (
     count_initializer,
 )
 from streamlet.dsl.repartition import repartition_node
+from streamlet.dsl.session_windows import SessionWindows
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.processor import ProcessorSupplier
 from streamlet.serdes import Serdes
@@ -31,6 +32,7 @@ from streamlet.stores.api import StoreBuilder
 from streamlet.topology import Topology
 
 if TYPE_CHECKING:
+    from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
     from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 
@@ -75,12 +77,22 @@ class KGroupedStream:
         supplier = StreamAggregateSupplier(store_name, initializer, aggregator)
         return self._table(name, store_name, materialized, supplier)
 
-    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
-        """Aggregate per key and time window (`TimeWindows`); results are keyed by `Windowed`."""
+    @overload
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream: ...
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
+
+    def windowed_by(self, windows: TimeWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregate per key and time window (`TimeWindows`) or session (`SessionWindows`); results are
+        keyed by `Windowed`."""
+        from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
         from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
         if not isinstance(windows, TimeWindows):
-            raise TypeError(f"windowed_by() takes TimeWindows, got {windows!r}")
+            raise TypeError(f"windowed_by() takes TimeWindows or SessionWindows, got {windows!r}")
         return TimeWindowedKStream(self, windows)
 
     # -- shared with the windowed aggregations: store names and serdes, in Kafka Streams' index order --

@@ -241,8 +241,9 @@ class KStream:
     def _join_table(self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined | None,
                     left: bool) -> KStream:
         """Kafka Streams' stream-table join: repartition the stream first if its key may have changed,
-        then one processor that reads the table's store. Reading the store connects the processor to it,
-        which puts the stream's and the table's sources in one sub-topology: one task owns partition p
+        then one processor that reads the table through its value getter. Reading the getter's stores
+        connects the processor to them, which puts the stream's and the table's sources in one
+        sub-topology: one task owns partition p
         of both topics (they must have equal partition counts, as in Kafka Streams)."""
         from streamlet.dsl.ktable import KTable
 
@@ -253,13 +254,16 @@ class KStream:
         _check_callable(joiner, "joiner")
         joined = joined or Joined()
         stream = self._repartitioned_for_join(joined) if self.repartition_required else self
-        store_name = table.join_store_name()
+        getter = table.value_getter_supplier()
         name = self._generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
-        node = stream._add_processor(name, StreamTableJoinSupplier(store_name, joiner, left), store_names=(store_name,))
+        node = stream._add_processor(name, StreamTableJoinSupplier(getter, joiner, left),
+                                     store_names=getter.store_names)
+        node.left_join = left
         return self._stream(name, node, joined.key_serde or stream.key_serde, None, False)
 
     def _repartitioned_for_join(self, joined: Joined) -> KStream:
-        """The stream routed through `<joined name or this node's name>-repartition`, created once per name."""
+        """The stream routed through `<joined name or this node's name>-repartition`, created once per name.
+        (Records without a key go through only if a left join reads it: see repartition.py.)"""
         prefix = joined.name if joined.name is not None else self.name
         key_serde = joined.key_serde or self.key_serde
         value_serde = joined.value_serde or self.value_serde

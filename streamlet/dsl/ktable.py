@@ -9,30 +9,41 @@ a store.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.materialize import timestamped_store_builder
-from streamlet.dsl.options import Materialized, Named
+from streamlet.dsl.options import Grouped, Materialized, Named
 from streamlet.dsl.processors.aggregate import StreamAggregateSupplier, StreamReduceSupplier
+from streamlet.dsl.processors.session_aggregate import SessionAggregateSupplier
+from streamlet.dsl.processors.suppress import TableSuppressSupplier
 from streamlet.dsl.processors.table import (
     TableFilterSupplier,
     TableMapValuesSupplier,
     TableSourceSupplier,
     TableToStream,
 )
+from streamlet.dsl.processors.table_aggregate import TableRepartitionMap
+from streamlet.dsl.processors.value_getters import (
+    DerivedValueGetterSupplier,
+    StoreValueGetterSupplier,
+    ValueGetterSupplier,
+)
 from streamlet.dsl.processors.window_aggregate import WindowAggregateSupplier
+from streamlet.dsl.suppressed import Suppressed
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
 from streamlet.topology import Topology
 
 if TYPE_CHECKING:
+    from streamlet.dsl.grouped_table import KGroupedTable
     from streamlet.dsl.kstream import KStream
 
 TableSupplier = (
     TableSourceSupplier | StreamAggregateSupplier | StreamReduceSupplier | TableFilterSupplier
-    | TableMapValuesSupplier
+    | TableMapValuesSupplier | TableSuppressSupplier
 )
 
 
@@ -46,8 +57,10 @@ class KTable:
         queryable_store_name: str | None,
         supplier: TableSupplier,
         graph_node: GraphNode,
+        parent: KTable | None = None,
     ) -> None:
         self._builder = builder
+        self._parent = parent
         self.name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
@@ -79,25 +92,26 @@ class KTable:
             self._send_old_values = True
         return True
 
-    def join_store_name(self) -> str:
-        """The store a stream-table join reads this table from, materializing a source table if needed.
+    def value_getter_supplier(self) -> ValueGetterSupplier:
+        """How a join reads this table's rows, materializing a source table if needed.
 
-        Kafka Streams materializes a source table for a join the same way (its generated store name);
-        a `filter` / `map_values` result must be given a `Materialized` to be joined (Kafka Streams
-        would read through to its parent's store instead).
+        A table with a store is read from it; a `filter` / `map_values` without one reads through its
+        parent and computes its value on the fly, as Kafka Streams' value getters do.
         """
         supplier = self._supplier
-        if isinstance(supplier, WindowAggregateSupplier):
-            raise TopologyError(f"cannot join a stream with the windowed table {self.name!r}: its keys are Windowed")
+        if isinstance(supplier, WindowAggregateSupplier | SessionAggregateSupplier):
+            raise TopologyError(f"cannot join with the windowed table {self.name!r}: its keys are Windowed")
         if isinstance(supplier, TableSourceSupplier):
             supplier.materialize()
-            return supplier.store_name
+            return StoreValueGetterSupplier(supplier.store_name)
         if isinstance(supplier, StreamAggregateSupplier | StreamReduceSupplier):
-            return supplier.store_name
-        if supplier.queryable_name is None:
-            raise TopologyError(f"table {self.name!r} has no store to join against: give its filter()/map_values() "
-                                f"a Materialized")
-        return supplier.queryable_name
+            return StoreValueGetterSupplier(supplier.store_name)
+        if isinstance(supplier, TableSuppressSupplier):
+            raise TopologyError(f"joining with the suppressed table {self.name!r} is not supported yet")
+        if supplier.queryable_name is not None:
+            return StoreValueGetterSupplier(supplier.queryable_name)
+        assert self._parent is not None, "a filter / map_values table knows its parent"
+        return DerivedValueGetterSupplier(self._parent.value_getter_supplier(), supplier.compute)
 
     # -- operations ----------------------------------------------------------------------------------
     def filter(self, predicate: Callable[[Any, Any], Any], materialized: Materialized | None = None,
@@ -125,7 +139,7 @@ class KTable:
         name = names.name_or_generate(Named.resolve(named), naming.KTABLE_FILTER)
         supplier = TableFilterSupplier(self.enable_sending_old_values, predicate, negate, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
-        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node)
+        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
 
     def map_values(self, mapper: Callable[[Any], Any], materialized: Materialized | None = None,
                    named: Named | str | None = None) -> KTable:
@@ -142,7 +156,65 @@ class KTable:
         name = names.name_or_generate(Named.resolve(named), naming.KTABLE_MAPVALUES)
         supplier = TableMapValuesSupplier(self.enable_sending_old_values, mapper, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
-        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node)
+        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
+
+    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedTable:
+        """Regroup the rows: `selector(key, value)` returns the row's (group key, value) as a `KeyValue` or
+        a 2-tuple; aggregate the groups with `count`, `reduce` or `aggregate` (adder and subtractor)."""
+        from streamlet.dsl.grouped_table import KGroupedTable
+
+        if not callable(selector):
+            raise TypeError(f"selector must be callable, got {selector!r}")
+        grouped = grouped or Grouped()
+        name = self._builder.names.name_or_generate(grouped.name, naming.KTABLE_SELECT)  # the index is used up
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_processor(name, partial(TableRepartitionMap, selector), *parent_names)
+
+        node = self._builder.add(GraphNode(name, write), self._node)
+        self.enable_sending_old_values(True)  # a row's old value must leave its group
+        return KGroupedTable(self._builder, name, grouped, node)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back in a (change-logged) buffer and emit them later (see `Suppressed`).
+
+        `Suppressed.until_window_closes` needs a windowed aggregation upstream (through table
+        filters and map_values only); its grace period is how long after a window's end it waits.
+        """
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress() takes a Suppressed, got {suppressed!r}")
+        names = self._builder.names
+        name = suppressed.name if suppressed.name is not None else names.processor_name(naming.KTABLE_SUPPRESS)
+        store_name = suppressed.name + "-store" if suppressed.name is not None else \
+            names.store_name(naming.KTABLE_SUPPRESS)
+        duration = self._window_grace_ms() if suppressed.final_results else suppressed.time_limit_ms
+        self.enable_sending_old_values(True)  # the buffer keeps old values, as Kafka Streams' does
+        supplier = TableSuppressSupplier(suppressed, duration, store_name, self.key_serde, self.value_serde)
+        config = suppressed.buffer_config
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            from streamlet.stores.memory.suppression_buffer import SuppressionBufferBuilder
+
+            topology.add_processor(name, supplier, *parent_names)
+            builder = SuppressionBufferBuilder(store_name)
+            builder = builder.with_logging_enabled(config.log_config) if config.logging else \
+                builder.with_logging_disabled()
+            topology.add_state_store(builder, name)
+
+        node = self._builder.add(GraphNode(name, write), self._node)
+        return KTable(self._builder, name, self.key_serde, self.value_serde, None, supplier, node, parent=self)
+
+    def _window_grace_ms(self) -> int:
+        """The grace period of the windowed aggregation this table comes from (Kafka Streams' rule)."""
+        table: KTable | None = self
+        while table is not None:
+            if isinstance(table._supplier, WindowAggregateSupplier):
+                return table._supplier.windows.grace_ms
+            if isinstance(table._supplier, SessionAggregateSupplier):  # a session closes a gap after its end
+                return table._supplier.windows.grace_ms + table._supplier.windows.gap_ms
+            table = table._parent
+        raise TopologyError("Window close time is only defined for windowed computations: until_window_closes() "
+                            f"needs a windowed aggregation upstream of {self.name!r}")
 
     def to_stream(self, named: Named | str | None = None) -> KStream:
         """The table's updates as a stream of (key, new value); a deleted row gives a None value."""

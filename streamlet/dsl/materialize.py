@@ -16,6 +16,7 @@ from streamlet.stores.api import KeyValueBytesStoreSupplier, StoreBuilder
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 
 if TYPE_CHECKING:
+    from streamlet.dsl.session_windows import SessionWindows
     from streamlet.dsl.time_windows import TimeWindows
 
 
@@ -65,6 +66,35 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
                             f"windows are {windows.size_ms} ms")
     builder = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
     return _logging_and_caching(builder, materialized)
+
+
+def session_store_builder(materialized: Materialized, store_name: str, windows: SessionWindows) -> StoreBuilder:
+    """The session store of a session aggregation (its own supplier, or LevelDB / memory by `store_type`)."""
+    from streamlet.stores.factory import Stores
+    from streamlet.stores.session.api import SessionBytesStoreSupplier
+
+    supplier = materialized.store_supplier
+    if supplier is not None and not isinstance(supplier, SessionBytesStoreSupplier):
+        raise TopologyError(f"store {store_name!r}: a session aggregation needs a session store supplier, "
+                            f"got {supplier!r}")
+    if supplier is None:
+        retention = session_retention_ms(materialized, windows, store_name)
+        factory = Stores.in_memory_session_store if materialized.in_memory else Stores.persistent_session_store
+        supplier = factory(store_name, retention)
+    builder = Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    return _logging_and_caching(builder, materialized)
+
+
+def session_retention_ms(materialized: Materialized, windows: SessionWindows, store_name: str) -> int:
+    """Kafka Streams' rule: the given retention, else the gap plus grace; never less than that."""
+    needed = windows.gap_ms + windows.grace_ms
+    retention = needed if materialized.retention_ms is None else materialized.retention_ms
+    if retention < needed:
+        raise TopologyError(
+            f"The retention period of the session store {store_name} must be no smaller than the session "
+            f"inactivity gap plus the grace period. Got gap=[{windows.gap_ms}], grace=[{windows.grace_ms}], "
+            f"retention=[{retention}]")
+    return retention
 
 
 def _logging_and_caching(builder: StoreBuilder, materialized: Materialized) -> StoreBuilder:

@@ -16,6 +16,7 @@ from streamlet.dsl.ktable import KTable
 from streamlet.dsl.materialize import timestamped_window_store_builder, window_retention_ms
 from streamlet.dsl.options import Materialized, Named
 from streamlet.dsl.processors.aggregate import count_aggregator, count_initializer
+from streamlet.dsl.processors.session_aggregate import Merger
 from streamlet.dsl.processors.window_aggregate import (
     Aggregator,
     Initializer,
@@ -30,18 +31,30 @@ if TYPE_CHECKING:
     from streamlet.dsl.grouped_stream import KGroupedStream
 
 
-class TimeWindowedKStream:
-    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
-        self._grouped = grouped
-        self.windows = windows
+def _count_merger(_key: Any, one: Any, two: Any) -> Any:
+    return one + two
 
-    def __repr__(self) -> str:
-        return f"TimeWindowedKStream({self._grouped.name!r}, {self.windows!r})"
+
+def _reducing_merger(reducer: Callable[[Any, Any], Any]) -> Merger:
+    """Kafka Streams merges two reduced sessions with the reducer (the second as is if the first is empty)."""
+
+    def merge(_key: Any, one: Any, two: Any) -> Any:
+        return two if one is None else reducer(one, two)
+
+    return merge
+
+
+class WindowedAggregations:
+    """`count` and `reduce` of a windowed grouping (time or session windows: `_aggregation` builds the
+    node); the merger is what a session aggregation combines two sessions with."""
+
+    _grouped: KGroupedStream
 
     def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """The number of records per key and window (records with a None value count too, as in Java)."""
         store_name, materialized = self._grouped.count_materialized(materialized)
-        return self._aggregation(named, naming.AGGREGATE, store_name, materialized, count_initializer, count_aggregator)
+        return self._aggregation(named, naming.AGGREGATE, store_name, materialized, count_initializer,
+                                 count_aggregator, _count_merger)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
                named: Named | str | None = None) -> KTable:
@@ -50,7 +63,20 @@ class TimeWindowedKStream:
             raise TypeError(f"reducer must be callable, got {reducer!r}")
         store_name, materialized = self._grouped.reduce_materialized(materialized)
         return self._aggregation(named, naming.REDUCE, store_name, materialized, reduce_initializer,
-                                 reducing_aggregator(reducer))
+                                 reducing_aggregator(reducer), _reducing_merger(reducer))
+
+    def _aggregation(self, named: Named | str | None, prefix: str, store_name: str, materialized: Materialized,
+                     initializer: Initializer, aggregator: Aggregator, merger: Merger) -> KTable:
+        raise NotImplementedError
+
+
+class TimeWindowedKStream(WindowedAggregations):
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+        self._grouped = grouped
+        self.windows = windows
+
+    def __repr__(self) -> str:
+        return f"TimeWindowedKStream({self._grouped.name!r}, {self.windows!r})"
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
@@ -58,10 +84,12 @@ class TimeWindowedKStream:
         if not callable(initializer) or not callable(aggregator):
             raise TypeError("initializer and aggregator must be callable")
         store_name, materialized = self._grouped.aggregate_materialized(materialized)
-        return self._aggregation(named, naming.AGGREGATE, store_name, materialized, initializer, aggregator)
+        return self._aggregation(named, naming.AGGREGATE, store_name, materialized, initializer, aggregator,
+                                 _count_merger)
 
     def _aggregation(self, named: Named | str | None, prefix: str, store_name: str, materialized: Materialized,
-                     initializer: Initializer, aggregator: Aggregator) -> KTable:
+                     initializer: Initializer, aggregator: Aggregator, merger: Merger) -> KTable:
+        """Time windows never merge: `merger` is not used."""
         grouped, windows = self._grouped, self.windows
         if materialized.store_supplier is None:
             window_retention_ms(materialized, windows, store_name)  # fail here, as Kafka Streams does

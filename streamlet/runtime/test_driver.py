@@ -25,8 +25,9 @@ from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
+from streamlet.runtime.store_facades import KeyValueStoreFacade
 from streamlet.serdes import Deserializer, Serde, Serializer
-from streamlet.stores.api import KeyValueStore, StateStore
+from streamlet.stores.api import KeyValueStore, StateStore, TimestampedKeyValueStore
 from streamlet.topology import Topology
 
 DEFAULT_APP_ID = "dummy-topology-test-driver-app-id"
@@ -47,6 +48,10 @@ class _Consumed:
     key: bytes | None
     value: bytes | None
     headers: Headers = field(default=())
+
+
+_UNSET: Any = object()
+"""`pipe_input`'s marker for an argument not given (None is a real key or value)."""
 
 
 def _to_ms(ts: int | datetime | None) -> int | None:
@@ -104,13 +109,21 @@ class TestInputTopic:
             self._current_ms += self._advance_ms
         return ms
 
-    def pipe_input(self, key: Any = None, value: Any = None, timestamp: int | datetime | None = None,
+    def pipe_input(self, key: Any = _UNSET, value: Any = _UNSET, timestamp: int | datetime | None = None,
                    headers: Headers | None = None) -> None:
+        """`pipe_input(key, value, timestamp=None)`; with one argument, `pipe_input(value)` pipes that value
+        with a None key, as Java's one-argument `pipeInput(value)`. Without a timestamp the topic's
+        current time is used and then advanced by its auto-advance."""
+        if value is _UNSET:
+            key, value = None, (None if key is _UNSET else key)
+        elif key is _UNSET:
+            key = None
         ts = self._next_ts(timestamp)
         self._driver._pipe(self.name, self._key_ser.serialize(self.name, key),
                            self._value_ser.serialize(self.name, value), ts, tuple(headers or ()))
 
     def pipe_record(self, record: Record) -> None:
+        """Pipe a `Record`; one whose timestamp is None takes the topic's current time (and advances it)."""
         self.pipe_input(record.key, record.value, record.timestamp, record.headers)
 
     def pipe_value_list(self, values: list[Any]) -> None:
@@ -168,13 +181,15 @@ class TestOutputTopic:
         return [r.value for r in self.read_records_to_list()]
 
     def read_key_values_to_map(self) -> dict[Any, Any]:
-        """Latest value per key; a tombstone (None value) removes the key."""
+        """Latest value per key, as Java's `readKeyValuesToMap`: a tombstone maps its key to None, and a
+        record with a None key is an error (it has no place in a map)."""
         result: dict[Any, Any] = {}
-        for r in self.read_records_to_list():
-            if r.value is None:
-                result.pop(r.key, None)
-            else:
-                result[r.key] = r.value
+        while self._queue:
+            r = self.read_record()
+            if r.key is None:
+                raise StreamsError(f"output topic {self.name!r}: read_key_values_to_map() does not take records "
+                                   f"with a None key")
+            result[r.key] = r.value
         return result
 
     def is_empty(self) -> bool:
@@ -207,6 +222,7 @@ class TopologyTestDriver:
         app_id = self.config.application_id
         self._resolve = lambda t: f"{app_id}-{t}" if t in topology.internal_topics else t
         self._outputs: dict[str, deque[ProducedRecord]] = {}
+        self._produced: set[str] = set()
         self._offsets: dict[str, int] = {}
         self._collector = RecordCollector(lambda _topic: 1)
         state_root = Path(self.config["state.dir"]) / app_id
@@ -253,7 +269,8 @@ class TopologyTestDriver:
         return q
 
     def produced_topic_names(self) -> set[str]:
-        return {t for t, q in self._outputs.items() if q}
+        """Every topic the topology wrote to so far (internal ones included), read or not (as Java's)."""
+        return set(self._produced)
 
     # -- stores -------------------------------------------------------------------------------------
     def get_state_store(self, name: str) -> StateStore:
@@ -263,9 +280,19 @@ class TopologyTestDriver:
         raise StreamsError(f"no state store named {name!r} in the topology")
 
     def get_key_value_store(self, name: str) -> KeyValueStore[Any, Any]:
+        """The key-value store `name`; a timestamped one (the DSL's) seen with plain values, as Kafka
+        Streams' driver shows it (`get_timestamped_key_value_store` gives `ValueAndTimestamp`s)."""
         store = self.get_state_store(name)
+        if isinstance(store, TimestampedKeyValueStore):
+            return KeyValueStoreFacade(store)
         if not isinstance(store, KeyValueStore):
             raise StreamsError(f"state store {name!r} is not a key-value store")
+        return store
+
+    def get_timestamped_key_value_store(self, name: str) -> TimestampedKeyValueStore[Any]:
+        store = self.get_state_store(name)
+        if not isinstance(store, TimestampedKeyValueStore):
+            raise StreamsError(f"state store {name!r} is not a timestamped key-value store")
         return store
 
     def get_all_state_stores(self) -> dict[str, StateStore]:
@@ -329,6 +356,7 @@ class TopologyTestDriver:
         for (topic, _partition), records in self._collector.drain().items():
             q = self._output_queue(topic)
             q.extend(records)
+            self._produced.add(topic)
             task = self._task_by_topic.get(topic)
             if task is not None:
                 for r in records:

@@ -1,8 +1,8 @@
 """`Stores`: the public factory of store suppliers and builders, named as Kafka Streams' `Stores`.
 
 Suppliers say where the bytes live (LevelDB or memory); builders add the serdes, logging and
-caching. Window stores are built on the same layers (`streamlet.stores.window`); session and versioned
-stores will join here too.
+caching. Window and session stores are built on the same layers (`streamlet.stores.window`,
+`streamlet.stores.session`); versioned stores will join here too.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from streamlet.stores.api import KeyValueBytesStoreSupplier
 from streamlet.stores.builders import KeyValueStoreBuilder, TimestampedKeyValueStoreBuilder
 from streamlet.stores.leveldb.supplier import LevelDBKeyValueBytesStoreSupplier
 from streamlet.stores.memory.supplier import InMemoryKeyValueBytesStoreSupplier
+from streamlet.stores.session.api import SessionBytesStoreSupplier
+from streamlet.stores.session.builders import SessionStoreBuilder
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 from streamlet.stores.window.builders import TimestampedWindowStoreBuilder, WindowStoreBuilder
 from streamlet.stores.window.suppliers import InMemoryWindowBytesStoreSupplier, LevelDBWindowBytesStoreSupplier
@@ -45,6 +47,13 @@ def _window_shape(name: str, retention: timedelta | int, window_size: timedelta 
         raise TopologyError(f"the retention period of window store {name!r} must be no smaller than its window "
                             f"size; got retention={retention_ms} and window size={size_ms}")
     return validate_store_name(name), retention_ms, size_ms
+
+
+def _session_retention(name: str, retention: timedelta | int) -> int:
+    retention_ms = to_millis(retention)
+    if retention_ms < 0:
+        raise TopologyError(f"the retention period of session store {name!r} cannot be negative, got {retention_ms}")
+    return retention_ms
 
 
 class Stores:
@@ -99,6 +108,23 @@ class Stores:
                                retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
         """A window store held in memory, keeping windows for `retention`; `window_size` is the windows' size."""
         return InMemoryWindowBytesStoreSupplier(*_window_shape(name, retention, window_size), retain_duplicates)
+
+    @staticmethod
+    def persistent_session_store(name: str, retention: timedelta | int) -> SessionBytesStoreSupplier:
+        """A LevelDB session store keeping sessions for `retention` (timedelta or ms) after they end."""
+        return SessionBytesStoreSupplier(LevelDBKeyValueBytesStoreSupplier(validate_store_name(name)),
+                                         _session_retention(name, retention))
+
+    @staticmethod
+    def in_memory_session_store(name: str, retention: timedelta | int) -> SessionBytesStoreSupplier:
+        return SessionBytesStoreSupplier(InMemoryKeyValueBytesStoreSupplier(validate_store_name(name)),
+                                         _session_retention(name, retention))
+
+    @staticmethod
+    def session_store_builder(
+        supplier: SessionBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> SessionStoreBuilder:
+        return SessionStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def window_store_builder(

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Self
 
 from streamlet.errors import StreamsError
+from streamlet.runtime.store_facades import WindowStoreFacade
 from streamlet.runtime.test_driver import (
     NoSuchElementError,
     TestInputTopic,
     TestOutputTopic,
 )
 from streamlet.runtime.test_driver import TopologyTestDriver as _TopologyTestDriver
+from streamlet.stores.session.api import SessionStore
 from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 
 if TYPE_CHECKING:
@@ -38,14 +40,24 @@ class TopologyTestDriver(_TopologyTestDriver):
         return self
 
     def get_window_store(self, name: str) -> WindowStore:
-        """The window store `name` (a windowed aggregation's holds `ValueAndTimestamp` values)."""
+        """The window store `name`; a timestamped one (a windowed aggregation's) seen with plain values,
+        as Kafka Streams' driver shows it (`get_timestamped_window_store` gives `ValueAndTimestamp`s)."""
         store = self.get_state_store(name)
+        if isinstance(store, TimestampedWindowStore):
+            return WindowStoreFacade(store)
         if not isinstance(store, WindowStore):
             raise StreamsError(f"state store {name!r} is not a window store")
         return store
 
+    def get_session_store(self, name: str) -> SessionStore:
+        """The session store `name` (a session aggregation's): `find_sessions`, `fetch_session`, `fetch`."""
+        store = self.get_state_store(name)
+        if not isinstance(store, SessionStore):
+            raise StreamsError(f"state store {name!r} is not a session store")
+        return store
+
     def get_timestamped_window_store(self, name: str) -> TimestampedWindowStore:
-        store = self.get_window_store(name)
+        store = self.get_state_store(name)
         if not isinstance(store, TimestampedWindowStore):
             raise StreamsError(f"state store {name!r} is not a timestamped window store")
         return store

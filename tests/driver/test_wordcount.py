@@ -39,7 +39,7 @@ def test_store_holds_final_counts() -> None:
         inp = driver.create_input_topic(INPUT_TOPIC, Serdes.String(), Serdes.String())
         inp.pipe_value_list(SEED_LINES)
         store = driver.get_key_value_store("counts-store")
-        assert store.get("kafka").value == 3
+        assert store.get("kafka") == 3
         with store.all() as it:
             words = [kv.key for kv in it]
     assert words == sorted(words)  # serialized (UTF-8) key order

@@ -103,11 +103,25 @@ def test_joining_the_same_stream_twice_after_a_key_change_shares_the_repartition
     assert list(builder.build().internal_topics) == ["KSTREAM-KEY-SELECT-0000000004-repartition"]
 
 
-def test_a_derived_table_without_a_store_cannot_be_joined() -> None:
+def test_a_derived_table_without_a_store_is_joined_through_its_parent() -> None:
+    """As Kafka Streams' value getters: the source table is materialized, and the filter and mapper
+    are applied to the row read from it (the join processor is connected to the source's store)."""
     builder = StreamsBuilder()
-    table = builder.table("users").filter(lambda k, v: True)
-    with pytest.raises(TopologyError, match="Materialized"):
-        builder.stream("events").join(table, lambda a, b: a)
+    table = (builder.table("users", Consumed(Serdes.String(), Serdes.String()))
+             .filter(lambda k, v: v != "hidden").map_values(lambda v: v.upper()))
+    (builder.stream("events", Consumed(Serdes.String(), Serdes.String()))
+     .left_join(table, lambda e, u: f"{e}:{u}").to("out", Produced(Serdes.String(), Serdes.String())))
+    topology = builder.build()
+    assert "Processor: KSTREAM-LEFTJOIN-0000000006 (stores: [users-STATE-STORE-0000000000])" in str(topology.describe())
+    with TopologyTestDriver(topology, CONFIG) as driver:
+        users = driver.create_input_topic("users", Serdes.String(), Serdes.String())
+        events = driver.create_input_topic("events", Serdes.String(), Serdes.String())
+        users.pipe_input("a", "ann", 1)
+        users.pipe_input("b", "hidden", 2)
+        events.pipe_input("a", "e1", 3)
+        events.pipe_input("b", "e2", 4)
+        out = driver.create_output_topic("out", Serdes.String(), Serdes.String())
+        assert out.read_key_values_to_list() == [KeyValue("a", "e1:ANN"), KeyValue("b", "e2:None")]
 
 
 def test_an_aggregated_table_can_be_joined() -> None:

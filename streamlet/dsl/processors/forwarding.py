@@ -16,6 +16,8 @@ from streamlet.errors import TopologyError
 from streamlet.processor import ProcessorContext
 from streamlet.record import Headers, Record
 from streamlet.stores.api import TimestampedKeyValueStore
+from streamlet.stores.session.api import SessionStore
+from streamlet.stores.window.api import WindowStore
 
 log = logging.getLogger("streamlet.dsl")
 
@@ -30,7 +32,8 @@ def timestamped_store(context: ProcessorContext, name: str) -> TimestampedKeyVal
 
 
 class TimestampedTupleForwarder:
-    def __init__(self, store: TimestampedKeyValueStore, context: ProcessorContext, send_old_values: bool) -> None:
+    def __init__(self, store: TimestampedKeyValueStore | WindowStore | SessionStore, context: ProcessorContext,
+                 send_old_values: bool) -> None:
         self._forward = context.forwarder()
         self._send_old_values = send_old_values
         self._caching = store.set_flush_listener(self._forward_flushed, send_old_values)

@@ -12,35 +12,33 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streamlet.dsl.processors.forwarding import log_skipped, timestamped_store
+from streamlet.dsl.processors.forwarding import log_skipped
+from streamlet.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import TimestampedKeyValueStore
 
 ValueJoiner = Callable[[Any, Any], Any]
 
 
 class StreamTableJoinSupplier:
-    def __init__(self, store_name: str, joiner: ValueJoiner, left: bool) -> None:
-        self.store_name = store_name
+    def __init__(self, table: ValueGetterSupplier, joiner: ValueJoiner, left: bool) -> None:
+        self.table = table
         self.joiner = joiner
         self.left = left
 
     def __call__(self) -> Processor:
-        return StreamTableJoin(self.store_name, self.joiner, self.left)
+        return StreamTableJoin(self.table(), self.joiner, self.left)
 
 
 class StreamTableJoin(Processor):
-    _store: TimestampedKeyValueStore
-
-    def __init__(self, store_name: str, joiner: ValueJoiner, left: bool) -> None:
-        self._store_name = store_name
+    def __init__(self, table: ValueGetter, joiner: ValueJoiner, left: bool) -> None:
+        self._table = table
         self._joiner = joiner
         self._left = left
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._store = timestamped_store(context, self._store_name)
+        self._table.init(context)
         self._forward = context.forwarder()
 
     def process(self, record: Record) -> None:
@@ -48,7 +46,7 @@ class StreamTableJoin(Processor):
         if value is None or (key is None and not self._left):
             log_skipped(self.context, "null join key or value")
             return
-        stored = None if key is None else self._store.get(key)
+        stored = None if key is None else self._table.get(key)
         if stored is None:
             if not self._left:
                 return

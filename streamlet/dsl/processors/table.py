@@ -97,6 +97,12 @@ class TableFilterSupplier:
             self.send_old_values = True
         return self.send_old_values
 
+    def compute(self, key: Any, value: Any) -> Any:
+        """The row as this filter shows it: the value, or None when filtered out (for value getters)."""
+        if value is not None and bool(self.predicate(key, value)) is not self.negate:
+            return value
+        return None
+
     def __call__(self) -> Processor:
         return TableFilter(self.predicate, self.negate, self.queryable_name, self.send_old_values)
 
@@ -157,6 +163,10 @@ class TableMapValuesSupplier:
         if self._enable_parent(force_materialization):
             self.send_old_values = True
         return self.send_old_values
+
+    def compute(self, _key: Any, value: Any) -> Any:
+        """The row as this mapping shows it (for value getters); a missing row stays missing."""
+        return None if value is None else self.mapper(value)
 
     def __call__(self) -> Processor:
         return TableMapValues(self.mapper, self.queryable_name, self.send_old_values)

@@ -40,7 +40,7 @@ class InMemoryKeyValueBytesStore(KeyValueBytesStore):
             self._keys.discard(key)
 
     def batch(self) -> BytesWriteBatch:
-        return _InMemoryWriteBatch(self)
+        return SequentialWriteBatch(self)
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
         if from_key is not None and to_key is not None and from_key > to_key:
@@ -68,8 +68,11 @@ class InMemoryKeyValueBytesStore(KeyValueBytesStore):
         return self._open
 
 
-class _InMemoryWriteBatch(BytesWriteBatch):
-    def __init__(self, store: InMemoryKeyValueBytesStore) -> None:
+class SequentialWriteBatch(BytesWriteBatch):
+    """Applies the queued writes one by one through the store's own `put` (nothing to make atomic in
+    memory; a wrapper store's `put` rules, such as session retention, apply to each write)."""
+
+    def __init__(self, store: KeyValueBytesStore) -> None:
         self._store = store
         self._writes: list[tuple[bytes, bytes | None]] = []
 

@@ -1,7 +1,8 @@
 """Window stores: values per key and window start, with retention, on LevelDB or in memory.
 
 Layers as for key-value stores (see `streamlet.stores`): bytes store -> change-logging -> typed
-facade; no cache layer yet. `api.py` has the contracts, `Stores` (factory.py) the public factories.
+facade, with the record cache (caching.py) between the last two when caching is on. `api.py` has
+the contracts, `Stores` (factory.py) the public factories.
 """
 
 from streamlet.stores.window.api import (

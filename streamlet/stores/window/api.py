@@ -3,8 +3,8 @@
 A window store keeps one value per key and window start (several when it retains duplicates, told
 apart by a sequence number). It is what windowed aggregations keep their running results in. The
 layers mirror the key-value stores' (see `streamlet.stores.api`): a bytes store (LevelDB or memory),
-optionally change-logged, under a typed facade that applies the serdes. There is no caching layer
-for window stores yet: every update reaches the store, its changelog and the DSL's downstream nodes.
+optionally change-logged, optionally cached (see caching.py), under a typed facade that applies the
+serdes.
 
 Retention: a window store keeps windows whose start is later than the latest window start it has
 seen minus the retention period; older ones are dropped on write and hidden from reads, as Kafka
@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
-from streamlet.stores.api import KeyValueIterator, StateStore, StateStoreContext
+from streamlet.stores.api import FlushListener, KeyValueIterator, StateStore, StateStoreContext
 
 WindowEntry = tuple[bytes, int, int, bytes]
 """(key bytes, window start, seqnum, value bytes): one stored window, as a bytes store yields it."""
@@ -122,6 +122,11 @@ class WindowStore(StateStore):
     @abstractmethod
     def all(self) -> KeyValueIterator[Any, Any]:
         """Every window of every key still retained."""
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """Install the listener for windows a cache flushes, as `listener(Windowed(key, window), new, old,
+        timestamp, headers)`; True iff this store caches (else the processor forwards every update)."""
+        return False
 
 
 class TimestampedWindowStore(WindowStore):

@@ -3,8 +3,8 @@
 A window changelog is compacted *and* deleted by time, as Kafka Streams configures it: compaction
 keeps one record per (key, window), and `retention.ms` (the store's retention plus one day, Kafka
 Streams' default `windowstore.changelog.additional.retention.ms`) lets the broker drop windows the
-store has long expired. Caching is not implemented for window stores: `with_caching_enabled()` is
-accepted (the DSL asks for it) and only recorded.
+store has long expired. `with_caching_enabled()` puts the record cache over the store (see
+caching.py), as the DSL's windowed aggregations do by default.
 """
 
 from __future__ import annotations
@@ -44,14 +44,14 @@ class WindowStoreBuilder(ConfigurableStoreBuilder):
 
     def _shape(self) -> dict[str, Any]:
         return {"window_size_ms": self.supplier.window_size_ms, "retain_duplicates": self.supplier.retain_duplicates,
-                "logging_enabled": self.logging_enabled}
+                "logging_enabled": self.logging_enabled, "caching_enabled": self.caching_enabled}
 
     def _changelog_defaults(self) -> dict[str, str]:
         return window_changelog_config(self.supplier.retention_ms)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.supplier!r}, {self.key_serde!r}, {self.value_serde!r}, "
-                f"logging_enabled={self.logging_enabled})")
+                f"logging_enabled={self.logging_enabled}, caching_enabled={self.caching_enabled})")
 
 
 class TimestampedWindowStoreBuilder(WindowStoreBuilder):

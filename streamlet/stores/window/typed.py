@@ -5,8 +5,10 @@ the sequence number of each write, registers with the runtime for restoration (w
 straight into the bytes store: no changelog, no forwarding), and turns stored windows back into
 `KeyValue(window_start, value)` or `KeyValue(Windowed(key, window), value)`.
 
-There is no cache under it (window stores are not cached yet), so every `put` reaches the bytes
-store and the changelog at once, and a DSL node over it forwards every update itself.
+With caching on (and a cache budget for the task) a `CachingWindowBytesStore` sits right under it:
+writes reach the bytes store and the changelog when the cache flushes, and a DSL node over it
+forwards what the flush listener gets (`set_flush_listener`); otherwise every `put` reaches them at
+once and the DSL node forwards every update itself.
 """
 
 from __future__ import annotations
@@ -16,13 +18,20 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
-from streamlet.record import KeyValue
+from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Deserializer, Serde, Serializer
-from streamlet.stores.api import ChangelogEntry, KeyValueIterator, StateStoreContext, ValueAndTimestamp
+from streamlet.stores.api import (
+    ChangelogEntry,
+    FlushListener,
+    KeyValueIterator,
+    StateStoreContext,
+    ValueAndTimestamp,
+)
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.typed import changelog_topic
 from streamlet.stores.value_formats import PlainValueFormat, TimestampedValueFormat, ValueFormat
 from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStore, WindowEntry, WindowStore
+from streamlet.stores.window.caching import CachingWindowBytesStore
 from streamlet.stores.window.changelogging import (
     ChangeLoggingTimestampedWindowBytesStore,
     ChangeLoggingWindowBytesStore,
@@ -46,12 +55,15 @@ def _millis(time: Any) -> int:
 
 class TypedWindowStore(WindowStore):
     def __init__(self, bytes_store: WindowBytesStore, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None,
-                 *, window_size_ms: int, retain_duplicates: bool = False, logging_enabled: bool = True) -> None:
+                 *, window_size_ms: int, retain_duplicates: bool = False, logging_enabled: bool = True,
+                 caching_enabled: bool = False) -> None:
         self.name = bytes_store.name
         self.window_size_ms = window_size_ms
         self.retention_ms = bytes_store.retention_ms
         self.retain_duplicates = retain_duplicates
         self.logging_enabled = logging_enabled
+        self.caching_enabled = caching_enabled
+        self._cache: CachingWindowBytesStore | None = None
         self._bytes = bytes_store
         self._below: WindowBytesStore = bytes_store
         self._key_serde = key_serde
@@ -76,6 +88,11 @@ class TypedWindowStore(WindowStore):
         self._format = self._value_format(value_serde, self._topic)
         self._bytes.open(context)
         self._below = self._change_logging(self._bytes, context) if self.logging_enabled else self._bytes
+        budget = context.cache_budget_bytes(self.name) if self.caching_enabled else 0
+        # As Kafka Streams, a zero cache size means no caching at all (each update forwarded as made).
+        self._cache = CachingWindowBytesStore(self._below, context, budget) if budget > 0 else None
+        if self._cache is not None:
+            self._below = self._cache
         key_serializer: Serializer[Any] = key_serde.serializer
         key_deserializer: Deserializer[Any] = key_serde.deserializer
         self._serialize_key = key_serializer.serialize
@@ -101,8 +118,30 @@ class TypedWindowStore(WindowStore):
     def flush(self) -> None:
         self._below.flush()
 
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """Flushed windows go to `listener(Windowed(key, window), new, old, timestamp, headers)`."""
+        if self._cache is None:
+            return False
+        assert self._format is not None
+        decode, deserialize_key, topic = self._format.decode, self._deserialize_key, self._topic
+        size, plain = self.window_size_ms, self._plain_listener(listener)
+
+        def forward(key: bytes, start: int, new: bytes | None, old: bytes | None, timestamp: int,
+                    headers: Headers) -> None:
+            plain(Windowed(deserialize_key(topic, key), TimeWindow.for_size(start, size)),
+                  None if new is None else decode(new), None if old is None else decode(old), timestamp, headers)
+
+        self._cache.set_flush_listener(forward, send_old_values)
+        return True
+
+    def _plain_listener(self, listener: FlushListener) -> FlushListener:
+        return listener
+
     def close(self) -> None:
-        if self._bytes.is_open:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+        elif self._bytes.is_open:
             self._bytes.close()
         self._serialize_key = self._deserialize_key = self._not_open
 
@@ -176,6 +215,16 @@ class TypedTimestampedWindowStore(TypedWindowStore, TimestampedWindowStore):
 
     def _change_logging(self, store: WindowBytesStore, context: StateStoreContext) -> WindowBytesStore:
         return ChangeLoggingTimestampedWindowBytesStore(store, context)
+
+    def _plain_listener(self, listener: FlushListener) -> FlushListener:
+        """Plain values downstream, timestamped with the new value's timestamp (Kafka Streams'
+        timestamped cache flush listener); a delete keeps its record's timestamp."""
+
+        def forward(key: Any, new: Any, old: Any, timestamp: int, headers: Headers) -> None:
+            listener(key, None if new is None else new.value, None if old is None else old.value,
+                     timestamp if new is None else new.timestamp, headers)
+
+        return forward
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
         if value is not None and not isinstance(value, ValueAndTimestamp):

@@ -1,0 +1,90 @@
+"""Session `aggregate`, `reduce` and `count` (Kafka Streams' `KStreamSessionWindowAggregate`).
+
+For each record (null keys are dropped): the key's sessions that end no earlier than `timestamp - gap`
+and start no later than `timestamp + gap` are merged with the record's own `[timestamp, timestamp]`,
+their aggregates folded into one with the merger (in the store's order: by end, then start). If the
+merged session ended before stream time minus gap minus grace, the record is dropped as late.
+Otherwise each merged session is removed (a tombstone update downstream), the record is aggregated
+into the merged value, and the merged session is stored and sent. Updates are timestamped with the
+session's end; with caching on, the store's cache forwards them at flush instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.dsl.change import Change
+from streamlet.dsl.processors.aggregate import Aggregator, Initializer, StreamAggregateSupplier
+from streamlet.dsl.processors.window_aggregate import WindowedAggregation
+from streamlet.dsl.session_windows import SessionWindows
+from streamlet.processor import Processor
+from streamlet.record import KeyValue, Record
+from streamlet.stores.session.api import SessionStore
+from streamlet.windowed import SessionWindow, Windowed
+
+log = logging.getLogger("streamlet.dsl")
+
+Merger = Callable[[Any, Any, Any], Any]
+"""`merger(key, aggregate_one, aggregate_two)`: two sessions' aggregates as one."""
+
+
+class SessionAggregateSupplier(StreamAggregateSupplier):
+    def __init__(self, store_name: str, windows: SessionWindows, initializer: Initializer, aggregator: Aggregator,
+                 merger: Merger) -> None:
+        super().__init__(store_name, initializer, aggregator)
+        self.windows = windows
+        self.merger = merger
+
+    def __call__(self) -> Processor:
+        return SessionAggregate(self)
+
+
+class SessionAggregate(WindowedAggregation):
+    _store: SessionStore
+    _store_type = SessionStore
+    _store_kind = "a session store for a session aggregation"
+
+    def __init__(self, supplier: SessionAggregateSupplier) -> None:
+        super().__init__(supplier.store_name, supplier.send_old_values)
+        self._gap = supplier.windows.gap_ms
+        self._grace = supplier.windows.grace_ms
+        self._initializer = supplier.initializer
+        self._aggregator = supplier.aggregator
+        self._merger = supplier.merger
+
+    def process(self, record: Record) -> None:
+        if not self._observe(record):
+            return
+        key, timestamp = record.key, record.timestamp
+        close_time = self._observed_stream_time - self._grace - self._gap
+        store, merger = self._store, self._merger
+        merged: list[KeyValue] = []
+        start = end = timestamp
+        aggregate = self._initializer()
+        with store.find_sessions(key, timestamp - self._gap, timestamp + self._gap) as sessions:
+            for session in sessions:
+                merged.append(session)
+                aggregate = merger(key, aggregate, session.value)
+                window = session.key.window
+                start, end = min(start, window.start), max(end, window.end)
+        if end < close_time:
+            self._log_expired(record, start, end, close_time)
+            return
+        forward = self._forwarder.maybe_forward
+        if merged and (start, end) != (timestamp, timestamp):
+            for session in merged:
+                store.remove(session.key)
+                forward(Record(session.key, Change(None, session.value), session.key.window.end))
+        aggregate = self._aggregator(key, record.value, aggregate)
+        session_key = Windowed(key, SessionWindow(start, end))
+        store.put(session_key, aggregate)
+        forward(Record(session_key, Change(aggregate, None), end))
+
+    def _log_expired(self, record: Record, start: int, end: int, close_time: int) -> None:
+        meta = self.context.record_metadata()
+        where = "Topic, partition, and offset not known." if meta is None else (
+            f"topic=[{meta.topic}] partition=[{meta.partition}] offset=[{meta.offset}]")
+        log.warning("Skipping record for expired window. %s timestamp=[%d] window=[%d,%d] expiration=[%d] "
+                    "streamTime=[%d]", where, record.timestamp, start, end, close_time, self._observed_stream_time)

@@ -1,0 +1,90 @@
+"""Table value getters: how a join looks up a table's current row for a key.
+
+Kafka Streams joins a stream (or another table) against any table, stored or not: a table that keeps a
+store is read from it; a `filter` or `map_values` without a store of its own is read through its
+parent's getter, applying its predicate or mapper on the fly (Kafka Streams' `KTableValueGetter`). A
+source table asked for a getter is materialized. The joining processor is connected to the stores of
+the getter it ends up with (`store_names`), which also places it in their sub-topology.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.dsl.processors.forwarding import timestamped_store
+from streamlet.processor import ProcessorContext
+from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
+
+
+class ValueGetter:
+    """Reads one table's current row; made per task by a `ValueGetterSupplier`, then `init`ed."""
+
+    def init(self, context: ProcessorContext) -> None:
+        raise NotImplementedError
+
+    def get(self, key: Any) -> ValueAndTimestamp | None:
+        raise NotImplementedError
+
+
+class ValueGetterSupplier:
+    """Makes the getters of one table; `store_names` are the stores they read."""
+
+    store_names: tuple[str, ...]
+
+    def __call__(self) -> ValueGetter:
+        raise NotImplementedError
+
+
+class _StoreGetter(ValueGetter):
+    _store: TimestampedKeyValueStore
+
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+
+    def init(self, context: ProcessorContext) -> None:
+        self._store = timestamped_store(context, self._store_name)
+
+    def get(self, key: Any) -> ValueAndTimestamp | None:
+        return self._store.get(key)
+
+
+class StoreValueGetterSupplier(ValueGetterSupplier):
+    """The getter of a table that keeps a (timestamped key-value) store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_names = (store_name,)
+
+    def __call__(self) -> ValueGetter:
+        return _StoreGetter(self.store_names[0])
+
+
+class _DerivedGetter(ValueGetter):
+    def __init__(self, parent: ValueGetter, compute: Callable[[Any, Any], Any]) -> None:
+        self._parent = parent
+        self._compute = compute
+
+    def init(self, context: ProcessorContext) -> None:
+        self._parent.init(context)
+
+    def get(self, key: Any) -> ValueAndTimestamp | None:
+        found = self._parent.get(key)
+        if found is None:
+            return None
+        value = self._compute(key, found.value)
+        return None if value is None else ValueAndTimestamp(value, found.timestamp)
+
+
+class DerivedValueGetterSupplier(ValueGetterSupplier):
+    """The getter of a storeless `filter` / `map_values`: the parent's row, computed on read.
+
+    `compute(key, value)` returns the derived value, None for a row the operation filters out.
+    """
+
+    def __init__(self, parent: ValueGetterSupplier, compute: Callable[[Any, Any], Any]) -> None:
+        self._parent = parent
+        self._compute = compute
+        self.store_names = parent.store_names
+
+    def __call__(self) -> ValueGetter:
+        return _DerivedGetter(self._parent(), self._compute)

@@ -1,0 +1,132 @@
+"""`RetainingSessionBytesStore`: session retention, as each of Kafka Streams' session stores has it.
+
+It sits right on the bytes store (below the change-logging layer and the cache, so what it drops is
+neither logged nor forwarded), keyed by the session key schema (key, end, start). Its stream time is
+the latest session end written to it. Kafka Streams' two backends expire differently, and a session
+aggregation can see the difference, so both are kept:
+
+- reads (both backends) never return a session whose end is at or before `stream time - retention`:
+  such a session is not merged with new records (unless the record cache above still holds it);
+- persistent (RocksDB there, LevelDB here): sessions live in segments of `max(retention / 2, 60 s)` by
+  end time; a write to a segment older than the one holding `stream time - retention` is dropped,
+  and such segments are deleted when stream time moves on;
+- in memory: a session whose end is at or before `stream time - retention` is dropped when written,
+  and deleted before every write and read.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
+from streamlet.stores.memory.store import SequentialWriteBatch
+
+_MIN_SEGMENT_INTERVAL_MS = 60_000
+
+
+def session_end(store_key: bytes) -> int:
+    """The session end in a session key schema key (key bytes, end, start)."""
+    return int.from_bytes(store_key[-16:-8], "big", signed=True)
+
+
+def _java_div(a: int, b: int) -> int:
+    """Java's long division (truncates toward zero), for segment ids of negative times."""
+    return a // b if a >= 0 else -((-a) // b)
+
+
+class RetainingSessionBytesStore(KeyValueBytesStore):
+    def __init__(self, inner: KeyValueBytesStore, retention_ms: int) -> None:
+        self.name = inner.name
+        self.inner = inner
+        self.retention_ms = retention_ms
+        self._segment_ms = max(retention_ms // 2, _MIN_SEGMENT_INTERVAL_MS) if inner.persistent else None
+        self._observed = -1
+        self._ends: list[tuple[int, bytes]] = []  # a heap of (end, key) of what the store may hold
+
+    def open(self, context: StateStoreContext) -> None:
+        self.inner.open(context)
+        self._ends = []
+        with self.inner.range(None, None) as stored:  # a reopened persistent store
+            for key, _value in stored:
+                self._track(key)
+
+    def _track(self, key: bytes) -> None:
+        end = session_end(key)
+        heapq.heappush(self._ends, (end, key))
+        if end > self._observed:
+            self._observed = end
+
+    def _visible(self, end: int) -> bool:
+        return end > self._observed - self.retention_ms
+
+    def _expired(self, end: int) -> bool:
+        oldest_live = self._observed - self.retention_ms
+        if self._segment_ms is None:
+            return end <= oldest_live
+        return _java_div(end, self._segment_ms) < _java_div(oldest_live, self._segment_ms)
+
+    def _purge(self) -> None:
+        ends, inner = self._ends, self.inner
+        while ends and self._expired(ends[0][0]):
+            inner.delete(heapq.heappop(ends)[1])  # a key stays expired: its end is part of it
+
+    # -- writes -------------------------------------------------------------------------------------
+    def put(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            self.inner.delete(key)
+            return
+        if self._segment_ms is None:
+            self._purge()
+        end = session_end(key)
+        if end > self._observed:
+            self._observed = end
+        if self._expired(end):
+            return  # Kafka Streams logs "Skipping record for expired segment"
+        self.inner.put(key, value)
+        heapq.heappush(self._ends, (end, key))
+        if self._segment_ms is not None:
+            self._purge()
+
+    def delete(self, key: bytes) -> None:
+        self.inner.delete(key)
+
+    def batch(self) -> BytesWriteBatch:
+        return SequentialWriteBatch(self)
+
+    # -- reads --------------------------------------------------------------------------------------
+    def get(self, key: bytes) -> bytes | None:
+        if self._segment_ms is None:
+            self._purge()
+        return self.inner.get(key) if self._visible(session_end(key)) else None
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
+        if self._segment_ms is None:
+            self._purge()
+        found = self.inner.range(from_key, to_key)
+        visible = self._visible
+
+        def live() -> Iterator[tuple[bytes, bytes]]:
+            for key, value in found:
+                if visible(session_end(key)):
+                    yield key, value
+
+        return BytesIterator(live(), found.close)
+
+    def approximate_num_entries(self) -> int:
+        return self.inner.approximate_num_entries()
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    @property
+    def persistent(self) -> bool:
+        return self.inner.persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self.inner.is_open

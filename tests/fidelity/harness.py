@@ -1,0 +1,129 @@
+"""The reference side of the differential suite: Kafka Streams 3.9.1 itself, in one long-lived JVM.
+
+`KafkaStreamsReference` builds tests/fidelity/java with Maven when its sources are newer than the jar
+(the build is kept in java/target), starts `io.streamlet.fidelity.Runner`, and sends it one case per
+line; each answer is one JSON line of the same shape as `topology.run_streamlet`'s result.
+`difference` says, readably, where two results part.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from tests.fidelity.topology import Case, Result
+
+JAVA_DIR = Path(__file__).parent / "java"
+_JAR = JAVA_DIR / "target" / "streamlet-fidelity-0.1.0.jar"
+_CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
+_BUILD_LOCK = threading.Lock()
+
+
+def java_available() -> bool:
+    return shutil.which("java") is not None and shutil.which("mvn") is not None
+
+
+def build_runner() -> list[str]:
+    """Compile the runner if needed; returns the java command that starts it."""
+    with _BUILD_LOCK:
+        sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
+        stale = not (_JAR.exists() and _CLASSPATH.exists()) or max(p.stat().st_mtime for p in sources) > \
+            _JAR.stat().st_mtime
+        if stale:
+            proc = subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "package",
+                                   "dependency:build-classpath", "-Dmdep.outputFile=target/classpath.txt"],
+                                  capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                raise RuntimeError(f"building the Kafka Streams reference runner failed:\n{proc.stdout}{proc.stderr}")
+    return ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+            f"{_JAR}:{_CLASSPATH.read_text().strip()}", "io.streamlet.fidelity.Runner"]
+
+
+class KafkaStreamsReference:
+    """One JVM running Kafka Streams' TopologyTestDriver on the cases it is sent, in order."""
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen(build_runner(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, encoding="utf-8")
+        self._stderr: list[str] = []
+        assert self._proc.stderr is not None
+        threading.Thread(target=self._drain, args=(self._proc.stderr,), daemon=True).start()
+        self.cases_run = 0
+
+    def _drain(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._stderr.append(line)
+            del self._stderr[:-200]
+
+    def run(self, case: Case) -> Result:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps(case, separators=(",", ":")) + "\n")
+        self._proc.stdin.flush()
+        line = self._proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the Kafka Streams reference runner died:\n" + "".join(self._stderr[-50:]))
+        self.cases_run += 1
+        result: Result = json.loads(line)
+        return result
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def _readable(hex_bytes: str | None) -> str:
+    if hex_bytes is None:
+        return "null"
+    raw = bytes.fromhex(hex_bytes)
+    text = raw.decode("utf-8", "replace")
+    if text.isprintable():
+        return repr(text)
+    if len(raw) == 8:
+        return str(int.from_bytes(raw, "big", signed=True))
+    if len(raw) > 8 and raw[:-8].decode("utf-8", "replace").isprintable():  # a time-windowed key
+        return f"{raw[:-8].decode()!r}@{int.from_bytes(raw[-8:], 'big', signed=True)}"
+    return hex_bytes
+
+
+def _row(r: list[Any]) -> str:
+    index, topic, key, value, ts = r
+    return f"after input {index}: {topic} {_readable(key)} -> {_readable(value)} @ {ts}"
+
+
+def difference(case: Case, java: Result, python: Result) -> str | None:
+    """None when streamlet did what Kafka Streams did; else a report of the first differences."""
+    if "build_error" in java or "build_error" in python:
+        if ("build_error" in java) == ("build_error" in python):
+            return None
+        return (f"topology build: Kafka Streams {java.get('build_error', 'built it')!r}, "
+                f"streamlet {python.get('build_error', 'built it')!r}")
+    lines = []
+    if java["describe"] != python["describe"]:
+        lines.append(f"describe() differs:\n--- Kafka Streams\n{java['describe']}--- streamlet\n{python['describe']}")
+    if ("error" in java) != ("error" in python) or java.get("error_at") != python.get("error_at"):
+        lines.append(f"errors differ: Kafka Streams {java.get('error')!r} at {java.get('error_at')}, "
+                     f"streamlet {python.get('error')!r} at {python.get('error_at')}")
+    if java["records"] != python["records"]:
+        jr, pr = java["records"], python["records"]
+        first = next((i for i, (a, b) in enumerate(zip(jr, pr, strict=False)) if a != b), min(len(jr), len(pr)))
+        lines.append(f"output records differ from record {first} on ({len(jr)} from Kafka Streams, {len(pr)} "
+                     f"from streamlet)")
+        lines.append("  Kafka Streams:")
+        lines += [f"    {_row(r)}" for r in jr[max(0, first - 2):first + 6]]
+        lines.append("  streamlet:")
+        lines += [f"    {_row(r)}" for r in pr[max(0, first - 2):first + 6]]
+    if not lines:
+        return None
+    inputs = [f"  {i}: {e}" for i, e in enumerate(case["inputs"])]
+    return "\n".join([*lines, "ops: " + json.dumps(case["ops"]), "config: " + json.dumps(case.get("config")),
+                      "inputs:", *inputs])

@@ -1,0 +1,576 @@
+package io.streamlet.fidelity;
+
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Aggregator;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Initializer;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KGroupedTable;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.KeyValueMapper;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Merger;
+import org.apache.kafka.streams.kstream.Predicate;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Reducer;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueJoiner;
+import org.apache.kafka.streams.kstream.ValueMapper;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.test.TestRecord;
+
+/**
+ * Runs differential cases on Kafka Streams' own TopologyTestDriver, one JSON case per stdin line, one
+ * JSON result per stdout line (the JVM stays up across cases).
+ *
+ * <p>A case is {@code {"config": {...}, "ops": [...], "inputs": [...], "outputs": [...]}}. {@code ops}
+ * is a little stack-free program: each op applies to the current object (a KStream, KGroupedStream,
+ * TimeWindowedKStream or KTable) and yields the next one; the named functions (predicates, mappers,
+ * reducers, ...) are defined identically in tests/fidelity/functions.py. The result holds describe()
+ * and every output record as {@code [input index, topic, key hex, value hex, timestamp]}, read after
+ * each input event, so the moment a record is emitted is compared too.
+ */
+public final class Runner {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Serde<String> STRING = Serdes.String();
+    private static final HexFormat HEX = HexFormat.of();
+
+    private Runner() {
+    }
+
+    public static void main(final String[] args) throws Exception {
+        final PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+        System.setOut(System.err);  // anything Kafka Streams prints must not break the protocol
+        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        final Path stateRoot = Files.createTempDirectory("streamlet-fidelity-");
+        String line;
+        long n = 0;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            ObjectNode result;
+            try {
+                result = runCase(JSON.readTree(line), stateRoot.resolve(Long.toString(n++)));
+            } catch (final Throwable e) {
+                result = JSON.createObjectNode();
+                result.put("build_error", describeError(e));
+            }
+            out.println(JSON.writeValueAsString(result));
+            out.flush();
+        }
+    }
+
+    private static String describeError(final Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root.getClass().getSimpleName() + ": " + root.getMessage();
+    }
+
+    static ObjectNode runCase(final JsonNode c, final Path stateDir) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        Object current = null;
+        for (final JsonNode op : c.get("ops")) {
+            current = Ops.apply(builder, current, op);
+        }
+        final Topology topology = builder.build();
+        final ObjectNode result = JSON.createObjectNode();
+        result.put("describe", topology.describe().toString());
+        final Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "fidelity");
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        final JsonNode config = c.path("config");
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, config.path("cache_max_bytes").asLong(0));
+        final ArrayNode records = result.putArray("records");
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final Map<String, TestInputTopic<String, String>> inputs = new LinkedHashMap<>();
+            final Map<String, TestOutputTopic<byte[], byte[]>> outputs = new LinkedHashMap<>();
+            for (final JsonNode topic : c.get("outputs")) {
+                outputs.put(topic.asText(), driver.createOutputTopic(topic.asText(), new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer()));
+            }
+            int index = 0;
+            try {
+                for (final JsonNode event : c.get("inputs")) {
+                    if (event.has("advance")) {
+                        driver.advanceWallClockTime(Duration.ofMillis(event.get("advance").asLong()));
+                    } else {
+                        final String topic = event.get("topic").asText();
+                        final TestInputTopic<String, String> input = inputs.computeIfAbsent(topic,
+                            t -> driver.createInputTopic(t, new StringSerializer(), new StringSerializer()));
+                        input.pipeInput(text(event.get("key")), text(event.get("value")), event.get("ts").asLong());
+                    }
+                    if (c.path("all_topics").asBoolean(false)) {
+                        for (final String topic : new java.util.TreeSet<>(driver.producedTopicNames())) {
+                            if (compared(topic)) {
+                                outputs.computeIfAbsent(topic, t -> driver.createOutputTopic(t,
+                                    new ByteArrayDeserializer(), new ByteArrayDeserializer()));
+                            }
+                        }
+                    }
+                    drain(outputs, records, index);
+                    index++;
+                }
+            } catch (final RuntimeException e) {
+                result.put("error", describeError(e));
+                result.put("error_at", index);
+            }
+        }
+        return result;
+    }
+
+    /**
+     * With "all_topics", every topic written to is compared (internal ones too: repartition topics and
+     * store changelogs) except the suppression buffers' changelogs, whose value layout is streamlet's own.
+     */
+    static boolean compared(final String topic) {
+        return !topic.contains("KTABLE-SUPPRESS-STATE-STORE") && !topic.endsWith("-store-changelog");
+    }
+
+    private static String text(final JsonNode node) {
+        return node == null || node.isNull() ? null : node.asText();
+    }
+
+    private static void drain(final Map<String, TestOutputTopic<byte[], byte[]>> outputs, final ArrayNode records,
+                              final int index) {
+        for (final Map.Entry<String, TestOutputTopic<byte[], byte[]>> e : new java.util.TreeMap<>(outputs).entrySet()) {
+            while (!e.getValue().isEmpty()) {
+                final TestRecord<byte[], byte[]> r = e.getValue().readRecord();
+                final ArrayNode row = records.addArray();
+                row.add(index);
+                row.add(e.getKey());
+                row.add(r.key() == null ? null : HEX.formatHex(r.key()));
+                row.add(r.value() == null ? null : HEX.formatHex(r.value()));
+                row.add(r.timestamp());
+            }
+        }
+    }
+
+    /** The operator vocabulary: one method per op, applied to the current DSL object. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static final class Ops {
+
+        private Ops() {
+        }
+
+        static Object apply(final StreamsBuilder builder, final Object current, final JsonNode op) {
+            final String name = op.get("op").asText();
+            switch (name) {
+                case "stream":
+                    return builder.stream(op.get("topic").asText(), Consumed.with(STRING, STRING));
+                case "table": {
+                    final JsonNode store = op.get("store");
+                    if (store == null || store.isNull()) {
+                        return builder.table(op.get("topic").asText(), Consumed.with(STRING, STRING));
+                    }
+                    return builder.table(op.get("topic").asText(), Consumed.with(STRING, STRING),
+                        (Materialized) materialized(store));
+                }
+                case "filter":
+                case "filter_not": {
+                    final Predicate p = Functions.predicate(op.get("fn").asText());
+                    final boolean not = name.equals("filter_not");
+                    if (current instanceof KStream) {
+                        return not ? ((KStream) current).filterNot(p) : ((KStream) current).filter(p);
+                    }
+                    final KTable table = (KTable) current;
+                    final JsonNode store = op.get("store");
+                    if (store == null || store.isNull()) {
+                        return not ? table.filterNot(p) : table.filter(p);
+                    }
+                    return not ? table.filterNot(p, materialized(store)) : table.filter(p, materialized(store));
+                }
+                case "map_values": {
+                    final ValueMapper m = Functions.valueMapper(op.get("fn").asText());
+                    if (current instanceof KStream) {
+                        return ((KStream) current).mapValues(m);
+                    }
+                    final JsonNode store = op.get("store");
+                    if (store == null || store.isNull()) {
+                        return ((KTable) current).mapValues(m);
+                    }
+                    return ((KTable) current).mapValues(m, materialized(store));
+                }
+                case "select_key":
+                    return ((KStream) current).selectKey(Functions.keySelector(op.get("fn").asText()));
+                case "map":
+                    return ((KStream) current).map(Functions.keyValueMapper(op.get("fn").asText()));
+                case "flat_map_values":
+                    return ((KStream) current).flatMapValues(Functions.flatValueMapper(op.get("fn").asText()));
+                case "flat_map":
+                    return ((KStream) current).flatMap(Functions.flatKeyValueMapper(op.get("fn").asText()));
+                case "peek":
+                    return ((KStream) current).peek((k, v) -> { });
+                case "merge":
+                    return ((KStream) current).merge(builder.stream(op.get("topic").asText(),
+                        Consumed.with(STRING, STRING)));
+                case "repartition":
+                    return ((KStream) current).repartition();
+                case "to_stream":
+                    return ((KTable) current).toStream();
+                case "to": {
+                    ((KStream) current).to(op.get("topic").asText(), Produced.with(serde(op.get("key")),
+                        serde(op.get("value"))));
+                    return current;
+                }
+                case "group_by_key":
+                    return ((KStream) current).groupByKey(grouped(op));
+                case "group_by":
+                    return ((KStream) current).groupBy(Functions.keySelector(op.get("fn").asText()), grouped(op));
+                case "table_group_by":
+                    return ((KTable) current).groupBy(Functions.keyValueMapper(op.get("fn").asText()), grouped(op));
+                case "suppress":
+                    return ((KTable) current).suppress(suppressed(op));
+                case "windowed_by": {
+                    final JsonNode w = op.get("window");
+                    if (w.path("type").asText("").equals("session")) {
+                        final Duration gap = Duration.ofMillis(w.get("gap").asLong());
+                        return ((KGroupedStream) current).windowedBy(w.get("grace").isNull()
+                            ? SessionWindows.ofInactivityGapWithNoGrace(gap)
+                            : SessionWindows.ofInactivityGapAndGrace(gap, Duration.ofMillis(w.get("grace").asLong())));
+                    }
+                    final long size = w.get("size").asLong();
+                    TimeWindows windows = w.get("grace").isNull() ? TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(size))
+                        : TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), Duration.ofMillis(w.get("grace").asLong()));
+                    if (w.has("advance") && !w.get("advance").isNull()) {
+                        windows = windows.advanceBy(Duration.ofMillis(w.get("advance").asLong()));
+                    }
+                    return ((KGroupedStream) current).windowedBy(windows);
+                }
+                case "count":
+                case "reduce":
+                case "aggregate":
+                    return aggregate(current, name, op);
+                case "join_table": {
+                    Object table = null;
+                    for (final JsonNode tableOp : op.get("table")) {
+                        table = apply(builder, table, tableOp);
+                    }
+                    final ValueJoiner joiner = Functions.joiner(op.get("fn").asText());
+                    return op.get("kind").asText().equals("left_join")
+                        ? ((KStream) current).leftJoin((KTable) table, joiner)
+                        : ((KStream) current).join((KTable) table, joiner);
+                }
+                default:
+                    throw new IllegalArgumentException("unknown op " + name);
+            }
+        }
+
+        private static Object aggregate(final Object current, final String kind, final JsonNode op) {
+            final JsonNode store = op.get("store");
+            final boolean hasStore = store != null && !store.isNull();
+            final Materialized m = hasStore ? materialized(store) : null;
+            if (current instanceof KGroupedStream) {
+                final KGroupedStream g = (KGroupedStream) current;
+                switch (kind) {
+                    case "count":
+                        return hasStore ? g.count(m) : g.count();
+                    case "reduce": {
+                        final Reducer r = Functions.reducer(op.get("fn").asText());
+                        return hasStore ? g.reduce(r, m) : g.reduce(r);
+                    }
+                    default: {
+                        final Initializer i = Functions.initializer(op.get("fn").asText());
+                        final Aggregator a = Functions.aggregator(op.get("fn").asText());
+                        return hasStore ? g.aggregate(i, a, m) : g.aggregate(i, a);
+                    }
+                }
+            }
+            if (current instanceof KGroupedTable) {
+                final KGroupedTable t = (KGroupedTable) current;
+                switch (kind) {
+                    case "count":
+                        return hasStore ? t.count(m) : t.count();
+                    case "reduce": {
+                        final Reducer r = Functions.reducer(op.get("fn").asText());
+                        final Reducer sub = Functions.reducer(op.get("sub").asText());
+                        return hasStore ? t.reduce(r, sub, m) : t.reduce(r, sub);
+                    }
+                    default: {
+                        final Initializer i = Functions.initializer(op.get("fn").asText());
+                        final Aggregator a = Functions.aggregator(op.get("fn").asText());
+                        final Aggregator sub = Functions.aggregator(op.get("sub").asText());
+                        return hasStore ? t.aggregate(i, a, sub, m) : t.aggregate(i, a, sub);
+                    }
+                }
+            }
+            if (current instanceof SessionWindowedKStream) {
+                final SessionWindowedKStream s = (SessionWindowedKStream) current;
+                switch (kind) {
+                    case "count":
+                        return hasStore ? s.count(m) : s.count();
+                    case "reduce": {
+                        final Reducer r = Functions.reducer(op.get("fn").asText());
+                        return hasStore ? s.reduce(r, m) : s.reduce(r);
+                    }
+                    default: {
+                        final Initializer i = Functions.initializer(op.get("fn").asText());
+                        final Aggregator a = Functions.aggregator(op.get("fn").asText());
+                        final Merger mg = Functions.merger(op.get("fn").asText());
+                        return hasStore ? s.aggregate(i, a, mg, m) : s.aggregate(i, a, mg);
+                    }
+                }
+            }
+            final TimeWindowedKStream w = (TimeWindowedKStream) current;
+            switch (kind) {
+                case "count":
+                    return hasStore ? w.count(m) : w.count();
+                case "reduce": {
+                    final Reducer r = Functions.reducer(op.get("fn").asText());
+                    return hasStore ? w.reduce(r, m) : w.reduce(r);
+                }
+                default: {
+                    final Initializer i = Functions.initializer(op.get("fn").asText());
+                    final Aggregator a = Functions.aggregator(op.get("fn").asText());
+                    return hasStore ? w.aggregate(i, a, m) : w.aggregate(i, a);
+                }
+            }
+        }
+
+        /** {"name": str|null, "serdes": bool}: a name for the repartition topic, String serdes or none. */
+        private static Grouped grouped(final JsonNode op) {
+            Grouped g = op.path("serdes").asBoolean(false) ? Grouped.with(STRING, STRING) : Grouped.with(null, null);
+            final String groupName = text(op.get("name"));
+            if (groupName != null) {
+                g = g.withName(groupName);
+            }
+            return g;
+        }
+
+        /**
+         * {"kind": "until_window_closes"|"until_time_limit", "limit": ms, "name": str|null,
+         * "buffer": {"kind": "unbounded"|"max_records"|"max_bytes", "n": long, "when_full": "emit"|"shut_down"}}.
+         */
+        private static Suppressed suppressed(final JsonNode op) {
+            final JsonNode b = op.get("buffer");
+            Suppressed.BufferConfig buffer;
+            switch (b.get("kind").asText()) {
+                case "unbounded":
+                    buffer = Suppressed.BufferConfig.unbounded();
+                    break;
+                case "max_records":
+                    buffer = Suppressed.BufferConfig.maxRecords(b.get("n").asLong());
+                    break;
+                default:
+                    buffer = Suppressed.BufferConfig.maxBytes(b.get("n").asLong());
+            }
+            if (!b.get("kind").asText().equals("unbounded")) {
+                buffer = b.get("when_full").asText().equals("emit") ? buffer.emitEarlyWhenFull()
+                    : buffer.shutDownWhenFull();
+            }
+            Suppressed s = op.get("kind").asText().equals("until_window_closes")
+                ? Suppressed.untilWindowCloses((Suppressed.StrictBufferConfig) buffer)
+                : Suppressed.untilTimeLimit(Duration.ofMillis(op.get("limit").asLong()), buffer);
+            final String suppressName = text(op.get("name"));
+            if (suppressName != null) {
+                s = s.withName(suppressName);
+            }
+            return s;
+        }
+
+        /** {"name": str|null, "type": "persistent"|"in_memory"|null, "caching": bool, "logging": bool}. */
+        private static Materialized materialized(final JsonNode store) {
+            final String storeName = text(store.get("name"));
+            Materialized m = storeName == null ? Materialized.with(null, null) : Materialized.as(storeName);
+            final String type = text(store.get("type"));
+            if (type != null) {
+                m = m.withStoreType(type.equals("in_memory") ? Materialized.StoreType.IN_MEMORY
+                    : Materialized.StoreType.ROCKS_DB);
+            }
+            m = store.path("caching").asBoolean(true) ? m.withCachingEnabled() : m.withCachingDisabled();
+            m = store.path("logging").asBoolean(true) ? m.withLoggingEnabled(Map.of()) : m.withLoggingDisabled();
+            return m;
+        }
+
+        /** "string", "long", or {"time_windowed": size} over String keys. */
+        private static Serde serde(final JsonNode spec) {
+            if (spec.isObject() && spec.has("session_windowed")) {
+                return WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+            }
+            if (spec.isObject() && spec.has("time_windowed")) {
+                return WindowedSerdes.timeWindowedSerdeFrom(String.class, spec.get("time_windowed").asLong());
+            }
+            switch (spec.asText()) {
+                case "string":
+                    return STRING;
+                case "long":
+                    return Serdes.Long();
+                default:
+                    throw new IllegalArgumentException("unknown serde " + spec);
+            }
+        }
+    }
+
+    /** The named user functions; each has a twin with the same name in tests/fidelity/functions.py. */
+    @SuppressWarnings({"rawtypes"})
+    static final class Functions {
+
+        private Functions() {
+        }
+
+        static String str(final Object v) {
+            return v == null ? null : String.valueOf(v);
+        }
+
+        static String last12(final String s) {
+            return s.length() <= 12 ? s : s.substring(s.length() - 12);
+        }
+
+        static Predicate predicate(final String fn) {
+            switch (fn) {
+                case "value_even_length":
+                    return (k, v) -> v != null && str(v).length() % 2 == 0;
+                case "key_before_c":
+                    return (k, v) -> k != null && ((String) k).compareTo("c") < 0;
+                case "value_not_null":
+                    return (k, v) -> v != null;
+                default:
+                    throw new IllegalArgumentException("unknown predicate " + fn);
+            }
+        }
+
+        static ValueMapper valueMapper(final String fn) {
+            switch (fn) {
+                case "tag":
+                    return v -> v == null ? "n" : str(v) + "t";
+                case "length":
+                    return v -> v == null ? "0" : Integer.toString(str(v).length());
+                default:
+                    throw new IllegalArgumentException("unknown value mapper " + fn);
+            }
+        }
+
+        static KeyValueMapper keySelector(final String fn) {
+            switch (fn) {
+                case "value_first":
+                    return (k, v) -> v == null ? null : str(v).substring(0, 1);
+                case "key_and_value_last":
+                    return (k, v) -> (k == null ? "n" : str(k)) + (v == null ? "n" : str(v).substring(str(v).length() - 1));
+                case "value_length":
+                    return (k, v) -> v == null ? null : Integer.toString(str(v).length());
+                default:
+                    throw new IllegalArgumentException("unknown key selector " + fn);
+            }
+        }
+
+        static KeyValueMapper keyValueMapper(final String fn) {
+            switch (fn) {
+                case "swap":
+                    return (k, v) -> KeyValue.pair(v, k);
+                case "key_from_value_first":
+                    return (k, v) -> KeyValue.pair(v == null ? null : str(v).substring(0, 1), str(k) + ":" + str(v));
+                default:
+                    throw new IllegalArgumentException("unknown key-value mapper " + fn);
+            }
+        }
+
+        static ValueMapper flatValueMapper(final String fn) {
+            if (!fn.equals("chars")) {
+                throw new IllegalArgumentException("unknown flat value mapper " + fn);
+            }
+            return v -> {
+                final List<String> out = new ArrayList<>();
+                if (v != null) {
+                    for (final char ch : str(v).toCharArray()) {
+                        out.add(String.valueOf(ch));
+                    }
+                }
+                return out;
+            };
+        }
+
+        static KeyValueMapper flatKeyValueMapper(final String fn) {
+            if (!fn.equals("twice")) {
+                throw new IllegalArgumentException("unknown flat mapper " + fn);
+            }
+            return (k, v) -> List.of(KeyValue.pair(k, v), KeyValue.pair(k == null ? "n" : str(k) + "2", v));
+        }
+
+        static Reducer reducer(final String fn) {
+            switch (fn) {
+                case "concat":
+                    return (a, b) -> last12(str(a) + "+" + str(b));
+                case "unconcat":
+                    return (a, b) -> last12(str(a) + "-" + str(b));
+                default:
+                    throw new IllegalArgumentException("unknown reducer " + fn);
+            }
+        }
+
+        static Initializer initializer(final String fn) {
+            if (!fn.equals("trail")) {
+                throw new IllegalArgumentException("unknown aggregator " + fn);
+            }
+            return () -> "";
+        }
+
+        static Aggregator aggregator(final String fn) {
+            switch (fn) {
+                case "trail":
+                    return (k, v, agg) -> last12(str(agg) + "/" + (k == null ? "n" : str(k)) + (v == null ? "n" : str(v)));
+                case "untrail":
+                    return (k, v, agg) -> last12(str(agg) + "\\" + (k == null ? "n" : str(k)) + (v == null ? "n" : str(v)));
+                default:
+                    throw new IllegalArgumentException("unknown aggregator " + fn);
+            }
+        }
+
+        static Merger merger(final String fn) {
+            if (!fn.equals("trail")) {
+                throw new IllegalArgumentException("unknown merger " + fn);
+            }
+            return (k, a, b) -> last12(str(a) + "|" + str(b));
+        }
+
+        static ValueJoiner joiner(final String fn) {
+            if (!fn.equals("pair")) {
+                throw new IllegalArgumentException("unknown joiner " + fn);
+            }
+            return (a, b) -> (a == null ? "n" : str(a)) + "&" + (b == null ? "n" : str(b));
+        }
+    }
+}

@@ -1,0 +1,242 @@
+"""Hypothesis strategies for differential cases: a topology in the op vocabulary and what to pipe into it.
+
+Topologies are pipelines a Kafka Streams user writes: a stream (or a table) through stateless
+operations, maybe a stream-table join, maybe a grouping, windowing and aggregation with its table
+operations, then a sink. The strategy tracks the key and value types so every case is well typed on
+both sides (a count's values are Longs; a windowed aggregation's keys are `Windowed`). Inputs are few
+keys (and null keys), short values and tombstones, timestamps that go back and forth (out-of-order
+and late records), both sides of a join interleaved, and a rare wall-clock advance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.fidelity.topology import Case
+
+KEYS = ["a", "b", "c", "d"]
+_VALUE = st.one_of(st.none(), st.text(alphabet="0123456789", min_size=1, max_size=3))
+_STORE_TYPES = [None, "persistent", "in_memory"]
+
+Draw = Any
+
+
+class _Names:
+    """Unique store and grouping names within one case."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def next(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+
+def _store(draw: Draw, names: _Names, required: bool = False) -> dict[str, Any] | None:
+    if not required and draw(st.booleans()):
+        return None
+    return {
+        "name": draw(st.sampled_from([None, names.next("store")])),
+        "type": draw(st.sampled_from(_STORE_TYPES)),
+        "caching": draw(st.booleans()),
+        "logging": draw(st.booleans()),
+    }
+
+
+def _stateless_op(draw: Draw) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["filter", "filter_not", "map_values", "select_key", "map", "flat_map_values",
+                                 "flat_map", "peek", "repartition"]))
+    fns = {
+        "filter": ["value_even_length", "key_before_c", "value_not_null"],
+        "filter_not": ["value_even_length", "key_before_c", "value_not_null"],
+        "map_values": ["tag", "length"],
+        "select_key": ["value_first", "key_and_value_last", "value_length"],
+        "map": ["swap", "key_from_value_first"],
+        "flat_map_values": ["chars"],
+        "flat_map": ["twice"],
+        "peek": [None],
+        "repartition": [None],
+    }[kind]
+    op: dict[str, Any] = {"op": kind}
+    fn = draw(st.sampled_from(fns))
+    if fn is not None:
+        op["fn"] = fn
+    return op
+
+
+def _value_op(draw: Draw, table: bool, names: _Names, key: Any = "string", value: str = "string") -> dict[str, Any]:
+    """An op that looks only at values (safe on windowed keys and Long values).
+
+    A table op's store gets the configured default serdes (String) for whatever Materialized leaves
+    unset: Kafka Streams does not pass the table's own serdes down to a filter's or map_values' store,
+    so a store over windowed keys, or a filter's store over Long values, fails there with a
+    ClassCastException. Such stores are not generated.
+    """
+    kind = draw(st.sampled_from(["filter", "filter_not", "map_values"]))
+    fn = draw(st.sampled_from(["value_even_length", "value_not_null"] if kind != "map_values" else ["tag", "length"]))
+    op: dict[str, Any] = {"op": kind, "fn": fn}
+    if table:
+        storable = key == "string" and (value == "string" or kind == "map_values")
+        op["store"] = _store(draw, names) if storable else None
+    return op
+
+
+def _table_ops(draw: Draw, names: _Names, for_join: bool) -> list[dict[str, Any]]:
+    ops = []
+    for _ in range(draw(st.integers(0, 2))):
+        op = _value_op(draw, True, names)
+        if for_join:  # streamlet joins only a table it can read from a store of its own
+            op["store"] = _store(draw, names, required=True)
+        elif draw(st.booleans()):
+            op["fn"] = "key_before_c" if op["op"] != "map_values" else op["fn"]
+        ops.append(op)
+    return ops
+
+
+@st.composite
+def _window(draw: Draw) -> dict[str, Any]:
+    if draw(st.integers(0, 2)) == 0:
+        return {"type": "session", "gap": draw(st.sampled_from([1, 5, 10, 30])),
+                "grace": draw(st.sampled_from([None, 0, 3, 10, 30]))}
+    size = draw(st.sampled_from([5, 10, 20]))
+    advance = draw(st.sampled_from([None, size, size // 2 or 1, max(1, size // 5)]))
+    grace = draw(st.sampled_from([None, 0, 3, 10, 30]))
+    return {"size": size, "advance": advance, "grace": grace}
+
+
+@st.composite
+def cases(draw: Draw) -> Case:
+    names = _Names()
+    ops: list[dict[str, Any]] = []
+    key: Any = "string"
+    value = "string"
+    topics = {"in"}
+    if draw(st.integers(0, 4)) == 0:  # a table pipeline
+        topics = {"tbl"}
+        ops.append({"op": "table", "topic": "tbl", "store": _store(draw, names)})
+        ops += _table_ops(draw, names, for_join=False)
+        if draw(st.booleans()):
+            value = draw(_table_grouping(ops, names))
+        ops.append({"op": "to_stream"})
+    else:
+        ops.append({"op": "stream", "topic": "in"})
+        if draw(st.integers(0, 5)) == 0:
+            ops.append({"op": "merge", "topic": "in2"})
+            topics.add("in2")
+        ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 3)))]
+        if draw(st.integers(0, 3)) == 0:
+            table = [{"op": "table", "topic": "tbl", "store": _store(draw, names)}]
+            table += _table_ops(draw, names, for_join=True)
+            ops.append({"op": "join_table", "kind": draw(st.sampled_from(["join", "left_join"])), "table": table,
+                        "fn": "pair"})
+            topics.add("tbl")
+            ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
+        if draw(st.integers(0, 4)) == 0:
+            ops.append({"op": "to", "topic": "tap", "key": "string", "value": "string"})
+        if draw(st.integers(0, 3)) != 0:  # an aggregation
+            window = draw(st.one_of(st.none(), _window()))
+            suppress = draw(_suppress(window is not None))
+            # A buffer over windowed keys needs the grouping's key serde (without one Kafka Streams
+            # falls back to the default String serde for Windowed keys and fails).
+            group: dict[str, Any] = {"name": draw(st.sampled_from([None, names.next("group")])),
+                                     "serdes": suppress is not None or draw(st.booleans())}
+            if draw(st.booleans()):
+                ops.append({"op": "group_by_key", **group})
+            else:
+                ops.append({"op": "group_by", "fn": draw(st.sampled_from(["value_first", "key_and_value_last"])),
+                            **group})
+            if window is not None:
+                ops.append({"op": "windowed_by", "window": window})
+                key = {"session_windowed": True} if window.get("type") == "session" else \
+                    {"time_windowed": window["size"]}
+            kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
+            agg: dict[str, Any] = {"op": kind, "store": _store(draw, names)}
+            if kind != "count":
+                agg["fn"] = "concat" if kind == "reduce" else "trail"
+            ops.append(agg)
+            value = "long" if kind == "count" else "string"
+            for _ in range(draw(st.integers(0, 2))):
+                op = _value_op(draw, True, names, key, value)
+                ops.append(op)
+                if op["op"] == "map_values":
+                    value = "string"
+            if window is None and suppress is None and value == "string" and draw(st.integers(0, 3)) == 0:
+                value = draw(_table_grouping(ops, names))
+            if suppress is not None:
+                ops.append(suppress)
+                if draw(st.booleans()):
+                    op = _value_op(draw, True, names, key, value)
+                    ops.append(op)
+                    if op["op"] == "map_values":
+                        value = "string"
+            ops.append({"op": "to_stream"})
+            for _ in range(draw(st.integers(0, 1))):
+                op = _value_op(draw, False, names)
+                ops.append(op)
+                if op["op"] == "map_values":
+                    value = "string"
+    ops.append({"op": "to", "topic": "out", "key": key, "value": value})
+    outputs = ["out", "tap"] if any(op.get("topic") == "tap" for op in ops) else ["out"]
+    return {
+        "config": {"cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024, 300]))},
+        "ops": ops,
+        "inputs": draw(_inputs(sorted(topics))),
+        "outputs": outputs,
+        "all_topics": draw(st.booleans()),
+    }
+
+
+@st.composite
+def _table_grouping(draw: Draw, ops: list[dict[str, Any]], names: _Names) -> str:
+    """`KTable.group_by` and an aggregation of the groups (appended to `ops`); returns the value type."""
+    ops.append({"op": "table_group_by", "fn": draw(st.sampled_from(["swap", "key_from_value_first"])),
+                "name": draw(st.sampled_from([None, names.next("regroup")])), "serdes": draw(st.booleans())})
+    kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
+    agg: dict[str, Any] = {"op": kind, "store": _store(draw, names)}
+    if kind == "reduce":
+        agg.update(fn="concat", sub="unconcat")
+    elif kind == "aggregate":
+        agg.update(fn="trail", sub="untrail")
+    ops.append(agg)
+    value = "long" if kind == "count" else "string"
+    for _ in range(draw(st.integers(0, 1))):
+        op = _value_op(draw, True, names, "string", value)
+        ops.append(op)
+        if op["op"] == "map_values":
+            value = "string"
+    return value
+
+
+@st.composite
+def _suppress(draw: Draw, windowed: bool) -> dict[str, Any] | None:
+    """Sometimes a suppression: final window results (windowed only) or a time limit."""
+    if draw(st.integers(0, 2 if windowed else 4)) != 0:
+        return None
+    final = windowed and draw(st.integers(0, 3)) != 0
+    kind = draw(st.sampled_from(["unbounded", "max_records", "max_bytes"]))
+    buffer: dict[str, Any] = {"kind": kind}
+    if kind != "unbounded":
+        buffer["n"] = draw(st.integers(1, 4)) if kind == "max_records" else draw(st.integers(40, 400))
+        buffer["when_full"] = "shut_down" if final else draw(st.sampled_from(["emit", "shut_down"]))
+    op: dict[str, Any] = {"op": "suppress", "kind": "until_window_closes" if final else "until_time_limit",
+                          "buffer": buffer, "name": draw(st.sampled_from([None, "sup"]))}
+    if not final:
+        op["limit"] = draw(st.sampled_from([0, 1, 10, 50]))
+    return op
+
+
+@st.composite
+def _inputs(draw: Draw, topics: list[str]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    ts = draw(st.integers(0, 20))
+    for _ in range(draw(st.integers(1, 14))):
+        if draw(st.integers(0, 15)) == 0:
+            events.append({"advance": draw(st.sampled_from([1, 100, 10_000]))})
+            continue
+        ts = max(0, ts + draw(st.integers(-25, 30)))
+        key = draw(st.one_of(st.sampled_from(KEYS), st.none())) if draw(st.integers(0, 9)) == 0 else \
+            draw(st.sampled_from(KEYS))
+        events.append({"topic": draw(st.sampled_from(topics)), "key": key, "value": draw(_VALUE), "ts": ts})
+    return events

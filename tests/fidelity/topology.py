@@ -1,0 +1,219 @@
+"""Builds a differential case's topology with streamlet's DSL and runs it on streamlet's driver.
+
+The twin of `Runner.Ops` / `Runner.runCase` in java/: the same op vocabulary applied call for call, the
+same configuration, the same reading of the output topics (raw bytes, after each input event), and a
+result of the same shape, so the two results compare with `==`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamlet.dsl import (
+    BufferConfig,
+    Consumed,
+    Grouped,
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    Materialized,
+    Produced,
+    SessionWindowedKStream,
+    SessionWindows,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindowedKStream,
+    TimeWindows,
+)
+from streamlet.serdes import Serde, Serdes
+from streamlet.testing import TopologyTestDriver
+from streamlet.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
+from tests.fidelity import functions as fn
+
+Case = dict[str, Any]
+Result = dict[str, Any]
+
+_STRING = Serdes.String()
+_BYTES = Serdes.Bytes()
+
+
+def _materialized(store: dict[str, Any]) -> Materialized:
+    return Materialized(store.get("name"), logging=store.get("logging", True), caching=store.get("caching", True),
+                        store_type=store.get("type"))
+
+
+def _serde(spec: Any) -> Serde[Any]:
+    if isinstance(spec, dict) and "session_windowed" in spec:
+        return SessionWindowedSerde(_STRING)
+    if isinstance(spec, dict):
+        return TimeWindowedSerde(_STRING, spec["time_windowed"])
+    return {"string": _STRING, "long": Serdes.Long()}[spec]
+
+
+def _table_op(current: KTable, name: str, op: dict[str, Any]) -> KTable:
+    store = op.get("store")
+    m = None if store is None else _materialized(store)
+    if name == "filter":
+        return current.filter(fn.PREDICATES[op["fn"]], m)
+    if name == "filter_not":
+        return current.filter_not(fn.PREDICATES[op["fn"]], m)
+    return current.map_values(fn.VALUE_MAPPERS[op["fn"]], m)
+
+
+def _aggregate(current: KGroupedStream | KGroupedTable | TimeWindowedKStream | SessionWindowedKStream, kind: str,
+               op: dict[str, Any]) -> KTable:
+    store = op.get("store")
+    m = None if store is None else _materialized(store)
+    if kind == "count":
+        return current.count(m)
+    if isinstance(current, KGroupedTable):
+        if kind == "reduce":
+            return current.reduce(fn.REDUCERS[op["fn"]], fn.REDUCERS[op["sub"]], m)
+        return current.aggregate(fn.INITIALIZERS[op["fn"]], fn.AGGREGATORS[op["fn"]], fn.AGGREGATORS[op["sub"]], m)
+    if kind == "reduce":
+        return current.reduce(fn.REDUCERS[op["fn"]], m)
+    if isinstance(current, SessionWindowedKStream):
+        return current.aggregate(fn.INITIALIZERS[op["fn"]], fn.AGGREGATORS[op["fn"]], fn.MERGERS[op["fn"]], m)
+    return current.aggregate(fn.INITIALIZERS[op["fn"]], fn.AGGREGATORS[op["fn"]], m)
+
+
+def _grouped(op: dict[str, Any]) -> Grouped:
+    serde = _STRING if op.get("serdes") else None
+    return Grouped(serde, serde, name=op.get("name"))
+
+
+def _suppressed(op: dict[str, Any]) -> Suppressed:
+    b = op["buffer"]
+    if b["kind"] == "unbounded":
+        buffer = BufferConfig.unbounded()
+    else:
+        buffer = BufferConfig.max_records(b["n"]) if b["kind"] == "max_records" else BufferConfig.max_bytes(b["n"])
+        buffer = buffer.emit_early_when_full() if b["when_full"] == "emit" else buffer.shut_down_when_full()
+    s = (Suppressed.until_window_closes(buffer) if op["kind"] == "until_window_closes"
+         else Suppressed.until_time_limit(op["limit"], buffer))
+    return s if op.get("name") is None else s.with_name(op["name"])
+
+
+def _windows(w: dict[str, Any]) -> TimeWindows | SessionWindows:
+    if w.get("type") == "session":
+        return (SessionWindows.of_inactivity_gap_with_no_grace(w["gap"]) if w["grace"] is None
+                else SessionWindows.of_inactivity_gap_and_grace(w["gap"], w["grace"]))
+    windows = (TimeWindows.of_size_with_no_grace(w["size"]) if w["grace"] is None
+               else TimeWindows.of_size_and_grace(w["size"], w["grace"]))
+    if w.get("advance") is not None:
+        windows = windows.advance_by(w["advance"])
+    return windows
+
+
+def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
+    """One op of the vocabulary on the current DSL object (see `Runner.Ops.apply`)."""
+    name = op["op"]
+    if name == "stream":
+        return builder.stream(op["topic"], Consumed(_STRING, _STRING))
+    if name == "table":
+        store = op.get("store")
+        return builder.table(op["topic"], Consumed(_STRING, _STRING), None if store is None else _materialized(store))
+    if name in ("filter", "filter_not", "map_values") and isinstance(current, KTable):
+        return _table_op(current, name, op)
+    if name == "filter":
+        return current.filter(fn.PREDICATES[op["fn"]])
+    if name == "filter_not":
+        return current.filter_not(fn.PREDICATES[op["fn"]])
+    if name == "map_values":
+        return current.map_values(fn.VALUE_MAPPERS[op["fn"]])
+    if name == "select_key":
+        return current.select_key(fn.KEY_SELECTORS[op["fn"]])
+    if name == "map":
+        return current.map(fn.KEY_VALUE_MAPPERS[op["fn"]])
+    if name == "flat_map_values":
+        return current.flat_map_values(fn.FLAT_VALUE_MAPPERS[op["fn"]])
+    if name == "flat_map":
+        return current.flat_map(fn.FLAT_KEY_VALUE_MAPPERS[op["fn"]])
+    if name == "peek":
+        return current.peek(lambda k, v: None)
+    if name == "merge":
+        return current.merge(builder.stream(op["topic"], Consumed(_STRING, _STRING)))
+    if name == "repartition":
+        return current.repartition()
+    if name == "to_stream":
+        return current.to_stream()
+    if name == "to":
+        current.to(op["topic"], Produced(_serde(op["key"]), _serde(op["value"])))
+        return current
+    if name == "group_by_key":
+        return current.group_by_key(_grouped(op))
+    if name == "group_by":
+        return current.group_by(fn.KEY_SELECTORS[op["fn"]], _grouped(op))
+    if name == "table_group_by":
+        return current.group_by(fn.KEY_VALUE_MAPPERS[op["fn"]], _grouped(op))
+    if name == "suppress":
+        return current.suppress(_suppressed(op))
+    if name == "windowed_by":
+        return current.windowed_by(_windows(op["window"]))
+    if name in ("count", "reduce", "aggregate"):
+        return _aggregate(current, name, op)
+    if name == "join_table":
+        table = None
+        for table_op in op["table"]:
+            table = apply(builder, table, table_op)
+        assert isinstance(current, KStream) and isinstance(table, KTable)
+        joiner = fn.JOINERS[op["fn"]]
+        return current.left_join(table, joiner) if op["kind"] == "left_join" else current.join(table, joiner)
+    raise ValueError(f"unknown op {name!r}")
+
+
+def _error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+def _compared(topic: str) -> bool:
+    """As `Runner.compared`: every topic but the suppression buffers' changelogs (streamlet's own layout)."""
+    return "KTABLE-SUPPRESS-STATE-STORE" not in topic and not topic.endswith("-store-changelog")
+
+
+def run_streamlet(case: Case) -> Result:
+    """The case on streamlet's TopologyTestDriver, as `Runner.runCase` runs it on Kafka Streams'."""
+    builder = StreamsBuilder()
+    try:
+        current: Any = None
+        for op in case["ops"]:
+            current = apply(builder, current, op)
+        topology = builder.build()
+        describe = str(topology.describe())
+    except Exception as e:  # a topology Kafka Streams may refuse too: compared by presence
+        return {"build_error": _error(e)}
+    result: Result = {"describe": describe, "records": []}
+    records: list[list[Any]] = result["records"]
+    config = {
+        "application.id": "fidelity",
+        "default.key.serde": "String",
+        "default.value.serde": "String",
+        "statestore.cache.max.bytes": case.get("config", {}).get("cache_max_bytes", 0),
+    }
+    with TopologyTestDriver(topology, config, initial_wall_clock_time=0) as driver:
+        outputs = {t: driver.create_output_topic(t, _BYTES, _BYTES) for t in case["outputs"]}
+        inputs: dict[str, Any] = {}
+        index = 0
+        try:
+            for event in case["inputs"]:
+                if "advance" in event:
+                    driver.advance_wall_clock_time(event["advance"])
+                else:
+                    topic = event["topic"]
+                    if topic not in inputs:
+                        inputs[topic] = driver.create_input_topic(topic, _STRING, _STRING)
+                    inputs[topic].pipe_input(event["key"], event["value"], event["ts"])
+                if case.get("all_topics"):
+                    for t in driver.produced_topic_names():
+                        if t not in outputs and _compared(t):
+                            outputs[t] = driver.create_output_topic(t, _BYTES, _BYTES)
+                for t, out in sorted(outputs.items()):
+                    for r in out.read_records_to_list():
+                        records.append([index, t, None if r.key is None else r.key.hex(),
+                                        None if r.value is None else r.value.hex(), r.timestamp])
+                index += 1
+        except Exception as e:
+            result["error"] = _error(e)
+            result["error_at"] = index
+    return result

@@ -1,0 +1,72 @@
+"""The suppression buffer: Kafka Streams' order, non-resetting re-puts, size estimate, changelog and restore."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlet.stores.memory.suppression_buffer import BufferedChange, SuppressionBuffer
+from tests.stores.context import RecordingStateStoreContext
+
+
+def _open(tmp_path: Path, logged: bool = True) -> tuple[SuppressionBuffer, RecordingStateStoreContext]:
+    context = RecordingStateStoreContext(tmp_path)
+    buffer = SuppressionBuffer("buf", logged)
+    buffer.init(context)
+    return buffer, context
+
+
+def _drain(buffer: SuppressionBuffer) -> list[tuple[bytes, BufferedChange]]:
+    out: list[tuple[bytes, BufferedChange]] = []
+    buffer.evict_while(lambda: True, lambda key, change: out.append((key, change)))
+    return out
+
+
+def test_entries_leave_in_time_then_key_order_and_a_re_put_keeps_its_place(tmp_path: Path) -> None:
+    buffer, _ = _open(tmp_path)
+    buffer.put(20, b"b", b"b1", None, 5, (), "in")
+    buffer.put(10, b"z", b"z1", None, 6, (), "in")
+    buffer.put(20, b"a", b"a1", None, 7, (), "in")
+    buffer.put(99, b"z", b"z2", b"z1", 8, (("h", b"x"),), "in")  # keeps time 10, takes the new update
+    assert buffer.min_time() == 10
+    drained = _drain(buffer)
+    assert [key for key, _ in drained] == [b"z", b"a", b"b"]
+    z = drained[0][1]
+    assert (z.prior, z.old, z.new, z.timestamp, z.headers) == (None, b"z1", b"z2", 8, (("h", b"x"),))
+    assert buffer.min_time() is None and buffer.num_records() == 0 and buffer.size_bytes() == 0
+
+
+def test_size_is_kafka_streams_estimate(tmp_path: Path) -> None:
+    buffer, _ = _open(tmp_path)
+    buffer.put(1, b"k", b"v1", None, 0, (), "in")
+    # buffer time 8 + key 1 + new value 2 + context (timestamp 8, offset 8, topic "in" 2, partition 4)
+    assert buffer.size_bytes() == 33
+    buffer.put(1, b"k", b"v22", b"v1", 0, (("h", b"ab"),), "in")
+    # prior (None) + old 2 + new 3 + context 22 + header name 1 and value 2
+    assert buffer.size_bytes() == 8 + 1 + 2 + 3 + 22 + 3
+
+
+def test_flush_logs_changed_keys_and_a_restore_rebuilds_the_buffer(tmp_path: Path) -> None:
+    buffer, context = _open(tmp_path)
+    buffer.put(10, b"a", b"a1", None, 3, (("h", b"1"),), "in")
+    buffer.put(5, b"b", b"b1", b"b0", 4, (), None)
+    buffer.flush()
+    buffer.put(10, b"a", b"a2", b"a1", 9, (), "in")
+    buffer.evict_while(lambda: buffer.min_time() == 5, lambda key, change: None)  # b leaves
+    buffer.flush()
+    entries = context.changelog_entries("buf")
+    assert [(key, value is None) for key, value, _ in entries] == [(b"a", False), (b"b", False), (b"a", False),
+                                                                  (b"b", True)]
+    restored, restored_context = _open(tmp_path / "again")
+    restored_context.registrations["buf"].restore(entries)
+    assert restored.num_records() == 1 and restored.size_bytes() == buffer.size_bytes()
+    [(key, change)] = _drain(restored)
+    assert (key, change.prior, change.old, change.new, change.timestamp, change.topic) == (
+        b"a", None, b"a1", b"a2", 9, "in")
+
+
+def test_an_unlogged_buffer_writes_no_changelog(tmp_path: Path) -> None:
+    buffer, context = _open(tmp_path, logged=False)
+    buffer.put(1, b"k", b"v", None, 0, (), "in")
+    buffer.flush()
+    assert context.changelog == []
+    assert not context.registrations["buf"].logged
