@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
+.PHONY: all demo demo-spark test lint broker-jars spark-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
 
 all: test
 
@@ -27,6 +27,11 @@ $(INSTALLED): pyproject.toml
 # The same code path as the runtime (streamlet.runtime.local_broker.ensure_kafka_jars): no-op once fetched.
 broker-jars: $(INSTALLED)
 	$(BIN)/python -m streamlet broker fetch
+
+# Spark's Kafka connector and the three jars it needs that pyspark lacks (streamlet.spark.jars), fetched
+# once with Maven into .cache/spark-kafka-<version>/libs; no-op once there.
+spark-jars: $(INSTALLED)
+	$(BIN)/python -m streamlet spark fetch
 
 # The fault-injecting TCP proxy of the network-fault tests (tests/integration/toxiproxy.py runs it), built
 # from source with Go into .cache/bin; no-op when the pinned version is there. Go is looked up on PATH,
@@ -49,7 +54,7 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint broker-jars toxiproxy
+test: lint broker-jars spark-jars toxiproxy
 	$(BIN)/pytest -q
 
 demo: broker-jars
