@@ -100,6 +100,10 @@ class PartitionGroup:
     def _update_idle(self) -> None:
         self._idle = any(not self.buffered_in(t, p) for t, p in self._awaited)
 
+    def queues(self) -> dict[tuple[str, int], RecordQueue]:
+        """Every input partition seen so far, in the order first seen (which breaks timestamp ties)."""
+        return self._queues
+
     def queue_for(self, topic: str, partition: int) -> RecordQueue:
         q = self._queues.get((topic, partition))
         if q is None:
