@@ -14,7 +14,6 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
@@ -57,27 +57,14 @@ INPUT_COLUMNS = ("task", "topic", "partition", "offset", "timestamp", "key", "va
 """The input rows' columns, in this order (the query selects them so)."""
 
 
-@dataclass(slots=True)
-class _Consumed:
-    """A consumed record in the shape `PartitionGroup` takes."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Headers
-
-
 def _bytes(data: Any) -> bytes | None:
     return data if data is None or type(data) is bytes else bytes(data)
 
 
-def _consumed(row: Any) -> _Consumed:
+def _consumed(row: Any) -> RawRecord:
     _task, topic, partition, offset, timestamp, key, value, headers = row
     kept: Headers = tuple((h[0], _bytes(h[1]) or b"") for h in headers) if headers else ()
-    return _Consumed(topic, partition, offset, timestamp, _bytes(key), _bytes(value), kept)
+    return RawRecord(topic, partition, offset, timestamp, _bytes(key), _bytes(value), kept)
 
 
 _STATE_ROOT = Path(tempfile.gettempdir()) / "streamlet-spark-tasks"
@@ -140,7 +127,7 @@ class TaskProcessor(StatefulProcessor):
         task = self._open_task(key, now)
         try:
             if rows is not None:
-                by_partition: dict[tuple[str, int], list[_Consumed]] = {}
+                by_partition: dict[tuple[str, int], list[RawRecord]] = {}
                 for row in rows:
                     record = _consumed(row)
                     by_partition.setdefault((record.topic, record.partition), []).append(record)
