@@ -60,6 +60,10 @@ test: lint broker-jars spark-jars toxiproxy
 demo: broker-jars
 	$(BIN)/python examples/demo_wordcount.py
 
+# The same WordCount on the Spark engine (streamlet spark run, local[2]); under 3 minutes.
+demo-spark: broker-jars spark-jars
+	$(BIN)/python examples/demo_spark_wordcount.py
+
 # The long chaos run of issue #3: 2,000,000 words, 12 kill -9 of random instances, exactly-once checked.
 chaos: broker-jars
 	$(BIN)/python -m tests.integration.chaos --words 2000000 --kills 12

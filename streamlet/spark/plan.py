@@ -25,6 +25,9 @@ copyreg.pickle(struct.Struct, _reduce_struct)
 
 ENGINE_KEY_PREFIX = "spark."
 """Settings of the Spark engine itself (checkpoint, trigger, master); kept from the Kafka clients."""
+CHECKPOINT_KEY = "spark.checkpoint.location"
+TRIGGER_KEY = "spark.trigger.interval.ms"
+MASTER_KEY = "spark.master"
 
 
 @dataclass

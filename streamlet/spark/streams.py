@@ -24,15 +24,11 @@ from streamlet.errors import StreamsError
 from streamlet.runtime.client_settings import ClientRole, client_kwargs
 from streamlet.runtime.topic_manager import TopicPlan, prepare_topics
 from streamlet.spark.grouping import task_keys
-from streamlet.spark.plan import ENGINE_KEY_PREFIX, SubTopologyPlan
+from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
-
-CHECKPOINT_KEY = "spark.checkpoint.location"
-TRIGGER_KEY = "spark.trigger.interval.ms"
-MASTER_KEY = "spark.master"
 
 
 class SparkQueryError(StreamsError):
@@ -79,6 +75,7 @@ class SparkStreams:
         self.topology = topology
         self.config = StreamsConfig.of(config)
         self._spark = spark
+        self._owns_session = spark is None
         self.queries: list[Any] = []
         self.plans: list[SubTopologyPlan] = []
 
@@ -167,7 +164,11 @@ class SparkStreams:
                 raise SparkQueryError(f"Spark query {query.name} failed: {error}")
 
     def stop(self) -> None:
-        """Stop every query (a batch in flight is abandoned and replayed on the next start)."""
+        """Stop every query (a batch in flight is abandoned and replayed on the next start), and the
+        SparkSession if this object made it."""
         for query in self.queries:
             if query.isActive:
                 query.stop()
+        if self._owns_session and self._spark is not None:
+            self._spark.stop()
+            self._spark = None
