@@ -61,9 +61,15 @@ def _bytes(data: Any) -> bytes | None:
     return data if data is None or type(data) is bytes else bytes(data)
 
 
+def _header(header: Any) -> tuple[str, bytes]:
+    # The rows come out of Arrow: a struct is a dict there, a Row (a tuple) elsewhere.
+    key, value = (header["key"], header["value"]) if isinstance(header, dict) else header
+    return key, _bytes(value) or b""
+
+
 def _consumed(row: Any) -> RawRecord:
     _task, topic, partition, offset, timestamp, key, value, headers = row
-    kept: Headers = tuple((h[0], _bytes(h[1]) or b"") for h in headers) if headers else ()
+    kept: Headers = tuple(_header(h) for h in headers) if headers else ()
     return RawRecord(topic, partition, offset, timestamp, _bytes(key), _bytes(value), kept)
 
 
