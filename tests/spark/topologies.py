@@ -89,3 +89,27 @@ def everything(topics: Topics) -> Topology:
     events.join(table, lambda v, t: f"{v}+{t}").to(topics.out("joined"), Produced(S, S))
     events.process(BufferUntilPunctuation, "buffer").to(topics.out("flushed"), Produced(S, S))
     return builder.build()
+
+
+class TickEveryHalfSecond(Processor):
+    """Counts records per task in a store and, every 500 ms of wall-clock time, forwards the count."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store: Any = context.get_state_store("seen")
+        context.schedule(timedelta(milliseconds=500), PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record: Record) -> None:
+        self.store.put("n", (self.store.get("n") or 0) + 1)
+
+    def tick(self, now: int) -> None:
+        self.context.forward(Record("ticks", self.store.get("n") or 0, now))
+
+
+def wall_clock(topics: Topics) -> Topology:
+    topology = Topology()
+    topology.add_source("src", topics.events, key_deserializer=S.deserializer, value_deserializer=S.deserializer)
+    topology.add_processor("tick", TickEveryHalfSecond, "src")
+    topology.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("seen"), S, L), "tick")
+    topology.add_sink("out", topics.out("ticks"), "tick", key_serializer=S.serializer, value_serializer=L.serializer)
+    return topology
