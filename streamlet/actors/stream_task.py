@@ -20,7 +20,7 @@ from streamlet.actors.processor_node import Node, ProcessorNode, SinkNode, Sourc
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
-from streamlet.actors.task_progress import TaskProgress
+from streamlet.actors.task_progress import CarriesProgress, TaskProgress
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
@@ -301,6 +301,8 @@ class StreamTask:
             stream_punctuations=self._stream_queue.next_times(),
             wall_punctuations=self._wall_queue.next_times(),
             round_robin=self.collector.round_robin_positions(),
+            processors={name: node.processor.carried_progress() for name, node in self.nodes.items()
+                        if isinstance(node, ProcessorNode) and isinstance(node.processor, CarriesProgress)},
         )
 
     def resume(self, progress: TaskProgress) -> None:
@@ -316,6 +318,10 @@ class StreamTask:
         due = self._stream_queue.next_due()
         self._next_stream_punct = NO_PUNCTUATION if due is None else due
         self.collector.restore_round_robin(progress.round_robin)
+        for name, carried in progress.processors.items():
+            node = self.nodes.get(name)
+            if isinstance(node, ProcessorNode) and isinstance(node.processor, CarriesProgress):
+                node.processor.resume_progress(carried)
 
     # -- committing ---------------------------------------------------------------------------------
     def prepare_commit(self) -> dict[tuple[str, int], int]:

@@ -9,8 +9,21 @@ partition time, at every batch.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
+
+
+@runtime_checkable
+class CarriesProgress(Protocol):
+    """A processor that keeps a position of its own outside any store (the windowed aggregation's
+    observed stream time, which closes windows). The asyncio runtime keeps the processor alive, so it
+    never asks; an engine that rebuilds tasks per batch saves `carried_progress()` (JSON-able) and hands
+    it back to the new processor's `resume_progress` right after its `init`."""
+
+    def carried_progress(self) -> Any: ...
+
+    def resume_progress(self, progress: Any) -> None: ...
 
 
 @dataclass(slots=True)
@@ -21,6 +34,8 @@ class TaskProgress:
     stream_punctuations: list[int] = field(default_factory=list)
     wall_punctuations: list[int] = field(default_factory=list)
     round_robin: dict[str, int] = field(default_factory=dict)
+    processors: dict[str, Any] = field(default_factory=dict)
+    """Processor node name -> what its `CarriesProgress.carried_progress()` returned."""
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(asdict(self))

@@ -73,6 +73,13 @@ class WindowAggregate(Processor):
         self._store = store
         self._forward = context.forwarder()
 
+    # `CarriesProgress`: the observed stream time outlives a task rebuilt per batch (the Spark engine).
+    def carried_progress(self) -> int:
+        return self._observed_stream_time
+
+    def resume_progress(self, progress: int) -> None:
+        self._observed_stream_time = max(self._observed_stream_time, int(progress))
+
     def process(self, record: Record) -> None:
         key = record.key
         if key is None:
