@@ -76,6 +76,9 @@ class SparkStreams:
         self.config = StreamsConfig.of(config)
         self._spark = spark
         self._owns_session = spark is None
+        if self.config.exactly_once:
+            log.warning("processing.guarantee=exactly_once_v2: the Spark engine runs at-least-once for now "
+                        "(a replayed micro-batch may write its output again)")
         self.queries: list[Any] = []
         self.plans: list[SubTopologyPlan] = []
 
