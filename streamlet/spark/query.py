@@ -10,11 +10,10 @@ Streams fixes the task count for the life of the application id.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
-from streamlet.spark.plan import SubTopologyPlan
-from streamlet.spark.sink import write_batch
+from streamlet.spark.plan import MAX_OFFSETS_KEY, SubTopologyPlan
+from streamlet.spark.sink import run_batch
 from streamlet.spark.task_processor import INPUT_COLUMNS, OUTPUT_SCHEMA, TaskProcessor
 
 _KAFKA_CLIENT_PREFIXES = ("security.", "ssl.", "sasl.")
@@ -44,6 +43,9 @@ def _source(spark: Any, plan: SubTopologyPlan, bounds: Bounds) -> Any:
         reader = reader.option("startingTimestamp", str(bounds.starting_timestamp_ms))
     else:
         reader = reader.option("startingOffsets", bounds.starting)
+    cap = plan.settings.get(MAX_OFFSETS_KEY)
+    if cap:
+        reader = reader.option("maxOffsetsPerTrigger", str(cap))
     for key, value in settings.items():
         if key.startswith(_KAFKA_CLIENT_PREFIXES):
             reader = reader.option(f"kafka.{key}", str(value))
@@ -77,7 +79,7 @@ def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Boun
     out = rows.groupBy("task").transformWithState(
         TaskProcessor(plan), OUTPUT_SCHEMA, "Update", "ProcessingTime" if plan.wall_clock else "None")
     spark.conf.set("spark.sql.shuffle.partitions", str(plan.tasks))  # read when the query starts
-    writer = (out.writeStream.foreachBatch(partial(write_batch, plan.client_settings()))
+    writer = (out.writeStream.foreachBatch(run_batch)
               .option("checkpointLocation", checkpoint)
               .queryName(f"{plan.settings['application.id']}-subtopology-{plan.subtopology_id}"))
     if bounds.bounded:

@@ -5,7 +5,7 @@ rows to `handleInputRows` in no particular order; the task is built afresh (its 
 state, its progress from the `task` state), the rows go into its `PartitionGroup` per input partition
 in offset order, and the ordinary `StreamTask.process` merges partitions by timestamp and punctuates
 on stream time. The task then commits (stores write their dirty entries back to Spark once), its
-progress is saved, and its output leaves as rows for the query's sink. Nothing about a task survives
+progress is saved, and it sends its output to Kafka itself (see `sink`). Nothing about a task survives
 in the Python worker between batches: Spark may run the next batch of the same task elsewhere.
 """
 
@@ -19,15 +19,7 @@ from typing import Any
 
 from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import LongType, StructField, StructType
 
 from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import RecordCollector
@@ -35,22 +27,13 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.record import Headers
 from streamlet.spark.plan import SubTopologyPlan
+from streamlet.spark.sink import send_output
 from streamlet.spark.state_adapter import TaskState
 from streamlet.stores.spark import over_spark_state
 
-HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
-OUTPUT_SCHEMA = StructType([
-    StructField("topic", StringType(), False),
-    StructField("partition", IntegerType(), False),
-    StructField("key", BinaryType(), True),
-    StructField("value", BinaryType(), True),
-    StructField("timestamp", LongType(), False),
-    StructField("headers", HEADERS_TYPE, True),
-])
-"""A task's output records, serialized and partitioned by the task's sinks."""
-
+OUTPUT_SCHEMA = StructType([StructField("records", LongType(), False)])
+"""One row per task and batch: how many records it sent (its output goes to Kafka from the task)."""
 _OUTPUT_ROW = Row(*OUTPUT_SCHEMA.fieldNames())
-_HEADER_ROW = Row("key", "value")
 """Row-based transformWithState takes `Row`s (it turns each into a dict for Arrow), not plain tuples."""
 
 INPUT_COLUMNS = ("task", "topic", "partition", "offset", "timestamp", "key", "value", "headers")
@@ -110,15 +93,14 @@ class TaskProcessor(StatefulProcessor):
         return task
 
     def _finish(self, task: StreamTask) -> list[Row]:
-        """Commit the batch: stores write back, progress saved, timers set; the output as rows."""
+        """Commit the batch: stores write back, progress saved, timers set, the output sent and
+        acknowledged (before Spark commits the batch: at-least-once)."""
         task.prepare_commit()
         self._state.set_progress(task.progress().to_bytes())
         if self._plan.wall_clock:
             self._set_timer(task.next_wall_clock_due())
         task.close(clean=True)
-        return [_OUTPUT_ROW(topic, partition, r.key, r.value, r.timestamp,
-                            [_HEADER_ROW(*h) for h in r.headers] if r.headers else None)
-                for (topic, partition), records in task.collector.drain().items() for r in records]
+        return [_OUTPUT_ROW(send_output(self._plan.client_settings(), task.collector.drain()))]
 
     def _set_timer(self, due: int | None) -> None:
         handle = self._handle
