@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo demo-spark test lint broker-jars spark-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
+.PHONY: all demo demo-spark test lint broker-jars spark-jars toxiproxy bench bench-spark bench-quick bench-report chaos chaos-repeat soak venv clean distclean
 
 all: test
 
@@ -87,6 +87,11 @@ $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
 # Every workload on every system (long); writes benchmarks/results/ and regenerates benchmarks/RESULTS.md.
 bench: broker-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks
+
+# WordCount on the Spark engine beside native Spark Structured Streaming, local[1] and local[2]
+# (benchmarks/spark_bench.py; writes benchmarks/results/spark.json). Not part of make bench yet.
+bench-spark: broker-jars spark-jars
+	$(BIN)/python -m benchmarks.spark_bench
 
 bench-quick: broker-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks --quick

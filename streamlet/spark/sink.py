@@ -12,6 +12,7 @@ that, so a batch that fails is replayed from the checkpoint and sent again: at-l
 from __future__ import annotations
 
 import asyncio
+import atexit
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,6 +60,13 @@ class _Sender:
 
 
 _senders: dict[str, _Sender] = {}
+
+
+@atexit.register
+def _close_senders() -> None:
+    """Stop the producers when the Python worker exits (everything sent was acknowledged already)."""
+    for sender in _senders.values():
+        sender.close()
 
 
 def send_output(settings: dict[str, Any], drained: Drained) -> int:

@@ -49,7 +49,7 @@ def _schedules_wall_clock(topology: Topology, sub: SubTopology, config: StreamsC
             task.close(clean=False)
 
 
-def _flow_order(topology: Topology) -> list[SubTopology]:
+def flow_order(topology: Topology) -> list[SubTopology]:
     """Sub-topologies so that each comes after every sub-topology writing a topic it reads."""
     subs = topology.sub_topologies()
     writers = {t: {s.id for s in subs if t in s.sink_topics} for s in subs for t in s.source_topics}
@@ -110,7 +110,7 @@ class SparkStreams:
             self.topology, config.application_id, client_kwargs(client_settings, ClientRole.ADMIN),
             replication_factor=int(config["replication.factor"])))
         plans = []
-        for sub in _flow_order(self.topology):
+        for sub in flow_order(self.topology):
             tasks = topics.subtopology_partitions[sub.id]
             plan = SubTopologyPlan(self.topology, sub.id, settings, topics.partition_counts, task_keys(tasks),
                                    wall_clock=_schedules_wall_clock(self.topology, sub, config))

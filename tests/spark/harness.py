@@ -25,7 +25,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamlet.partitioner import default_partition
 from streamlet.serdes import Serdes
-from streamlet.spark.streams import _flow_order
+from streamlet.spark.streams import flow_order
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import Topology
 
@@ -115,7 +115,7 @@ def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list
         return f"{app}-{t}" if t in topology.internal_topics else t
 
     expected: dict[tuple[str, int, bytes], dict[int, list[Rec]]] = defaultdict(lambda: defaultdict(list))
-    for sub in _flow_order(topology):
+    for sub in flow_order(topology):
         sources = sorted(resolve(t) for t in sub.source_topics)
         sinks = {resolve(t) for t in sub.sink_topics}
         internal = [t for t in sub.source_topics if t in topology.internal_topics]
