@@ -22,7 +22,7 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.runtime.client_settings import ClientRole, client_kwargs
-from streamlet.runtime.topic_manager import TopicPlan, prepare_topics
+from streamlet.runtime.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
@@ -109,6 +109,10 @@ class SparkStreams:
         topics: TopicPlan = asyncio.run(prepare_topics(
             self.topology, config.application_id, client_kwargs(client_settings, ClientRole.ADMIN),
             replication_factor=int(config["replication.factor"])))
+        if topics.missing_sinks:
+            # The asyncio runtime waits for them at its first send; a Spark task learns partition counts
+            # only from this plan, before the queries start.
+            raise MissingSinkTopicError((), topics.missing_sinks)
         plans = []
         for sub in flow_order(self.topology):
             tasks = topics.subtopology_partitions[sub.id]
