@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint docs broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak fidelity venv clean distclean
+.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy bench bench-spark bench-quick bench-report chaos chaos-repeat soak fidelity venv clean distclean
 
 all: test
 
@@ -27,6 +27,11 @@ $(INSTALLED): pyproject.toml
 # The same code path as the runtime (streamlet.runtime.local_broker.ensure_kafka_jars): no-op once fetched.
 broker-jars: $(INSTALLED)
 	$(BIN)/python -m streamlet broker fetch
+
+# Spark's Kafka connector and the three jars it needs that pyspark lacks (streamlet.spark.jars), fetched
+# once with Maven into .cache/spark-kafka-<version>/libs; no-op once there.
+spark-jars: $(INSTALLED)
+	$(BIN)/python -m streamlet spark fetch
 
 # The fault-injecting TCP proxy of the network-fault tests (tests/integration/toxiproxy.py runs it), built
 # from source with Go into .cache/bin; no-op when the pinned version is there. Go is looked up on PATH,
@@ -49,7 +54,7 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint docs broker-jars toxiproxy
+test: lint docs broker-jars spark-jars toxiproxy
 	$(BIN)/pytest -q
 
 # The documentation (docs/), built with Sphinx; any warning fails the build. Output: docs/_build/html.
@@ -58,6 +63,10 @@ docs: $(INSTALLED)
 
 demo: broker-jars
 	$(BIN)/python examples/demo_wordcount.py
+
+# The same WordCount on the Spark engine (streamlet spark run, local[2]); under 3 minutes.
+demo-spark: broker-jars spark-jars
+	$(BIN)/python examples/demo_spark_wordcount.py
 
 # The long chaos run of issue #3: 2,000,000 words, 12 kill -9 of random instances, exactly-once checked.
 chaos: broker-jars
@@ -89,6 +98,11 @@ $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
 # Every workload on every system (long); writes benchmarks/results/ and regenerates benchmarks/RESULTS.md.
 bench: broker-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks
+
+# WordCount on the Spark engine beside native Spark Structured Streaming, local[1] and local[2]
+# (benchmarks/spark_bench.py; writes benchmarks/results/spark.json). Not part of make bench yet.
+bench-spark: broker-jars spark-jars
+	$(BIN)/python -m benchmarks.spark_bench
 
 bench-quick: broker-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks --quick

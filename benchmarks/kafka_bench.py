@@ -16,7 +16,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from streamlet.runtime.partitioner import default_partition
+from streamlet.partitioner import default_partition
 
 
 async def create_topics(bootstrap: str, topics: dict[str, int], configs: dict[str, str] | None = None) -> None:

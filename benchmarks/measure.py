@@ -242,7 +242,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
     """p50/p99 of (arrival - record timestamp) at `rate` records/s offered (see the module docstring)."""
     import random
 
-    from streamlet.runtime.partitioner import default_partition
+    from streamlet.partitioner import default_partition
 
     run_id = uuid.uuid4().hex[:6]
     source = f"lat-in-{workload}-{system.key}-{run_id}"

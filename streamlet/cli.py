@@ -6,6 +6,7 @@
                     [--dry-run]
     streamlet topics create MODULE:FUNCTION [--config FILE] [--set ...] [--partitions N]
     streamlet broker start [--port N] | stop | status | fetch
+    streamlet spark run | backfill | fetch      (see streamlet/spark/cli.py)
 
 FUNCTION returns a `Topology` (or a `StreamsBuilder`, or a `(topology, config)` tuple). Config is
 layered, later wins: the function's own dict, then `--config` (.properties or .json), then `--set`.
@@ -416,6 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_parser("status", help=f"say whether it runs (exit code {EXIT_NOT_RUNNING} if not)")
     actions.add_parser("fetch", help="download the Kafka jars into the cache (done once)")
     broker.set_defaults(handler=_cmd_broker)
+
+    from streamlet.spark.cli import add_spark_commands
+
+    add_spark_commands(commands)
     return parser
 
 

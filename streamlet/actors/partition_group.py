@@ -25,6 +25,7 @@ import logging
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from streamlet.actors.processor_node import SourceNode
@@ -50,6 +51,19 @@ class ConsumedRecord(Protocol):
     value: bytes | None
     @property
     def headers(self) -> Sequence[tuple[str, bytes]]: ...
+
+
+@dataclass(slots=True)
+class RawRecord:
+    """A consumed record that did not come from aiokafka (the test driver's, the Spark engine's rows)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers = field(default=())
 
 
 Buffered = tuple[Record, int, ConsumedRecord]
@@ -99,6 +113,10 @@ class PartitionGroup:
 
     def _update_idle(self) -> None:
         self._idle = any(not self.buffered_in(t, p) for t, p in self._awaited)
+
+    def queues(self) -> dict[tuple[str, int], RecordQueue]:
+        """Every input partition seen so far, in the order first seen (which breaks timestamp ties)."""
+        return self._queues
 
     def queue_for(self, topic: str, partition: int) -> RecordQueue:
         q = self._queues.get((topic, partition))

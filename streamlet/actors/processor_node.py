@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamlet.errors import SerializationError
+from streamlet.partitioner import default_partition
 from streamlet.processor import Processor, TimestampExtractor
 from streamlet.record import Record
-from streamlet.runtime.partitioner import default_partition
 from streamlet.serdes import Deserializer, Serializer
 from streamlet.topology import StreamPartitioner
 

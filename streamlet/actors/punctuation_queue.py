@@ -77,5 +77,22 @@ class PunctuationQueue:
                 heapq.heappush(heap, (sched.next_time, next(self._seq), sched))
         return fired
 
+    def next_times(self) -> list[int]:
+        """When each schedule is next due, in the order they were made; -1 for a cancelled one."""
+        live = sorted(self._heap, key=lambda entry: entry[1])
+        return [-1 if sched.cancelled else sched.next_time for _, _, sched in live]
+
+    def restore_next_times(self, times: list[int]) -> None:
+        """Apply `next_times()` of an earlier incarnation to the same schedules made again in the same
+        order (a rebuilt task's processors schedule in `init` as before); extra schedules keep theirs."""
+        ordered = [sched for _, _, sched in sorted(self._heap, key=lambda entry: entry[1])]
+        for sched, when in zip(ordered, times, strict=False):
+            if when == -1:
+                sched.cancelled = True
+            else:
+                sched.next_time = when
+        self._heap = [(s.next_time, next(self._seq), s) for s in ordered if not s.cancelled]
+        heapq.heapify(self._heap)
+
     def __len__(self) -> int:
         return sum(1 for _, _, s in self._heap if not s.cancelled)

@@ -63,6 +63,13 @@ class RecordCollector:
         self._round_robin[topic] = p
         return p
 
+    def round_robin_positions(self) -> dict[str, int]:
+        """The last partition each topic's null-keyed records went to (see `StreamTask.progress`)."""
+        return dict(self._round_robin)
+
+    def restore_round_robin(self, positions: dict[str, int]) -> None:
+        self._round_robin = dict(positions)
+
     @property
     def pending(self) -> int:
         """Records buffered since the last drain."""

@@ -20,11 +20,12 @@ from streamlet.actors.processor_node import Node, ProcessorNode, SinkNode, Sourc
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
+from streamlet.actors.task_progress import CarriesProgress, TaskProgress
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
 from streamlet.serdes import Deserializer, InnerDefaulted, Serializer
-from streamlet.stores.api import RecordContext, StateStore
+from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
@@ -39,6 +40,10 @@ def task_id_str(subtopology: int, partition: int) -> str:
     return f"{subtopology}_{partition}"
 
 
+def _build_store(builder: StoreBuilder) -> StateStore:
+    return builder.build()
+
+
 class StreamTask:
     def __init__(
         self,
@@ -51,6 +56,7 @@ class StreamTask:
         clock: Callable[[], int],
         resolve_topic: Callable[[str], str],
         cache_bytes: int,
+        open_store: Callable[[StoreBuilder], StateStore] | None = None,
     ) -> None:
         self.topology = topology
         self.subtopology = subtopology
@@ -60,6 +66,8 @@ class StreamTask:
         self.application_id = config.application_id
         self.collector = collector
         self.clock = clock
+        self._open_store = open_store or _build_store
+        """Turns a store builder into the task's store: the builder's own backend, or an engine's."""
         self.commit_requested = False
         self.record_ctx: RecordContext = EMPTY_CONTEXT
         self.consumed_offsets: dict[tuple[str, int], int] = {}
@@ -154,7 +162,7 @@ class StreamTask:
         for store_name in self.subtopology.stores:
             store_dir = self.state.task_dir / store_name
             existed = store_dir.exists()
-            store = self.topology.store_builders[store_name].build()
+            store = self._open_store(self.topology.store_builders[store_name])
             store.init(self.state)
             self.stores[store_name] = store
             changelog = self.state.changelog_partitions().get(store_name)
@@ -284,6 +292,40 @@ class StreamTask:
 
     def next_wall_clock_due(self) -> int | None:
         return self._wall_queue.next_due()
+
+    # -- progress outside the stores ---------------------------------------------------------------------
+    def progress(self) -> TaskProgress:
+        """What a task knows besides its stores: stream and partition times, when each punctuation is
+        next due, the null-key round robin. An engine that builds the task afresh for every batch (the
+        Spark engine) keeps this with the task's state and hands it to `resume` next time."""
+        pg = self.partition_group
+        return TaskProgress(
+            stream_time=pg.stream_time,
+            partition_times={f"{t}:{p}": q.partition_time for (t, p), q in pg.queues().items()},
+            stream_punctuations=self._stream_queue.next_times(),
+            wall_punctuations=self._wall_queue.next_times(),
+            round_robin=self.collector.round_robin_positions(),
+            processors={name: node.processor.carried_progress() for name, node in self.nodes.items()
+                        if isinstance(node, ProcessorNode) and isinstance(node.processor, CarriesProgress)},
+        )
+
+    def resume(self, progress: TaskProgress) -> None:
+        """Continue from `progress` (call after `initialize_processors`, whose `schedule` calls it matches
+        in order; schedules made later, outside `init`, are not carried over)."""
+        pg = self.partition_group
+        pg.stream_time = progress.stream_time
+        for tp, partition_time in progress.partition_times.items():
+            topic, _, partition = tp.rpartition(":")
+            pg.queue_for(topic, int(partition)).partition_time = partition_time
+        self._stream_queue.restore_next_times(progress.stream_punctuations)
+        self._wall_queue.restore_next_times(progress.wall_punctuations)
+        due = self._stream_queue.next_due()
+        self._next_stream_punct = NO_PUNCTUATION if due is None else due
+        self.collector.restore_round_robin(progress.round_robin)
+        for name, carried in progress.processors.items():
+            node = self.nodes.get(name)
+            if isinstance(node, ProcessorNode) and isinstance(node.processor, CarriesProgress):
+                node.processor.resume_progress(carried)
 
     # -- committing ---------------------------------------------------------------------------------
     def prepare_commit(self) -> dict[tuple[str, int], int]:

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
@@ -89,11 +89,11 @@ def find_java() -> str:
     return found
 
 
-def find_maven() -> str:
+def find_maven(label: str = f"Apache Kafka {KAFKA_VERSION}") -> str:
     found = shutil.which("mvn")
     if found is None:
         raise BrokerUnavailableError(
-            f"Maven (mvn) was not found on PATH: it is needed once to fetch the Apache Kafka {KAFKA_VERSION} "
+            f"Maven (mvn) was not found on PATH: it is needed once to fetch the {label} "
             "jars from Maven Central, e.g. `apt-get install maven`."
         )
     return found
@@ -115,47 +115,52 @@ def kafka_home(cache: Path | None = None) -> Path:
     return (cache or cache_dir()) / f"kafka-{KAFKA_VERSION}"
 
 
-def _jars_present(home: Path) -> bool:
-    return (home / "libs" / _BROKER_JAR).is_file()
-
-
 def ensure_kafka_jars(cache: Path | None = None) -> Path:
-    """Return the directory holding the Kafka broker jars, fetching them with Maven the first time.
+    """Return the directory holding the Kafka broker jars, fetching them with Maven the first time."""
+    home = kafka_home(cache)
+    fetch_maven_jars(_RESOURCES / "pom.xml", home, f"Apache Kafka {KAFKA_VERSION}", _BROKER_JAR)
+    return home / "libs"
+
+
+def fetch_maven_jars(pom: Path, home: Path, label: str, marker_jar: str,
+                     keep: Callable[[str], bool] | None = None) -> None:
+    """Fill `home/libs` with the runtime jars `pom` depends on, unless `marker_jar` is already there.
 
     Maven copies the dependencies into a private scratch directory that is renamed into place only
     when complete, and the whole fetch runs under a lock file: a crashed or concurrent fetch never
-    leaves a half-filled jar directory behind for the next broker to trip over.
+    leaves a half-filled jar directory behind for the next user to trip over. `keep` (a jar's file
+    name -> bool) drops jars the caller gets elsewhere.
     """
-    home = kafka_home(cache)
-    if _jars_present(home):
-        return home / "libs"
+    if (home / "libs" / marker_jar).is_file():
+        return
     find_java()  # Maven needs Java too; say so first, in the words that matter
-    mvn = find_maven()
-    with _file_lock(home.parent / f"kafka-{KAFKA_VERSION}.lock"):
-        if _jars_present(home):  # another process fetched while we waited for the lock
-            return home / "libs"
-        scratch = home.parent / f"kafka-{KAFKA_VERSION}.partial-{os.getpid()}"
+    mvn = find_maven(label)
+    with _file_lock(home.parent / f"{home.name}.lock"):
+        if (home / "libs" / marker_jar).is_file():  # another process fetched while we waited for the lock
+            return
+        scratch = home.parent / f"{home.name}.partial-{os.getpid()}"
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
-        shutil.copy(_RESOURCES / "pom.xml", scratch / "pom.xml")
-        fetch_log = home.parent / f"kafka-{KAFKA_VERSION}-fetch.log"
-        print(f"streamlet: fetching Apache Kafka {KAFKA_VERSION} jars from Maven Central into {home} ...",
-              file=sys.stderr, flush=True)
+        shutil.copy(pom, scratch / "pom.xml")
+        fetch_log = home.parent / f"{home.name}-fetch.log"
+        print(f"streamlet: fetching {label} jars from Maven Central into {home} ...", file=sys.stderr, flush=True)
         with open(fetch_log, "wb") as out:
             result = subprocess.run(
                 [mvn, "-B", "-q", "-Dstyle.color=never", "dependency:copy-dependencies",
                  f"-DoutputDirectory={scratch / 'libs'}", "-DincludeScope=runtime"],
                 cwd=scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False,
             )
-        if result.returncode != 0 or not _jars_present(scratch):
+        if result.returncode != 0 or not (scratch / "libs" / marker_jar).is_file():
             shutil.rmtree(scratch, ignore_errors=True)
             raise BrokerUnavailableError(
-                f"Maven could not fetch the Apache Kafka {KAFKA_VERSION} jars "
-                f"(exit code {result.returncode}); see {fetch_log}."
+                f"Maven could not fetch the {label} jars (exit code {result.returncode}); see {fetch_log}."
             )
+        if keep is not None:
+            for jar in (scratch / "libs").iterdir():
+                if not keep(jar.name):
+                    jar.unlink()
         shutil.rmtree(home, ignore_errors=True)
         os.rename(scratch, home)
-    return home / "libs"
 
 
 # -- ports ----------------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ import shutil
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import ProducedRecord, RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
@@ -35,19 +35,6 @@ DEFAULT_APP_ID = "dummy-topology-test-driver-app-id"
 
 class NoSuchElementError(StreamsError, LookupError):
     """Reading from an output topic that holds no (more) records."""
-
-
-@dataclass(slots=True)
-class _Consumed:
-    """A record as the task would consume it from Kafka."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Headers = field(default=())
 
 
 _UNSET: Any = object()
@@ -325,7 +312,7 @@ class TopologyTestDriver:
                  headers: Headers) -> None:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
-        task.add_records(topic, 0, [_Consumed(topic, 0, offset, ts, key, value, headers)])
+        task.add_records(topic, 0, [RawRecord(topic, 0, offset, ts, key, value, headers)])
 
     def _complete_work(self) -> None:
         """Process one record at a time until nothing is buffered, committing after each one.

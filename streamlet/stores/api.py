@@ -306,6 +306,24 @@ class BytesWriteBatch(ABC):
             self.write()
 
 
+class QueuedWriteBatch(BytesWriteBatch):
+    """A batch for stores whose single writes are cheap and local (memory, Spark's per-batch buffer):
+    it queues the writes and replays them through `put` in order."""
+
+    def __init__(self, put: Callable[[bytes, bytes | None], None]) -> None:
+        self._put = put
+        self._writes: list[tuple[bytes, bytes | None]] = []
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self._writes.append((key, value))
+
+    def write(self) -> None:
+        put = self._put
+        for key, value in self._writes:
+            put(key, value)
+        self._writes = []
+
+
 class KeyValueBytesStore(ABC):
     """The innermost layer: bytes -> bytes, iterated in unsigned byte order of keys.
 

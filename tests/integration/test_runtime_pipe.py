@@ -59,7 +59,7 @@ async def test_pipe_processes_every_record_keeps_partitioning_and_closes_cleanly
     assert sorted(r.value for r in got) == sorted(v.upper() for _, v in records)
     assert all(r.headers == (("seen-by", b"upper"),) or list(r.headers) == [("seen-by", b"upper")] for r in got)
     # Same key → same partition as Java's default partitioner would choose.
-    from streamlet.runtime.partitioner import default_partition
+    from streamlet.partitioner import default_partition
 
     assert all(r.partition == default_partition(r.key, 3) for r in got)
     assert (State.REBALANCING, State.CREATED) in states

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamlet.runtime import partitioner
-from streamlet.runtime.partitioner import NullKeyPartitioner, default_partition, murmur2, to_positive
+from streamlet import partitioner
+from streamlet.partitioner import NullKeyPartitioner, default_partition, murmur2, to_positive
 
 VECTORS_PATH = Path(__file__).with_name("murmur2_vectors.json")
 FIXTURE: dict[str, Any] = json.loads(VECTORS_PATH.read_text())

@@ -95,6 +95,13 @@ class WindowAggregate(WindowedAggregation):
         self._initializer = initializer
         self._aggregator = aggregator
 
+    # `CarriesProgress`: the observed stream time outlives a task rebuilt per batch (the Spark engine).
+    def carried_progress(self) -> int:
+        return self._observed_stream_time
+
+    def resume_progress(self, progress: int) -> None:
+        self._observed_stream_time = max(self._observed_stream_time, int(progress))
+
     def process(self, record: Record) -> None:
         if not self._observe(record):
             return

@@ -9,7 +9,7 @@ start, which is why it registers as non-persistent.
 
 from __future__ import annotations
 
-from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, QueuedWriteBatch, StateStoreContext
 from streamlet.stores.sorted_keys import SortedKeyIndex
 
 
@@ -40,7 +40,7 @@ class InMemoryKeyValueBytesStore(KeyValueBytesStore):
             self._keys.discard(key)
 
     def batch(self) -> BytesWriteBatch:
-        return SequentialWriteBatch(self)
+        return QueuedWriteBatch(self.put)
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
         if from_key is not None and to_key is not None and from_key > to_key:
@@ -66,21 +66,3 @@ class InMemoryKeyValueBytesStore(KeyValueBytesStore):
     @property
     def is_open(self) -> bool:
         return self._open
-
-
-class SequentialWriteBatch(BytesWriteBatch):
-    """Applies the queued writes one by one through the store's own `put` (nothing to make atomic in
-    memory; a wrapper store's `put` rules, such as session retention, apply to each write)."""
-
-    def __init__(self, store: KeyValueBytesStore) -> None:
-        self._store = store
-        self._writes: list[tuple[bytes, bytes | None]] = []
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self._writes.append((key, value))
-
-    def write(self) -> None:
-        put = self._store.put
-        for key, value in self._writes:
-            put(key, value)
-        self._writes = []

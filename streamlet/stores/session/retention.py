@@ -19,8 +19,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
-from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
-from streamlet.stores.memory.store import SequentialWriteBatch
+from streamlet.stores.api import (
+    BytesIterator,
+    BytesWriteBatch,
+    KeyValueBytesStore,
+    QueuedWriteBatch,
+    StateStoreContext,
+)
 
 _MIN_SEGMENT_INTERVAL_MS = 60_000
 
@@ -92,7 +97,7 @@ class RetainingSessionBytesStore(KeyValueBytesStore):
         self.inner.delete(key)
 
     def batch(self) -> BytesWriteBatch:
-        return SequentialWriteBatch(self)
+        return QueuedWriteBatch(self.put)
 
     # -- reads --------------------------------------------------------------------------------------
     def get(self, key: bytes) -> bytes | None:

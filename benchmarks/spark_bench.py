@@ -1,0 +1,142 @@
+"""`python -m benchmarks.spark_bench` (`make bench-spark`): WordCount on the Spark engine beside native Spark.
+
+Both read the same pre-loaded `lines` topic (benchmarks/workloads.py's generator, 2 partitions) to its
+end with `availableNow` and the same cap per micro-batch, on `local[1]` and then `local[2]`:
+
+* `streamlet-spark`: `benchmarks/apps/streamlet_app.py:wordcount`, unchanged, through `SparkStreams`
+  (two queries: split and repartition by word, then count; caching on, so each batch sends the latest
+  count per word, as Spark's update mode does);
+* `native Spark`: what a Spark user writes by hand, Kafka -> explode(split) -> groupBy(word).count() ->
+  Spark's Kafka sink (update mode; the count as text, since Spark's sink cannot set timestamps or
+  write a Java long without more code).
+
+Reported per run: lines/s over the whole run (start of the first query to the end of the last), the
+median and max micro-batch time (Spark's own `triggerExecution`), SparkSession start-up time, and
+whether the final count of every word is right. Results: benchmarks/results/spark.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import struct
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from benchmarks.kafka_bench import create_topics, preload
+from benchmarks.workloads import BASE_TS, split_words, word_lines
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results" / "spark.json"
+PARTITIONS = 2
+
+
+async def _latest(bootstrap: str, topic: str, decode: Any) -> dict[str, int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    latest: dict[str, int] = {}
+    try:
+        parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        ends = await consumer.end_offsets(parts)
+        while [tp for tp in parts if await consumer.position(tp) < ends[tp]]:
+            for records in (await consumer.getmany(timeout_ms=500, max_records=50_000)).values():
+                for r in records:
+                    latest[r.key.decode()] = decode(r.value)
+    finally:
+        await consumer.stop()
+    return latest
+
+
+def _batch_times(queries: list[Any]) -> list[int]:
+    return [p["durationMs"]["triggerExecution"] for q in queries for p in q.recentProgress if p["numInputRows"]]
+
+
+def _run_engine(spark: Any, bootstrap: str, source: str, cap: int, tag: str) -> tuple[float, list[int], str]:
+    from streamlet.spark import SparkStreams
+    from streamlet.spark.query import Bounds
+
+    output = f"out-streamlet-{tag}"
+    asyncio.run(create_topics(bootstrap, {output: PARTITIONS}))
+    os.environ["BENCH_INPUT"], os.environ["BENCH_OUTPUT"] = source, output
+    from benchmarks.apps.streamlet_app import wordcount
+
+    streams = SparkStreams(wordcount(), {
+        "application.id": f"bench-spark-{tag}", "bootstrap.servers": bootstrap, "spark.max.offsets.per.trigger": cap,
+        "spark.checkpoint.location": tempfile.mkdtemp(prefix="spark-bench-")}, spark=spark)
+    started = time.monotonic()
+    streams.backfill(Bounds(bounded=True))
+    return time.monotonic() - started, _batch_times(streams.queries), output
+
+
+def _run_native(spark: Any, bootstrap: str, source: str, cap: int, tag: str) -> tuple[float, list[int], str]:
+    from pyspark.sql import functions as F
+
+    output = f"out-native-{tag}"
+    asyncio.run(create_topics(bootstrap, {output: PARTITIONS}))
+    spark.conf.set("spark.sql.shuffle.partitions", str(PARTITIONS))
+    lines = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", source).option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", str(cap)).load())
+    words = lines.select(F.explode(F.split(F.lower(F.col("value").cast("string")), r"\s+")).alias("word"))
+    counts = words.where(F.col("word") != "").groupBy("word").count()
+    query = (counts.select(F.col("word").alias("key"), F.col("count").cast("string").alias("value"))
+             .writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", output)
+             .option("checkpointLocation", tempfile.mkdtemp(prefix="spark-bench-native-"))
+             .outputMode("update").trigger(availableNow=True).start())
+    started = time.monotonic()
+    query.awaitTermination()
+    return time.monotonic() - started, _batch_times([query]), output
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--batch", type=int, default=20_000, help="lines per micro-batch at most")
+    parser.add_argument("--masters", default="local[1],local[2]")
+    args = parser.parse_args()
+
+    from streamlet.runtime.local_broker import LocalKafkaBroker
+    from streamlet.spark.session import spark_session
+
+    truth = Counter(w for line in word_lines(args.lines) for w in split_words(line.decode()))
+    results: list[dict[str, Any]] = []
+    with LocalKafkaBroker(heap="1g") as broker:
+        bootstrap = broker.bootstrap_servers
+        source = "bench-spark-lines"
+        asyncio.run(create_topics(bootstrap, {source: PARTITIONS}, {"retention.ms": "-1"}))
+        asyncio.run(preload(bootstrap, source, PARTITIONS, ((None, v, BASE_TS) for v in word_lines(args.lines))))
+        for master in args.masters.split(","):
+            t0 = time.monotonic()
+            spark = spark_session(master, "streamlet-spark-bench")
+            start_s = time.monotonic() - t0
+            tag = master.replace("local[", "").replace("]", "").replace("*", "all")
+            for system, run, decode in (
+                    ("streamlet-spark", _run_engine, lambda v: struct.unpack(">q", v)[0]),
+                    ("native Spark", _run_native, lambda v: int(v.decode()))):
+                seconds, batches, output = run(spark, bootstrap, source, args.batch, tag)
+                correct = asyncio.run(_latest(bootstrap, output, decode)) == dict(truth)
+                row = {"system": system, "master": master, "lines": args.lines, "seconds": round(seconds, 2),
+                       "lines_per_s": round(args.lines / seconds), "batches": len(batches),
+                       "batch_ms_median": statistics.median(batches) if batches else None,
+                       "batch_ms_max": max(batches) if batches else None, "session_start_s": round(start_s, 1),
+                       "correct": correct}
+                print(json.dumps(row), flush=True)
+                results.append(row)
+            spark.stop()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    return 0 if all(r["correct"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""One Structured Streaming query per sub-topology: Kafka source -> tasks (transformWithState) -> sink.
+
+Kafka partitions are never split across Spark input partitions (no `minPartitions`): a task's rows of
+one partition are then one ordered run, which the processor still sorts by offset after the shuffle.
+Each query's shuffle has exactly as many partitions as the sub-topology has tasks, and the grouping
+keys put task p in partition p. Spark fixes that count for the life of the checkpoint, as Kafka
+Streams fixes the task count for the life of the application id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from streamlet.spark.plan import MAX_OFFSETS_KEY, SubTopologyPlan
+from streamlet.spark.sink import run_batch
+from streamlet.spark.task_processor import INPUT_COLUMNS, OUTPUT_SCHEMA, TaskProcessor
+
+_KAFKA_CLIENT_PREFIXES = ("security.", "ssl.", "sasl.")
+"""Client settings the connector's own Kafka consumer needs too (it takes them prefixed `kafka.`)."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Where a query starts on a fresh checkpoint and, for a backfill, where its input ends."""
+
+    starting: str = "earliest"
+    """`earliest`, `latest`, or the connector's offsets JSON."""
+    starting_timestamp_ms: int | None = None
+    until_offsets: dict[str, dict[str, int]] | None = None
+    """For a bounded run: topic -> partition -> first offset not to process."""
+    bounded: bool = False
+
+
+def _source(spark: Any, plan: SubTopologyPlan, bounds: Bounds) -> Any:
+    settings = plan.client_settings()
+    reader = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", settings["bootstrap.servers"])
+              .option("subscribe", ",".join(plan.source_topics))
+              .option("includeHeaders", "true")
+              .option("failOnDataLoss", "false"))  # repartition topics are purged by retention
+    if bounds.starting_timestamp_ms is not None:
+        reader = reader.option("startingTimestamp", str(bounds.starting_timestamp_ms))
+    else:
+        reader = reader.option("startingOffsets", bounds.starting)
+    cap = plan.settings.get(MAX_OFFSETS_KEY)
+    if cap:
+        reader = reader.option("maxOffsetsPerTrigger", str(cap))
+    for key, value in settings.items():
+        if key.startswith(_KAFKA_CLIENT_PREFIXES):
+            reader = reader.option(f"kafka.{key}", str(value))
+    return reader.load()
+
+
+def _until_filter(bounds: Bounds) -> Any:
+    from pyspark.sql import functions as F
+
+    ends = [(f"{topic}:{partition}", end) for topic, parts in (bounds.until_offsets or {}).items()
+            for partition, end in parts.items()]
+    if not ends:
+        return None
+    end_of = F.create_map(*[F.lit(x) for pair in ends for x in pair])
+    tp = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+    return F.col("offset") < F.coalesce(end_of[tp], F.lit(0))
+
+
+def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Bounds,
+                trigger_interval_ms: int | None = None) -> Any:
+    from pyspark.sql import functions as F
+
+    df = _source(spark, plan, bounds)
+    keys = F.create_map(*[F.lit(x) for p, key in enumerate(plan.task_keys) for x in (p, key)])
+    rows = df.select(keys[F.col("partition")].cast("int").alias("task"), "topic", "partition", "offset",
+                     F.unix_millis(F.col("timestamp")).alias("timestamp"), "key", "value", "headers")
+    assert tuple(rows.columns) == INPUT_COLUMNS
+    bounded_rows = _until_filter(bounds)
+    if bounded_rows is not None:
+        rows = rows.where(bounded_rows)
+    out = rows.groupBy("task").transformWithState(
+        TaskProcessor(plan), OUTPUT_SCHEMA, "Update", "ProcessingTime" if plan.wall_clock else "None")
+    spark.conf.set("spark.sql.shuffle.partitions", str(plan.tasks))  # read when the query starts
+    writer = (out.writeStream.foreachBatch(run_batch)
+              .option("checkpointLocation", checkpoint)
+              .queryName(f"{plan.settings['application.id']}-subtopology-{plan.subtopology_id}"))
+    if bounds.bounded:
+        writer = writer.trigger(availableNow=True)
+    elif trigger_interval_ms:
+        writer = writer.trigger(processingTime=f"{trigger_interval_ms} milliseconds")
+    return writer.start()

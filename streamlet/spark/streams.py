@@ -1,0 +1,181 @@
+"""`SparkStreams`: a `Topology` run on Apache Spark, one Structured Streaming query per sub-topology.
+
+It mirrors `KafkaStreams`: the same topology and settings, the same internal topics (created here as
+the asyncio runtime creates them), the same task code. Sub-topologies talk through their repartition
+topics, so a continuous run starts every query at once; a backfill (`backfill()`) runs them one after
+another in data-flow order, each to the end of its input, so that a reader of a repartition topic
+starts only when its writers are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from streamlet.actors.record_collector import RecordCollector
+from streamlet.actors.stream_task import StreamTask
+from streamlet.config import StreamsConfig
+from streamlet.errors import StreamsError
+from streamlet.runtime.client_settings import ClientRole, client_kwargs
+from streamlet.runtime.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
+from streamlet.spark.grouping import task_keys
+from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
+from streamlet.spark.query import Bounds, start_query
+from streamlet.topology import SubTopology, Topology
+
+log = logging.getLogger(__name__)
+
+
+class SparkQueryError(StreamsError):
+    """A query of the Spark engine stopped with an error (Spark's message is attached)."""
+
+
+def _schedules_wall_clock(topology: Topology, sub: SubTopology, config: StreamsConfig) -> bool:
+    """Build the sub-topology's task once, with its own stores in a scratch directory, and see whether its
+    processors schedule wall-clock punctuations in `init` (only then does the query need timers)."""
+    with tempfile.TemporaryDirectory(prefix="streamlet-spark-probe-") as scratch:
+        task = StreamTask(topology, sub, 0, config, RecordCollector(lambda _topic: 1), Path(scratch),
+                          clock=lambda: int(time.time() * 1000), resolve_topic=lambda t: t, cache_bytes=0)
+        try:
+            task.initialize_stores()
+            task.initialize_processors()
+            return task.next_wall_clock_due() is not None
+        finally:
+            task.close(clean=False)
+
+
+def flow_order(topology: Topology) -> list[SubTopology]:
+    """Sub-topologies so that each comes after every sub-topology writing a topic it reads."""
+    subs = topology.sub_topologies()
+    writers = {t: {s.id for s in subs if t in s.sink_topics} for s in subs for t in s.source_topics}
+    done: list[SubTopology] = []
+    pending = list(subs)
+    while pending:
+        ready = [s for s in pending
+                 if all(w in {d.id for d in done} or w == s.id for t in s.source_topics for w in writers[t])]
+        if not ready:  # a cycle through repartition topics: keep Kafka Streams' numbering
+            ready = pending[:1]
+        done.extend(ready)
+        pending = [s for s in pending if s not in ready]
+    return done
+
+
+class SparkStreams:
+    """Runs a topology on Spark. `spark`: a session to use (default: one made from the settings, with
+    `spark.master`, default `local[*]`). Engine settings: `spark.checkpoint.location` (default
+    `<state.dir>/<application.id>/spark`), `spark.trigger.interval.ms` (default: back to back)."""
+
+    def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any], spark: Any = None) -> None:
+        topology.validate()
+        self.topology = topology
+        self.config = StreamsConfig.of(config)
+        self._spark = spark
+        self._owns_session = spark is None
+        if self.config.exactly_once:
+            log.warning("processing.guarantee=exactly_once_v2: the Spark engine runs at-least-once for now "
+                        "(a replayed micro-batch may write its output again)")
+        self.queries: list[Any] = []
+        self.plans: list[SubTopologyPlan] = []
+
+    # -- set-up -------------------------------------------------------------------------------------------
+    def _session(self) -> Any:
+        if self._spark is None:
+            from streamlet.spark.session import spark_session
+
+            self._spark = spark_session(str(self.config.get(MASTER_KEY) or "local[*]"),
+                                        f"streamlet-{self.config.application_id}")
+        else:
+            from streamlet.spark.session import configure
+
+            configure(self._spark)
+        return self._spark
+
+    def checkpoint_root(self) -> Path:
+        configured = self.config.get(CHECKPOINT_KEY)
+        if configured:
+            return Path(str(configured))
+        state_dir = self.config.get("state.dir") or os.path.join(tempfile.gettempdir(), "streamlet")
+        return Path(str(state_dir)) / self.config.application_id / "spark"
+
+    def _plan(self) -> list[SubTopologyPlan]:
+        config = self.config
+        settings = {k: v for k, v in config.items()}
+        client_settings = {k: v for k, v in settings.items() if not k.startswith(ENGINE_KEY_PREFIX)}
+        topics: TopicPlan = asyncio.run(prepare_topics(
+            self.topology, config.application_id, client_kwargs(client_settings, ClientRole.ADMIN),
+            replication_factor=int(config["replication.factor"])))
+        if topics.missing_sinks:
+            # The asyncio runtime waits for them at its first send; a Spark task learns partition counts
+            # only from this plan, before the queries start.
+            raise MissingSinkTopicError((), topics.missing_sinks)
+        plans = []
+        for sub in flow_order(self.topology):
+            tasks = topics.subtopology_partitions[sub.id]
+            plan = SubTopologyPlan(self.topology, sub.id, settings, topics.partition_counts, task_keys(tasks),
+                                   wall_clock=_schedules_wall_clock(self.topology, sub, config))
+            plan.source_topics = [plan.resolve_topic(t) for t in sub.source_topics]
+            plans.append(plan)
+        return plans
+
+    # -- running --------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start one continuous query per sub-topology (returns once they run)."""
+        spark = self._session()
+        self.plans = self._plan()
+        root = self.checkpoint_root()
+        interval = self.config.get(TRIGGER_KEY)
+        for plan in self.plans:
+            self.queries.append(start_query(spark, plan, str(root / f"subtopology-{plan.subtopology_id}"),
+                                            Bounds(starting=str(self.config["auto.offset.reset"])),
+                                            int(interval) if interval else None))
+        log.info("started %d Spark queries for %s (checkpoints in %s)", len(self.queries),
+                 self.config.application_id, root)
+
+    def backfill(self, bounds: Bounds) -> None:
+        """Process a bounded range of the input and return: each sub-topology's query runs to the end of
+        its input (`availableNow`), in data-flow order. Its checkpoint is the continuous run's."""
+        spark = self._session()
+        self.plans = self._plan()
+        root = self.checkpoint_root()
+        for index, plan in enumerate(self.plans):
+            # The bounds apply to the application's input; internal topics are read to their end.
+            own = bounds if index == 0 or not any(t in plan.topology.internal_topics
+                                                    for t in plan.subtopology.source_topics) else Bounds(bounded=True)
+            query = start_query(spark, plan, str(root / f"subtopology-{plan.subtopology_id}"), own)
+            self.queries.append(query)
+            query.awaitTermination()
+            self._raise_if_failed()
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait until every query has stopped (True) or `timeout` seconds passed (False). A query that
+        failed stops the others and raises `SparkQueryError`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._raise_if_failed()
+            if not any(q.isActive for q in self.queries):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
+
+    def _raise_if_failed(self) -> None:
+        for query in self.queries:
+            error = query.exception()
+            if error is not None:
+                self.stop()
+                raise SparkQueryError(f"Spark query {query.name} failed: {error}")
+
+    def stop(self) -> None:
+        """Stop every query (a batch in flight is abandoned and replayed on the next start), and the
+        SparkSession if this object made it."""
+        for query in self.queries:
+            if query.isActive:
+                query.stop()
+        if self._owns_session and self._spark is not None:
+            self._spark.stop()
+            self._spark = None

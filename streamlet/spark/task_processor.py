@@ -1,0 +1,143 @@
+"""`TaskProcessor`: the `transformWithState` processor that runs streamlet tasks inside Spark.
+
+Each grouping key is one task (sub-topology, partition). For each micro-batch Spark hands a task's
+rows to `handleInputRows` in no particular order; the task is built afresh (its stores over Spark's
+state, its progress from the `task` state), the rows go into its `PartitionGroup` per input partition
+in offset order, and the ordinary `StreamTask.process` merges partitions by timestamp and punctuates
+on stream time. The task then commits (stores write their dirty entries back to Spark once), its
+progress is saved, and it sends its output to Kafka itself (see `sink`). Nothing about a task survives
+in the Python worker between batches: Spark may run the next batch of the same task elsewhere.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Row
+from pyspark.sql.streaming import StatefulProcessor
+from pyspark.sql.types import LongType, StructField, StructType
+
+from streamlet.actors.partition_group import RawRecord
+from streamlet.actors.record_collector import RecordCollector
+from streamlet.actors.stream_task import StreamTask
+from streamlet.actors.task_progress import TaskProgress
+from streamlet.record import Headers
+from streamlet.spark.plan import SubTopologyPlan
+from streamlet.spark.sink import send_output
+from streamlet.spark.state_adapter import TaskState
+from streamlet.stores.spark import over_spark_state
+
+OUTPUT_SCHEMA = StructType([StructField("records", LongType(), False)])
+"""One row per task and batch: how many records it sent (its output goes to Kafka from the task)."""
+_OUTPUT_ROW = Row(*OUTPUT_SCHEMA.fieldNames())
+"""Row-based transformWithState takes `Row`s (it turns each into a dict for Arrow), not plain tuples."""
+
+INPUT_COLUMNS = ("task", "topic", "partition", "offset", "timestamp", "key", "value", "headers")
+"""The input rows' columns, in this order (the query selects them so)."""
+
+
+def _bytes(data: Any) -> bytes | None:
+    return data if data is None or type(data) is bytes else bytes(data)
+
+
+def _header(header: Any) -> tuple[str, bytes]:
+    # The rows come out of Arrow: a struct is a dict there, a Row (a tuple) elsewhere.
+    key, value = (header["key"], header["value"]) if isinstance(header, dict) else header
+    return key, _bytes(value) or b""
+
+
+def _consumed(row: Any) -> RawRecord:
+    _task, topic, partition, offset, timestamp, key, value, headers = row
+    kept: Headers = tuple(_header(h) for h in headers) if headers else ()
+    return RawRecord(topic, partition, offset, timestamp, _bytes(key), _bytes(value), kept)
+
+
+_STATE_ROOT = Path(tempfile.gettempdir()) / "streamlet-spark-tasks"
+"""Handed to tasks as their state root; Spark-backed stores never write there."""
+
+
+class TaskProcessor(StatefulProcessor):
+    def __init__(self, plan: SubTopologyPlan) -> None:
+        self._plan = plan
+
+    def init(self, handle: Any) -> None:
+        plan = self._plan
+        self._handle = handle
+        self._sub = plan.subtopology
+        self._state = TaskState(handle, list(self._sub.stores))
+        self._partition_of = {key: p for p, key in enumerate(plan.task_keys)}
+        self._config = plan.config()
+        self._cache_bytes = int(self._config["statestore.cache.max.bytes"]) // max(1, plan.tasks)
+
+    # -- one task, built for one batch ------------------------------------------------------------------
+    def _open_task(self, key: Any, now: int) -> StreamTask:
+        plan = self._plan
+        counts = plan.partition_counts
+        task = StreamTask(plan.topology, self._sub, self._partition_of[key[0]], self._config,
+                          RecordCollector(counts.__getitem__), _STATE_ROOT, clock=lambda: now,
+                          resolve_topic=plan.resolve_topic, cache_bytes=self._cache_bytes,
+                          open_store=over_spark_state(self._state.stores.__getitem__))
+        try:
+            task.initialize_stores()
+            task.initialize_processors()
+            saved = self._state.progress()
+            if saved is not None:
+                task.resume(TaskProgress.from_bytes(saved))
+        except BaseException:
+            task.close(clean=False)
+            raise
+        return task
+
+    def _finish(self, task: StreamTask) -> list[Row]:
+        """Commit the batch: stores write back, progress saved, timers set, the output sent and
+        acknowledged (before Spark commits the batch: at-least-once)."""
+        task.prepare_commit()
+        self._state.set_progress(task.progress().to_bytes())
+        if self._plan.wall_clock:
+            self._set_timer(task.next_wall_clock_due())
+        task.close(clean=True)
+        return [_OUTPUT_ROW(send_output(self._plan.client_settings(), task.collector.drain()))]
+
+    def _set_timer(self, due: int | None) -> None:
+        handle = self._handle
+        registered = list(handle.listTimers())
+        for when in registered:
+            if when != due:
+                handle.deleteTimer(when)
+        if due is not None and due not in registered:
+            handle.registerTimer(due)
+
+    def _run(self, key: Any, now: int, rows: Iterator[Any] | None) -> list[Row]:
+        task = self._open_task(key, now)
+        try:
+            if rows is not None:
+                by_partition: dict[tuple[str, int], list[RawRecord]] = {}
+                for row in rows:
+                    record = _consumed(row)
+                    by_partition.setdefault((record.topic, record.partition), []).append(record)
+                for (topic, partition), records in sorted(by_partition.items()):
+                    records.sort(key=lambda r: r.offset)  # Spark does not keep a group's row order
+                    task.add_records(topic, partition, records)
+                task.process()
+            if self._plan.wall_clock:
+                task.maybe_punctuate_wall_clock(now)
+            return self._finish(task)
+        except BaseException:
+            task.collector.discard()
+            task.close(clean=False)
+            raise
+
+    # -- Spark's callbacks ------------------------------------------------------------------------------
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        now = timerValues.getCurrentProcessingTimeInMs() if self._plan.wall_clock else int(time.time() * 1000)
+        yield from self._run(key, now, rows)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
+        yield from self._run(key, timerValues.getCurrentProcessingTimeInMs(), None)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,173 @@
+"""Run an application on the Spark engine against the real broker, and say what it must have written.
+
+What it must have written comes from the `TopologyTestDriver` with caching off, task by task: a Spark
+task sees only its own partition of each input, keeps its own stream time and merges its partitions
+by timestamp, so each task is replayed in a driver of its own, fed that task's records in the order
+`PartitionGroup` takes them (each micro-batch's records merged by timestamp, ties to the partition the
+task saw first). A sub-topology reading a repartition topic is replayed from what the engine really
+wrote there. Then, per output topic, partition and key: one task's records must match exactly and in
+order; records of one key written by several tasks (after a repartition) must be the same multiset,
+with each task's records in that task's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from streamlet.partitioner import default_partition
+from streamlet.serdes import Serdes
+from streamlet.spark.streams import flow_order
+from streamlet.testing import TopologyTestDriver
+from streamlet.topology import Topology
+
+B = Serdes.Bytes()
+Headers = tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class Rec:
+    """One record of a topic partition, as produced or as read back."""
+
+    topic: str
+    partition: int
+    key: bytes
+    value: bytes | None
+    timestamp: int
+    headers: Headers = field(default=())
+
+
+async def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
+    """Topics that keep records of any age: the inputs carry fixed timestamps from 2023, which the broker's
+    default 7-day retention would delete at its next check (a first run of this test lost outputs so)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, n, 1, topic_configs={"retention.ms": "-1"})
+                                   for t, n in partitions.items()])
+    finally:
+        await admin.close()
+
+
+async def produce(bootstrap: str, records: Iterable[Rec]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True)
+    await producer.start()
+    try:
+        sent = [await producer.send(r.topic, r.value, key=r.key, partition=r.partition, timestamp_ms=r.timestamp,
+                                    headers=list(r.headers) or None) for r in records]
+        await asyncio.gather(*sent)
+    finally:
+        await producer.stop()
+
+
+async def read_all(bootstrap: str, topics: dict[str, int], timeout_s: float = 60.0
+                   ) -> dict[tuple[str, int], list[Rec]]:
+    """Everything in `topics` (name -> partitions) up to their current ends, by partition in offset order."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+    await consumer.start()
+    found: dict[tuple[str, int], list[Rec]] = defaultdict(list)
+    try:
+        partitions = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
+        consumer.assign(partitions)
+        ends = await consumer.end_offsets(partitions)
+        deadline = time.monotonic() + timeout_s
+        while [tp for tp in partitions if await consumer.position(tp) < ends[tp]]:
+            assert time.monotonic() < deadline, "reading the output back timed out"
+            for tp, records in (await consumer.getmany(timeout_ms=500)).items():
+                found[(tp.topic, tp.partition)].extend(
+                    Rec(r.topic, r.partition, r.key, r.value, r.timestamp, tuple(r.headers)) for r in records)
+    finally:
+        await consumer.stop()
+    return found
+
+
+def _merged(queues: dict[str, list[Rec]], order: list[str]) -> list[Rec]:
+    """PartitionGroup's order over fully buffered queues: lowest head timestamp, ties to the earlier queue."""
+    heads = {t: 0 for t in order}
+    out: list[Rec] = []
+    while True:
+        best = None
+        for t in order:
+            q, i = queues.get(t, []), heads[t]
+            if i < len(q) and (best is None or q[i].timestamp < queues[best][heads[best]].timestamp):
+                best = t
+        if best is None:
+            return out
+        out.append(queues[best][heads[best]])
+        heads[best] += 1
+
+
+def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list[list[Rec]],
+                     counts: dict[str, int], written: dict[tuple[str, int], list[Rec]]
+                     ) -> dict[tuple[str, int, bytes], dict[int, list[Rec]]]:
+    """(topic, partition, key) -> task -> the records that task must have written there, in order."""
+    app = settings["application.id"]
+
+    def resolve(t: str) -> str:
+        return f"{app}-{t}" if t in topology.internal_topics else t
+
+    expected: dict[tuple[str, int, bytes], dict[int, list[Rec]]] = defaultdict(lambda: defaultdict(list))
+    for sub in flow_order(topology):
+        sources = sorted(resolve(t) for t in sub.source_topics)
+        sinks = {resolve(t) for t in sub.sink_topics}
+        internal = [t for t in sub.source_topics if t in topology.internal_topics]
+        assert not internal or len(internal) == len(sources), "mixed internal and user sources: not emulated"
+        for task in range(max(counts[t] for t in sources)):
+            with tempfile.TemporaryDirectory() as state, \
+                    TopologyTestDriver(topology, {**settings, "state.dir": state}, initial_wall_clock_time=0) as driver:
+                inputs = {t: driver.create_input_topic(t, B, B) for t in sources}
+                outputs = {t: driver.create_output_topic(t, B, B) for t in sinks}
+                if internal:
+                    feed = [[r for t in sources for r in written.get((t, task), [])]]
+                else:
+                    feed = [[r for r in batch if r.partition == task] for batch in batches]
+                order: list[str] = []
+                for batch in feed:
+                    queues: dict[str, list[Rec]] = defaultdict(list)
+                    for r in batch:
+                        queues[r.topic].append(r)
+                    order += sorted(t for t in queues if t not in order)
+                    for r in _merged(queues, order):
+                        inputs[r.topic].pipe_input(r.key, r.value, r.timestamp, r.headers)
+                for topic, out in outputs.items():
+                    for o in out.read_records_to_list():
+                        partition = default_partition(o.key, counts[topic])
+                        expected[(topic, partition, o.key)][task].append(
+                            Rec(topic, partition, o.key, o.value, o.timestamp, tuple(o.headers)))
+    return expected
+
+
+def compare(expected: dict[tuple[str, int, bytes], dict[int, list[Rec]]],
+            actual: dict[tuple[str, int], list[Rec]], topics: Iterable[str]) -> list[str]:
+    """The differences, as readable lines (empty: the engine wrote exactly what it must have)."""
+    wanted = set(topics)
+    by_key: dict[tuple[str, int, bytes], list[Rec]] = defaultdict(list)
+    for (topic, _), records in actual.items():
+        if topic in wanted:
+            for r in records:
+                by_key[(r.topic, r.partition, r.key)].append(r)
+    problems: list[str] = []
+    for where in sorted(set(by_key) | {w for w in expected if w[0] in wanted}):
+        got = by_key.get(where, [])
+        per_task = expected.get(where, {})
+        if len(per_task) <= 1:
+            want = next(iter(per_task.values()), [])
+            if got != want:
+                problems.append(f"{where}: expected {want}, got {got}")
+            continue
+        if Counter(got) != Counter(r for rs in per_task.values() for r in rs):
+            problems.append(f"{where}: expected the records of tasks {dict(per_task)}, got {got}")
+            continue
+        for task, want in per_task.items():
+            it = iter(got)
+            if not all(any(g == w for g in it) for w in want):
+                problems.append(f"{where}: task {task}'s records {want} are out of order in {got}")
+    return problems
