@@ -28,9 +28,14 @@ from streamlet.errors import (
     ConfigError,
     DeserializationError,
     InvalidStateStoreError,
+    InvalidStateStorePartitionError,
     SerializationError,
+    StateStoreMigratedError,
+    StateStoreNotAvailableError,
     StreamsError,
+    StreamsNotStartedError,
     TopologyError,
+    UnknownStateStoreError,
 )
 from streamlet.processor import (
     Cancellable,
@@ -42,6 +47,8 @@ from streamlet.processor import (
     UsePartitionTimeOnInvalidTimestamp,
     WallclockTimestampExtractor,
 )
+from streamlet.queries import QueryableStoreTypes, StoreQueryParameters
+from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from streamlet.record import KeyValue, Record, RecordMetadata
 from streamlet.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streamlet.serdes import Deserializer, Serde, Serdes, Serializer
@@ -70,12 +77,15 @@ __all__ = [
     "DeserializationError",
     "Deserializer",
     "Grouped",
+    "HostInfo",
     "InvalidStateStoreError",
+    "InvalidStateStorePartitionError",
     "Joined",
     "KGroupedStream",
     "KStream",
     "KTable",
     "KafkaStreams",
+    "KeyQueryMetadata",
     "KeyValue",
     "KeyValueBytesStoreSupplier",
     "KeyValueIterator",
@@ -86,6 +96,7 @@ __all__ = [
     "ProcessorContext",
     "Produced",
     "PunctuationType",
+    "QueryableStoreTypes",
     "Record",
     "RecordMetadata",
     "RecordTimestampExtractor",
@@ -96,12 +107,17 @@ __all__ = [
     "Serializer",
     "State",
     "StateStore",
+    "StateStoreMigratedError",
+    "StateStoreNotAvailableError",
     "StoreBuilder",
+    "StoreQueryParameters",
     "Stores",
     "StreamThreadExceptionResponse",
     "StreamsBuilder",
     "StreamsConfig",
     "StreamsError",
+    "StreamsMetadata",
+    "StreamsNotStartedError",
     "TimeWindow",
     "TimeWindowedKStream",
     "TimeWindows",
@@ -111,6 +127,7 @@ __all__ = [
     "Topology",
     "TopologyDescription",
     "TopologyError",
+    "UnknownStateStoreError",
     "UsePartitionTimeOnInvalidTimestamp",
     "ValueAndTimestamp",
     "WallclockTimestampExtractor",

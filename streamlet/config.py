@@ -49,7 +49,10 @@ DEFAULTS: dict[str, Any] = {
     "transaction.timeout.ms": 10000,
     # What a failure of the running client does when no handler function is set (KafkaStreams.
     # set_uncaught_exception_handler): shutdown_client | replace_thread | shutdown_application.
-    "uncaught.exception.handler": "shutdown_client",  # Kafka Streams' producer default under exactly-once
+    "uncaught.exception.handler": "shutdown_client",
+    # host:port where this instance answers interactive queries (streamlet.http); announced to the
+    # group so every instance knows which endpoint holds which partitions. "" = not announced.
+    "application.server": "",  # Kafka Streams' producer default under exactly-once
 }
 
 _INT_KEYS = {

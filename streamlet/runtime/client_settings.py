@@ -155,7 +155,7 @@ _CONTROLLED = {
 }
 # Kafka Streams settings streamlet does not implement: kept (no error), but said to have no effect.
 _STREAMS_NOT_IMPLEMENTED = frozenset({
-    "application.server", "topology.optimization", "rocksdb.config.setter", "state.cleanup.delay.ms",
+    "topology.optimization", "rocksdb.config.setter", "state.cleanup.delay.ms",
     "acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms", "task.timeout.ms",
     "cache.max.bytes.buffering", "default.dsl.store", "dsl.store.suppliers.class", "upgrade.from",
     "built.in.metrics.version", "default.client.supplier", "window.size.ms", "windowed.inner.class.serde",

@@ -240,7 +240,8 @@ class Supervisor:
         replicas = int(config["num.standby.replicas"])
         stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}
         assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state(),
-                                 standby_replicas=replicas, stateful_subtopologies=stateful)
+                                 standby_replicas=replicas, stateful_subtopologies=stateful,
+                                 application_server=str(config.get("application.server") or ""))
         self._assignor = assignor
         self.consumer = AIOKafkaConsumer(  # auto.offset.reset, max.poll.records, timeouts: _client_kwargs
             **self._client_kwargs(ClientRole.MAIN_CONSUMER), group_id=self.app_id, enable_auto_commit=False,
