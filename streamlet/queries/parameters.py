@@ -105,3 +105,12 @@ class StoreQueryParameters:
     def stale_stores_enabled(self) -> bool:
         """Kafka Streams' accessor name for `stale_stores`."""
         return self.stale_stores
+
+
+def native_store_type(builder: Any) -> QueryableStoreType:
+    """The query type matching the class of the store `builder` builds, with values as stored
+    (`ValueAndTimestamp` for timestamped stores): what a bare store name asks for."""
+    sample = builder.build()
+    if isinstance(sample, WindowStore):
+        return QueryableStoreType("window", isinstance(sample, TimestampedWindowStore))
+    return QueryableStoreType("key_value", isinstance(sample, TimestampedKeyValueStore))

@@ -28,15 +28,13 @@ from streamlet.errors import (
 )
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, MetadataView, StreamsMetadata
-from streamlet.queries.parameters import QueryableStoreType, QueryableStoreTypes, StoreQueryParameters
+from streamlet.queries.parameters import QueryableStoreTypes, StoreQueryParameters, native_store_type
 from streamlet.queries.provider import StoreProvider, local_copies
 from streamlet.queries.window_view import ReadOnlyWindowView
 from streamlet.runtime.client_settings import redact
 from streamlet.runtime.instance_id import ensure_state_directory, state_root
 from streamlet.runtime.supervisor import Supervisor
 from streamlet.serdes import Serde, Serializer
-from streamlet.stores.api import TimestampedKeyValueStore
-from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -277,7 +275,9 @@ class KafkaStreams:
         earlier versions did. The view looks its copies up at every call, so it outlives rebalances;
         a call raises `StateStoreMigratedError` while the store is moving (see `streamlet.queries`)."""
         if isinstance(parameters, str):
-            parameters = StoreQueryParameters.from_name_and_type(parameters, self._native_store_type(parameters))
+            builder = self.topology.store_builders.get(parameters)
+            own = native_store_type(builder) if builder is not None else QueryableStoreTypes.key_value_store()
+            parameters = StoreQueryParameters.from_name_and_type(parameters, own)
         name = parameters.store_name
         if name not in self.topology.store_builders:
             raise UnknownStateStoreError(
@@ -324,16 +324,6 @@ class KafkaStreams:
         """This instance's `application.server`, or None when unset."""
         endpoint = str(self.config.get("application.server") or "")
         return HostInfo.parse(endpoint) if endpoint else None
-
-    def _native_store_type(self, name: str) -> QueryableStoreType:
-        """The query type matching a store's own class, values as stored."""
-        builder = self.topology.store_builders.get(name)
-        if builder is None:
-            return QueryableStoreTypes.key_value_store()
-        sample = builder.build()
-        if isinstance(sample, WindowStore):
-            return QueryableStoreType("window", isinstance(sample, TimestampedWindowStore))
-        return QueryableStoreType("key_value", isinstance(sample, TimestampedKeyValueStore))
 
     @property
     def metrics(self) -> dict[str, Any]:

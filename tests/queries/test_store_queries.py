@@ -24,6 +24,7 @@ from streamlet import (
     ValueAndTimestamp,
     Windowed,
 )
+from streamlet.http import StreamsApp
 from tests.integration.kafka_helpers import create_topics
 from tests.queries.helpers import BASE_TS, eventually, expected_counts, produce_counts
 from tests.queries.query_app import WINDOW_MS, topology
@@ -169,6 +170,9 @@ async def test_during_a_rebalance_stale_queries_read_the_standby_and_plain_ones_
         except StateStoreMigratedError as exc:
             seen["plain"] = exc
         seen["stale"] = {key: stale.get(key) for key in counts}
+        http = StreamsApp(apps[0])  # the same answers as HTTP gives them
+        seen["http_plain"] = http.local_key("counts", "key-000", "keys", {})
+        seen["http_stale"] = {key: http.local_key("counts", key, "keys", {"stale": "true"}) for key in counts}
 
     apps[0].set_state_listener(on_change)
     try:
@@ -189,3 +193,8 @@ async def test_during_a_rebalance_stale_queries_read_the_standby_and_plain_ones_
             await app.close()
     assert "migrating" in str(seen["plain"])
     assert {k: seen["stale"][k] for k in owned_by_second} == {k: counts[k] for k in owned_by_second}
+    status, body = seen["http_plain"]
+    assert status == 503 and "migrating" in body["error"] and body["retriable"]
+    for key in owned_by_second:
+        status, body = seen["http_stale"][key]
+        assert status == 200 and body["value"] == counts[key] and body["stale"], body
