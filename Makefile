@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars toxiproxy bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
+.PHONY: all demo test lint broker-jars toxiproxy prometheus bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
 
 all: test
 
@@ -45,11 +45,18 @@ toxiproxy:
 	  mkdir -p $(dir $(TOXIPROXY)) && mv $(CURDIR)/.cache/toxiproxy-build/server $(TOXIPROXY) && \
 	  rmdir $(CURDIR)/.cache/toxiproxy-build; }
 
+# A real Prometheus server (and promtool) for the metrics test (tests/metrics): Debian's package,
+# installed when missing (CI runs as root on a fresh Debian machine).
+prometheus:
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "make prometheus: install Prometheus (prometheus and promtool on PATH)" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint broker-jars toxiproxy
+test: lint broker-jars toxiproxy prometheus
 	$(BIN)/pytest -q
 
 demo: broker-jars

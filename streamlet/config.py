@@ -52,7 +52,9 @@ DEFAULTS: dict[str, Any] = {
     "uncaught.exception.handler": "shutdown_client",
     # host:port where this instance answers interactive queries (streamlet.http); announced to the
     # group so every instance knows which endpoint holds which partitions. "" = not announced.
-    "application.server": "",  # Kafka Streams' producer default under exactly-once
+    "application.server": "",
+    # Which built-in metrics are recorded and reported: INFO or DEBUG (streamlet.metrics).
+    "metrics.recording.level": "INFO",  # Kafka Streams' producer default under exactly-once
 }
 
 _INT_KEYS = {

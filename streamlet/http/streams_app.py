@@ -8,6 +8,7 @@ Query routes (GET, JSON answers):
     /stores/{store}/windows?from=T&to=U        the windows of every key, from every instance
     /metadata                                  every instance: endpoint, stores, partitions (active, standby)
     /health/live, /health/ready                200 while the client runs / once it is RUNNING, else 503
+    /metrics                                   Kafka Streams' metrics, Prometheus text format
 Options: `stale=true` also reads standby and restoring copies (Kafka Streams' `enable_stale_stores()`),
 `timestamped=true` answers `{"value", "timestamp"}`, `local=true` answers from this instance only (what
 instances send each other when they forward).
@@ -39,6 +40,7 @@ from streamlet.errors import (
 from streamlet.http.client import ForwardingError, get_json
 from streamlet.http.json_values import dumps, jsonable, key_serde, parse_key
 from streamlet.http.server import Receive, Scope, Send
+from streamlet.metrics.prometheus import CONTENT_TYPE, render
 from streamlet.queries.metadata import HostInfo
 from streamlet.queries.parameters import QueryableStoreType, StoreQueryParameters, native_store_type
 from streamlet.windowed import MAX_TIME
@@ -81,7 +83,8 @@ class StreamsApp:
     def __init__(self, streams: Any, extra_routes: dict[str, Route] | None = None) -> None:
         self.streams = streams
         self._routes: dict[str, Route] = {"stores": self._stores_route, "metadata": self._metadata_route,
-                                          "health": self._health_route, **(extra_routes or {})}
+                                          "health": self._health_route, "metrics": self._metrics_route,
+                                          **(extra_routes or {})}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":  # nothing to set up: accept start-up and shutdown
@@ -116,6 +119,9 @@ class StreamsApp:
         else:
             return 404, dumps({"error": "health/live or health/ready"}), "application/json"
         return (200 if ok else 503), dumps({"state": state}), "application/json"
+
+    async def _metrics_route(self, _parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
+        return 200, render(self.streams.streams_metrics.metrics()).encode(), CONTENT_TYPE
 
     async def _metadata_route(self, _parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
         try:

@@ -124,7 +124,7 @@ _UNSUPPORTED = frozenset({
     "max.block.ms", "send.buffer.bytes", "receive.buffer.bytes", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
     "client.dns.lookup", "default.api.timeout.ms", "interceptor.classes", "metric.reporters",
-    "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level", "auto.include.jmx.reporter",
+    "metrics.num.samples", "metrics.sample.window.ms", "auto.include.jmx.reporter",
     "enable.metrics.push", "allow.auto.create.topics", "exclude.internal.topics", "partitioner.class",
     "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms",
     "group.instance.id", "group.protocol", "group.remote.assignor", "internal.leave.group.on.close",

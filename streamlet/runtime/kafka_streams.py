@@ -26,6 +26,7 @@ from streamlet.errors import (
     UnknownStateStoreError,
     error_summary,
 )
+from streamlet.metrics.streams_metrics import StreamsMetrics
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, MetadataView, StreamsMetadata
 from streamlet.queries.parameters import QueryableStoreTypes, StoreQueryParameters, native_store_type
@@ -117,6 +118,8 @@ class KafkaStreams:
         self._supervisor: Supervisor | None = None
         self._runner: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
+        # Kafka Streams' built-in metrics (thread, task, processor node, consumer lag); see streamlet.metrics.
+        self.streams_metrics = StreamsMetrics(self.config, lambda: self._supervisor)
 
     # -- state ----------------------------------------------------------------------------------------
     @property
@@ -162,10 +165,15 @@ class KafkaStreams:
             raise StreamsError(f"start() needs the CREATED state, not {self._state.name}")
         log.info("%s", _config_in_force(self.config))
         self._set_state(State.REBALANCING)
-        self._supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
+        self._supervisor = self._new_supervisor()
         started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._runner = asyncio.create_task(self._run(started), name=f"streamlet-{self.config.application_id}")
         await started
+
+    def _new_supervisor(self) -> Supervisor:
+        supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
+        supervisor.on_loop = self.streams_metrics.maybe_sample
+        return supervisor
 
     def _on_rebalance(self, assigned: bool) -> None:
         if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.ERROR):
@@ -194,7 +202,7 @@ class KafkaStreams:
                 if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:
                     replacements += 1
                     log.warning("replacing the failed group member (replacement #%d)", replacements)
-                    self._supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
+                    self._supervisor = self._new_supervisor()
                     self._set_state(State.REBALANCING)
                     continue
                 if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
