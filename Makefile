@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy bench bench-spark bench-quick bench-report chaos chaos-repeat soak fidelity venv clean distclean
+.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus bench bench-spark bench-quick bench-report chaos chaos-repeat soak fidelity venv clean distclean
 
 all: test
 
@@ -50,11 +50,18 @@ toxiproxy:
 	  mkdir -p $(dir $(TOXIPROXY)) && mv $(CURDIR)/.cache/toxiproxy-build/server $(TOXIPROXY) && \
 	  rmdir $(CURDIR)/.cache/toxiproxy-build; }
 
+# A real Prometheus server (and promtool) for the metrics test (tests/metrics): Debian's package,
+# installed when missing (CI runs as root on a fresh Debian machine).
+prometheus:
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "make prometheus: install Prometheus (prometheus and promtool on PATH)" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint docs broker-jars spark-jars toxiproxy
+test: lint docs broker-jars spark-jars toxiproxy prometheus
 	$(BIN)/pytest -q
 
 # The documentation (docs/), built with Sphinx; any warning fails the build. Output: docs/_build/html.

@@ -32,7 +32,7 @@ from typing import Any
 from aiokafka.errors import KafkaConnectionError
 
 from streamlet.config import StreamsConfig
-from streamlet.errors import StreamsError, error_summary
+from streamlet.errors import ConfigError, StreamsError, error_summary
 from streamlet.runtime.gc_tuning import tune_gc_for_streaming
 
 log = logging.getLogger("streamlet.cli")
@@ -194,8 +194,10 @@ def _configure_logging(level: str) -> None:
     broker_wait_log.install()  # "waiting for the broker" / "continuing" instead of only aiokafka's retry errors
 
 
-async def run_streams(topology: Any, config: dict[str, Any], close_timeout: float) -> int:
-    """Run until SIGINT/SIGTERM (exit 0 after a clean close) or until the client fails (exit 1)."""
+async def run_streams(topology: Any, config: dict[str, Any], close_timeout: float,
+                      http: tuple[str, int] | None = None) -> int:
+    """Run until SIGINT/SIGTERM (exit 0 after a clean close) or until the client fails (exit 1);
+    with `http`, serve `streamlet.http`'s app there for as long."""
     from streamlet.runtime.kafka_streams import KafkaStreams
 
     loop = asyncio.get_running_loop()
@@ -223,10 +225,18 @@ async def run_streams(topology: Any, config: dict[str, Any], close_timeout: floa
         loop.add_signal_handler(signum, on_signal, signum)
     streams = KafkaStreams(topology, config)
     streams.set_state_listener(on_state_change)
+    server = None
+    if http is not None:
+        from streamlet.http import serve, streams_app
+
+        server = await serve(streams_app(streams), *http)
+        log.info("HTTP server listening on %s:%d", *http)
     try:
         await streams.start()
         await finished.wait()
     finally:
+        if server is not None:
+            server.close()
         clean = await streams.close(timeout=close_timeout)
         if not clean:
             log.warning("the streams client did not close within %.0fs", close_timeout)
@@ -262,6 +272,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         _check_worker_state_dirs(config, args.workers)
         worker_args = [args.target, "--log-level", args.log_level, "--close-timeout", str(args.close_timeout)]
+        if args.http:
+            worker_args += ["--http", args.http]
         for path in args.config or []:
             worker_args += ["--config", path]
         for item in args.set or []:
@@ -271,8 +283,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if worker is not None:
         config["state.dir"] = _worker_state_dir(config, worker)
         config.pop("state_dir", None)
+    http = _http_address(args.http, int(worker or 0)) if args.http else None
+    if http is not None and not config.get("application.server") and http[0] not in ("0.0.0.0", "::", ""):
+        config["application.server"] = f"{http[0]}:{http[1]}"
     tune_gc_for_streaming()  # this process is ours: see streamlet/runtime/gc_tuning.py
-    return asyncio.run(run_streams(topology, config, args.close_timeout))
+    return asyncio.run(run_streams(topology, config, args.close_timeout, http))
+
+
+def _http_address(text: str, worker: int) -> tuple[str, int]:
+    """`HOST:PORT` of `--http`, the port moved up by the worker's index so that workers do not collide."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--http wants HOST:PORT, got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port) + worker
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
@@ -377,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=1, metavar="N",
                      help="N supervised worker processes, one group member each (Kafka Streams' "
                           "num.stream.threads, as processes); a worker that dies is replaced")
+    run.add_argument("--http", metavar="HOST:PORT", default=None,
+                     help="serve interactive queries, /health/live and /health/ready over HTTP there "
+                          "(worker i of --workers N listens on PORT+i); application.server defaults to it")
     run.add_argument("--close-timeout", type=float, default=60.0, metavar="SECONDS",
                      help="how long a clean close may take after a signal (default 60)")
     run.set_defaults(handler=_cmd_run)

@@ -49,7 +49,12 @@ DEFAULTS: dict[str, Any] = {
     "transaction.timeout.ms": 10000,
     # What a failure of the running client does when no handler function is set (KafkaStreams.
     # set_uncaught_exception_handler): shutdown_client | replace_thread | shutdown_application.
-    "uncaught.exception.handler": "shutdown_client",  # Kafka Streams' producer default under exactly-once
+    "uncaught.exception.handler": "shutdown_client",
+    # host:port where this instance answers interactive queries (streamlet.http); announced to the
+    # group so every instance knows which endpoint holds which partitions. "" = not announced.
+    "application.server": "",
+    # Which built-in metrics are recorded and reported: INFO or DEBUG (streamlet.metrics).
+    "metrics.recording.level": "INFO",  # Kafka Streams' producer default under exactly-once
 }
 
 DESCRIPTIONS: dict[str, str] = {

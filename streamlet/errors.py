@@ -37,6 +37,30 @@ class InvalidStateStoreError(StreamsError):
     """A store was used before init, after close, or from a processor it is not connected to."""
 
 
+class UnknownStateStoreError(InvalidStateStoreError):
+    """Kafka Streams' UnknownStateStoreException: the topology has no store of that name."""
+
+
+class StreamsNotStartedError(InvalidStateStoreError):
+    """Kafka Streams' StreamsNotStartedException: stores are queried before `start()`."""
+
+
+class StateStoreNotAvailableError(InvalidStateStoreError):
+    """Kafka Streams' StateStoreNotAvailableException: the client is shutting down or stopped, so its
+    stores are gone for good (asking again will not help; ask another instance)."""
+
+
+class StateStoreMigratedError(InvalidStateStoreError):
+    """Kafka Streams' StateStoreMigratedException: a rebalance is moving the store, or its local copy
+    closed under the query. Transient: re-discover the owner (`query_metadata_for_key`) and retry,
+    or query with `enable_stale_stores()` to read a standby or restoring copy meanwhile."""
+
+
+class InvalidStateStorePartitionError(InvalidStateStoreError):
+    """Kafka Streams' InvalidStateStorePartitionException: `with_partition(p)` names a partition this
+    instance holds no copy of."""
+
+
 class TaskMigratedError(StreamsError):
     """The task no longer belongs to this instance (rebalance or fencing); close it dirty."""
 

@@ -24,6 +24,7 @@ from streamlet.actors.partition_group import ConsumedRecord
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.actors.stream_task import StreamTask
 from streamlet.errors import StreamsError
+from streamlet.metrics.counters import TaskCounters
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class TaskActor:
         self._receive = receive
         self.closed = anyio.Event()
         self.error: BaseException | None = None
+        self.counters = TaskCounters()  # per-batch measurements behind the task metrics
 
     @property
     def task_id(self) -> str:
@@ -172,7 +174,12 @@ class TaskActor:
                 task.add_records(message.topic, message.partition, message.records)
             if message.caught_up is not None:
                 task.partition_group.set_caught_up(message.topic, message.partition, message.caught_up)
-            task.process()
+            records = message.records
+            started = time.perf_counter_ns()
+            processed = task.process()
+            self.counters.record_batch(time.perf_counter_ns() - started, processed,
+                                       records[0].timestamp if records else None,
+                                       records[-1].timestamp if records else 0, self._wall())
             task.maybe_punctuate_wall_clock(self._wall())
             await self._flush_output()
             return False

@@ -27,6 +27,13 @@ every member an assignment with it set and no tasks, as Kafka Streams does with 
 code.
 In JoinGroup metadata the lists are what the member owns now; in the assignment they are what it
 must run. Later versions only append fields, so a reader takes the fields it knows and ignores the rest.
+Version 2 always writes the shutdown byte and appends where interactive queries find their owners
+(Kafka Streams' `application.server`, its AssignmentInfo's partitions-by-host):
+    ... | u8 shutdown | str endpoint | i32 n_hosts | n_hosts * (str endpoint | active list | standby list)
+(str: i16 length + UTF-8). In JoinGroup metadata `endpoint` is the member's own `application.server`
+("" when unset) and there are no hosts; in the assignment every member gets the same host map: the
+tasks (active, standby) of each member that has an endpoint. A version-1 member ignores the tail,
+and a version-1 leader sends none, so a rolling upgrade only delays the host map to its end.
 Standby tasks (`num.standby.replicas`): each stateful task gets that many warm copies on members other
 than its active owner (never two on one member), placed stickily where a member already keeps one, else
 on the member with the fewest; a member that keeps a standby counts as "has state" when the active
@@ -52,29 +59,78 @@ log = logging.getLogger(__name__)
 ASSIGNOR_NAME = "streamlet"
 """The group protocol name; every member of an application's group must offer it."""
 
-USER_DATA_VERSION = 1
+USER_DATA_VERSION = 2
 _HEADER = struct.Struct(">Bi")
 _COUNT = struct.Struct(">i")
 _TASK = struct.Struct(">ii")
+_STR_LEN = struct.Struct(">h")
 
 
 # -- user_data encoding --------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class HostTasks:
+    """One member's tasks as the assignment's host map shows them to every member."""
+
+    endpoint: str
+    active: tuple[TaskId, ...] = ()
+    standby: tuple[TaskId, ...] = ()
+
+
+def _pack_tasks(tasks: Iterable[TaskId]) -> list[bytes]:
+    ordered = sorted(tasks)
+    return [_COUNT.pack(len(ordered)), *(_TASK.pack(t.subtopology, t.partition) for t in ordered)]
+
+
+def _pack_str(text: str) -> bytes:
+    data = text.encode("utf-8")
+    return _STR_LEN.pack(len(data)) + data
+
+
+class _Reader:
+    """Reads the fields of a payload in order; every read checks the bytes are there."""
+
+    def __init__(self, data: bytes, offset: int) -> None:
+        self.data, self.offset = data, offset
+
+    def _take(self, size: int) -> int:
+        start = self.offset
+        if size < 0 or start + size > len(self.data):
+            raise ValueError("task payload truncated")
+        self.offset += size
+        return start
+
+    def tasks(self) -> tuple[TaskId, ...]:
+        (count,) = _COUNT.unpack_from(self.data, self._take(_COUNT.size))
+        start = self._take(count * _TASK.size)
+        return tuple(TaskId(*_TASK.unpack_from(self.data, start + i * _TASK.size)) for i in range(count))
+
+    def text(self) -> str:
+        (length,) = _STR_LEN.unpack_from(self.data, self._take(_STR_LEN.size))
+        start = self._take(length)
+        return self.data[start:start + length].decode("utf-8")
+
+    def count(self) -> int:
+        (count,) = _COUNT.unpack_from(self.data, self._take(_COUNT.size))
+        return int(count)
+
+
+@dataclass(frozen=True)
 class TaskPayload:
-    """What travels in `user_data`: the tasks (active and standby) and the epoch they belong to."""
+    """What travels in `user_data`: the tasks (active and standby) and the epoch they belong to, and
+    (version 2) the member's `application.server` and the host map of an assignment."""
 
     epoch: int
     active: tuple[TaskId, ...] = ()
     standby: tuple[TaskId, ...] = ()
     shutdown: bool = False
+    endpoint: str = ""
+    hosts: tuple[HostTasks, ...] = ()
 
     def encode(self) -> bytes:
-        parts = [_HEADER.pack(USER_DATA_VERSION, self.epoch)]
-        for tasks in (self.active, self.standby):
-            parts.append(_COUNT.pack(len(tasks)))
-            parts.extend(_TASK.pack(t.subtopology, t.partition) for t in sorted(tasks))
-        if self.shutdown:
-            parts.append(b"\x01")
+        parts = [_HEADER.pack(USER_DATA_VERSION, self.epoch), *_pack_tasks(self.active), *_pack_tasks(self.standby),
+                 b"\x01" if self.shutdown else b"\x00", _pack_str(self.endpoint), _COUNT.pack(len(self.hosts))]
+        for host in self.hosts:
+            parts += [_pack_str(host.endpoint), *_pack_tasks(host.active), *_pack_tasks(host.standby)]
         return b"".join(parts)
 
     @classmethod
@@ -85,20 +141,15 @@ class TaskPayload:
         version, epoch = _HEADER.unpack_from(data)
         if version < 1:
             raise ValueError(f"unknown task payload version {version}")
-        offset = _HEADER.size
-        lists: list[tuple[TaskId, ...]] = []
-        for _ in range(2):
-            if offset + _COUNT.size > len(data):
-                raise ValueError("task payload truncated")
-            (count,) = _COUNT.unpack_from(data, offset)
-            offset += _COUNT.size
-            end = offset + count * _TASK.size
-            if count < 0 or end > len(data):
-                raise ValueError("task payload truncated")
-            lists.append(tuple(TaskId(*_TASK.unpack_from(data, o)) for o in range(offset, end, _TASK.size)))
-            offset = end
-        shutdown = len(data) > offset and data[offset] == 1
-        return cls(epoch, lists[0], lists[1], shutdown)
+        reader = _Reader(data, _HEADER.size)
+        active, standby = reader.tasks(), reader.tasks()
+        shutdown = len(data) > reader.offset and data[reader.offset] == 1
+        if version < 2 or len(data) <= reader.offset:
+            return cls(epoch, active, standby, shutdown)
+        reader.offset += 1
+        endpoint = reader.text()
+        hosts = tuple(HostTasks(reader.text(), reader.tasks(), reader.tasks()) for _ in range(reader.count()))
+        return cls(epoch, active, standby, shutdown, endpoint, hosts)
 
 
 # -- the pure assignment logic -------------------------------------------------------------------------
@@ -273,8 +324,11 @@ class TaskAssignor(AbstractPartitionAssignor):
 
     def __init__(self, topic_to_subtopology: Mapping[str, int],
                  previous_active_tasks: Iterable[TaskId] = (), *, standby_replicas: int = 0,
-                 stateful_subtopologies: Collection[int] = ()) -> None:
+                 stateful_subtopologies: Collection[int] = (), application_server: str = "") -> None:
         self.topic_to_subtopology = dict(topic_to_subtopology)
+        self.application_server = application_server
+        # Every member's tasks by its application.server, from the last assignment (interactive queries).
+        self.hosts: tuple[HostTasks, ...] = ()
         self.standby_replicas = standby_replicas
         self.stateful_subtopologies = frozenset(stateful_subtopologies)
         self.request_shutdown = False  # set to ask the whole application to shut down at the next join
@@ -289,7 +343,8 @@ class TaskAssignor(AbstractPartitionAssignor):
     # Called on every (re)join: tell the leader what we own.
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
         owned = self.active_tasks if self.assignments else self._local_state_tasks
-        payload = TaskPayload(self.epoch, tuple(owned), tuple(self.standby_tasks), self.request_shutdown)
+        payload = TaskPayload(self.epoch, tuple(owned), tuple(self.standby_tasks), self.request_shutdown,
+                              self.application_server)
         return ConsumerProtocolMemberMetadata(self.version, sorted(topics), payload.encode())
 
     # Called on the elected leader only.
@@ -305,6 +360,7 @@ class TaskAssignor(AbstractPartitionAssignor):
         claims: dict[str, MemberClaim] = {}
         eligible: dict[str, set[int]] = {}
         shutdown = False
+        endpoints: dict[str, str] = {}
         topics_of: dict[int, set[str]] = defaultdict(set)
         for topic in counts:
             topics_of[self.topic_to_subtopology[topic]].add(topic)
@@ -322,6 +378,8 @@ class TaskAssignor(AbstractPartitionAssignor):
                             member_id, exc)
                 payload = TaskPayload(-1)
             shutdown |= payload.shutdown
+            if payload.endpoint:
+                endpoints[member_id] = payload.endpoint
             claims[member_id] = MemberClaim(payload.epoch, frozenset(payload.active), frozenset(payload.standby))
 
         epoch = max((c.epoch for c in claims.values()), default=0) + 1
@@ -332,6 +390,8 @@ class TaskAssignor(AbstractPartitionAssignor):
         by_member = assign_tasks(tasks, list(members), claims, eligible)
         standbys = assign_standbys(by_member, [t for t in tasks if t.subtopology in self.stateful_subtopologies],
                                    self.standby_replicas, claims)
+        hosts = tuple(HostTasks(endpoints[m], tuple(by_member[m]), tuple(standbys.get(m, ())))
+                      for m in sorted(by_member) if m in endpoints)
         result: dict[str, ConsumerProtocolMemberAssignment] = {}
         for member_id, member_tasks in by_member.items():
             per_topic: dict[str, list[int]] = defaultdict(list)
@@ -341,7 +401,8 @@ class TaskAssignor(AbstractPartitionAssignor):
             result[member_id] = ConsumerProtocolMemberAssignment(
                 self.version,
                 sorted((topic, sorted(ps)) for topic, ps in per_topic.items()),
-                TaskPayload(epoch, tuple(member_tasks), tuple(standbys.get(member_id, ()))).encode(),
+                TaskPayload(epoch, tuple(member_tasks), tuple(standbys.get(member_id, ())),
+                            hosts=hosts).encode(),
             )
         log.info("assignment epoch %d: %s%s", epoch,
                  {m: [str(t) for t in ts] for m, ts in sorted(by_member.items())},
@@ -373,13 +434,14 @@ class TaskAssignor(AbstractPartitionAssignor):
         self.shutdown_requested = payload.shutdown
         self.active_tasks = set(by_task)
         self.standby_tasks = set(payload.standby)
+        self.hosts = payload.hosts
         self.partitions_by_task = {t: sorted(ps) for t, ps in by_task.items()}
         self.assignments += 1
 
 
 def make_assignor(topic_to_subtopology: Mapping[str, int],
                   previous_active_tasks: Iterable[TaskId] = (), *, standby_replicas: int = 0,
-                  stateful_subtopologies: Collection[int] = ()) -> TaskAssignor:
+                  stateful_subtopologies: Collection[int] = (), application_server: str = "") -> TaskAssignor:
     """A fresh assignor for one KafkaStreams instance (topic: real topic name -> sub-topology id)."""
     return TaskAssignor(topic_to_subtopology, previous_active_tasks, standby_replicas=standby_replicas,
-                        stateful_subtopologies=stateful_subtopologies)
+                        stateful_subtopologies=stateful_subtopologies, application_server=application_server)

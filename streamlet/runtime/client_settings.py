@@ -124,7 +124,7 @@ _UNSUPPORTED = frozenset({
     "max.block.ms", "send.buffer.bytes", "receive.buffer.bytes", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
     "client.dns.lookup", "default.api.timeout.ms", "interceptor.classes", "metric.reporters",
-    "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level", "auto.include.jmx.reporter",
+    "metrics.num.samples", "metrics.sample.window.ms", "auto.include.jmx.reporter",
     "enable.metrics.push", "allow.auto.create.topics", "exclude.internal.topics", "partitioner.class",
     "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms",
     "group.instance.id", "group.protocol", "group.remote.assignor", "internal.leave.group.on.close",
@@ -155,7 +155,7 @@ _CONTROLLED = {
 }
 # Kafka Streams settings streamlet does not implement: kept (no error), but said to have no effect.
 _STREAMS_NOT_IMPLEMENTED = frozenset({
-    "application.server", "topology.optimization", "rocksdb.config.setter", "state.cleanup.delay.ms",
+    "topology.optimization", "rocksdb.config.setter", "state.cleanup.delay.ms",
     "acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms", "task.timeout.ms",
     "cache.max.bytes.buffering", "default.dsl.store", "dsl.store.suppliers.class", "upgrade.from",
     "built.in.metrics.version", "default.client.supplier", "window.size.ms", "windowed.inner.class.serde",

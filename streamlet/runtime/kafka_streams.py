@@ -18,12 +18,25 @@ from typing import Any
 
 from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
-from streamlet.errors import ApplicationShutdownError, InvalidStateStoreError, StreamsError, error_summary
+from streamlet.errors import (
+    ApplicationShutdownError,
+    StateStoreNotAvailableError,
+    StreamsError,
+    StreamsNotStartedError,
+    UnknownStateStoreError,
+    error_summary,
+)
+from streamlet.metrics.streams_metrics import StreamsMetrics
+from streamlet.queries.key_value_view import ReadOnlyKeyValueView
+from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, MetadataView, StreamsMetadata
+from streamlet.queries.parameters import QueryableStoreTypes, StoreQueryParameters, native_store_type
+from streamlet.queries.provider import StoreProvider, local_copies
+from streamlet.queries.window_view import ReadOnlyWindowView
 from streamlet.runtime.client_settings import redact
 from streamlet.runtime.instance_id import ensure_state_directory, state_root
-from streamlet.runtime.read_only_store import CompositeReadOnlyKeyValueStore
 from streamlet.runtime.reset_tool import clean_up
 from streamlet.runtime.supervisor import Supervisor
+from streamlet.serdes import Serde, Serializer
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -122,6 +135,7 @@ class KafkaStreams:
         self.config = StreamsConfig.of(config)
         self.config.application_id  # noqa: B018 - fail fast when missing
         topology.validate()
+        self.application_server  # noqa: B018 - a malformed application.server fails here, with its value
         # As Kafka Streams' constructor: a state directory that cannot be created or written is a
         # configuration error, reported now with its path rather than when the first task opens.
         ensure_state_directory(state_root(self.config, self.config.application_id))
@@ -131,6 +145,8 @@ class KafkaStreams:
         self._supervisor: Supervisor | None = None
         self._runner: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
+        # Kafka Streams' built-in metrics (thread, task, processor node, consumer lag); see streamlet.metrics.
+        self.streams_metrics = StreamsMetrics(self.config, lambda: self._supervisor)
 
     # -- state ----------------------------------------------------------------------------------------
     @property
@@ -185,10 +201,15 @@ class KafkaStreams:
             raise StreamsError(f"start() needs the CREATED state, not {self._state.name}")
         log.info("%s", _config_in_force(self.config))
         self._set_state(State.REBALANCING)
-        self._supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
+        self._supervisor = self._new_supervisor()
         started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._runner = asyncio.create_task(self._run(started), name=f"streamlet-{self.config.application_id}")
         await started
+
+    def _new_supervisor(self) -> Supervisor:
+        supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
+        supervisor.on_loop = self.streams_metrics.maybe_sample
+        return supervisor
 
     def _on_rebalance(self, assigned: bool) -> None:
         if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.ERROR):
@@ -217,7 +238,7 @@ class KafkaStreams:
                 if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:
                     replacements += 1
                     log.warning("replacing the failed group member (replacement #%d)", replacements)
-                    self._supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
+                    self._supervisor = self._new_supervisor()
                     self._set_state(State.REBALANCING)
                     continue
                 if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
@@ -298,14 +319,64 @@ class KafkaStreams:
         await self.close()
 
     # -- interactive queries --------------------------------------------------------------------------
-    def store(self, name: str) -> CompositeReadOnlyKeyValueStore:
-        """A read-only view over this instance's local copies of the store (all its active tasks)."""
+    def store(self, parameters: StoreQueryParameters | str) -> ReadOnlyKeyValueView | ReadOnlyWindowView:
+        """A read-only view of this instance's copies of a store (Kafka Streams' `store()`).
+
+        Pass `StoreQueryParameters.from_name_and_type(name, QueryableStoreTypes.key_value_store())` (or
+        another type; `.enable_stale_stores()`, `.with_partition(p)`). A bare store name gives the view
+        of the store's own type with values as stored (`ValueAndTimestamp` for timestamped stores), as
+        earlier versions did. The view looks its copies up at every call, so it outlives rebalances;
+        a call raises `StateStoreMigratedError` while the store is moving (see `streamlet.queries`)."""
+        if isinstance(parameters, str):
+            builder = self.topology.store_builders.get(parameters)
+            own = native_store_type(builder) if builder is not None else QueryableStoreTypes.key_value_store()
+            parameters = StoreQueryParameters.from_name_and_type(parameters, own)
+        name = parameters.store_name
         if name not in self.topology.store_builders:
-            raise InvalidStateStoreError(f"the topology has no state store named {name!r}")
-        if not self._state.is_running_or_rebalancing() or self._supervisor is None:
-            raise InvalidStateStoreError(f"store {name!r} is not queryable in state {self._state.name}")
-        supervisor = self._supervisor
-        return CompositeReadOnlyKeyValueStore(name, lambda: supervisor.tasks.stores(name) if supervisor.tasks else [])
+            raise UnknownStateStoreError(
+                f"cannot get state store {name!r} because no such store is registered in the topology")
+        if self._state is State.CREATED:
+            raise StreamsNotStartedError(f"store {name!r} cannot be queried before start() (state CREATED)")
+        if not self._state.is_running_or_rebalancing():
+            raise StateStoreNotAvailableError(f"store {name!r} is not available: the client is {self._state.name}")
+        kind = parameters.queryable_store_type.kind
+        if kind == "session":
+            raise StreamsError("session store queries need session stores, which this version does not have yet")
+        provider = StoreProvider(parameters, lambda: self._state.name,
+                                 lambda: local_copies(self._supervisor, name))
+        return ReadOnlyWindowView(provider) if kind == "window" else ReadOnlyKeyValueView(provider)
+
+    def _metadata(self) -> MetadataView:
+        """The last assignment's host map over this topology; empty before the first assignment."""
+        if self._state is State.CREATED:
+            raise StreamsNotStartedError("streams metadata is known only after start()")
+        sup = self._supervisor
+        assignor = sup._assignor if sup is not None else None
+        if sup is None or assignor is None:
+            return MetadataView(self.topology, (), str, {})
+        return MetadataView(self.topology, assignor.hosts, sup.resolve_topic, sup._partition_counts)
+
+    def metadata_for_all_streams_clients(self) -> list[StreamsMetadata]:
+        """Every instance of the application that set `application.server`: its endpoint, and the
+        stores and partitions it hosts actively and as standbys (from the last assignment)."""
+        return self._metadata().all_clients()
+
+    def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
+        """The instances hosting `store_name`, actively or as a standby."""
+        return self._metadata().for_store(store_name)
+
+    def query_metadata_for_key(self, store_name: str, key: Any,
+                               serializer: Serializer[Any] | Serde[Any]) -> KeyQueryMetadata:
+        """Which instance holds `key` of `store_name` (active host, standby hosts, partition), with the
+        key serialized by `serializer` (or a Serde's serializer) as the store's input is partitioned.
+        `KeyQueryMetadata.not_available()` while no assignment with endpoints is known."""
+        return self._metadata().for_key(store_name, key, serializer)
+
+    @property
+    def application_server(self) -> HostInfo | None:
+        """This instance's `application.server`, or None when unset."""
+        endpoint = str(self.config.get("application.server") or "")
+        return HostInfo.parse(endpoint) if endpoint else None
 
     @property
     def metrics(self) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from aiokafka.errors import (
 from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_productions
 from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StreamsError
+from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.client_settings import (
@@ -181,6 +182,8 @@ class Supervisor:
         # Partitions paused because their task's queue is full (`buffered.records.per.partition`).
         self._paused_full: set[tuple[str, int]] = set()
         self._max_buffered = int(config["buffered.records.per.partition"])
+        self.counters = ThreadCounters()  # poll and commit times behind the thread metrics
+        self.on_loop: Callable[[], None] = lambda: None  # called once per poll loop (metrics sampling)
 
     def resolve_topic(self, name: str) -> str:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
@@ -240,7 +243,8 @@ class Supervisor:
         replicas = int(config["num.standby.replicas"])
         stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}
         assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state(),
-                                 standby_replicas=replicas, stateful_subtopologies=stateful)
+                                 standby_replicas=replicas, stateful_subtopologies=stateful,
+                                 application_server=str(config.get("application.server") or ""))
         self._assignor = assignor
         self.consumer = AIOKafkaConsumer(  # auto.offset.reset, max.poll.records, timeouts: _client_kwargs
             **self._client_kwargs(ClientRole.MAIN_CONSUMER), group_id=self.app_id, enable_auto_commit=False,
@@ -326,11 +330,14 @@ class Supervisor:
             timeout = 0 if self.tasks.restoring else poll_ms
             if self._paused_full:
                 self._resume_drained()
+            polled_at = time.perf_counter_ns()
             with anyio.CancelScope() as self._poll_scope:
                 if self._stop.is_set():  # set during the awaits above
                     self._poll_scope.cancel()
                 batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
             self._poll_scope = None
+            self.counters.record_poll(time.perf_counter_ns() - polled_at, sum(map(len, batches.values())))
+            self.on_loop()
             if self._stop.is_set():
                 break  # what was fetched stays unconsumed: the next owner reads it from the committed offsets
             if batches and self.plan is not None and self.plan.missing_sinks - self._partition_counts.keys():
@@ -467,9 +474,11 @@ class Supervisor:
 
     async def _commit(self) -> None:
         assert self.tasks is not None
+        started = time.perf_counter_ns()
         try:
             if await self.tasks.commit():
                 self.commits += 1
+                self.counters.record_commit(time.perf_counter_ns() - started)
         except CommitFailed as exc:
             await self._recover_dirty(exc)
             return

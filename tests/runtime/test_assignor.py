@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from streamlet.runtime.assignor import (
     ASSIGNOR_NAME,
+    HostTasks,
     MemberClaim,
     TaskAssignor,
     TaskPayload,
@@ -48,8 +49,9 @@ def test_task_id_prints_and_parses_like_kafka_streams() -> None:
 def test_payload_round_trips_and_is_compact() -> None:
     payload = TaskPayload(7, (T(1, 2), T(0, 5)), (T(2, 0),))
     data = payload.encode()
-    assert len(data) == 1 + 4 + 4 + 2 * 8 + 4 + 8
-    assert data[0] == 1  # version byte first
+    # header, two task lists, shutdown byte, empty endpoint, empty host map
+    assert len(data) == 1 + 4 + 4 + 2 * 8 + 4 + 8 + 1 + 2 + 4
+    assert data[0] == 2  # version byte first
     decoded = TaskPayload.decode(data)
     assert decoded.epoch == 7
     assert decoded.active == (T(0, 5), T(1, 2))  # encoded sorted: deterministic bytes
@@ -61,6 +63,36 @@ def test_payload_readers_ignore_fields_a_later_version_appends() -> None:
     data[0] = 9
     decoded = TaskPayload.decode(bytes(data) + b"\x00\x01future-field")
     assert decoded.epoch == 3 and decoded.active == (T(0, 1),) and decoded.standby == ()
+
+
+def test_payload_carries_the_endpoint_and_the_host_map() -> None:
+    hosts = (HostTasks("a:1", (T(0, 0), T(0, 2)), (T(0, 1),)), HostTasks("b:2", (T(0, 1),), (T(0, 0), T(0, 2))))
+    decoded = TaskPayload.decode(TaskPayload(4, (T(0, 0),), endpoint="héte:8080", hosts=hosts).encode())
+    assert decoded.endpoint == "héte:8080" and decoded.hosts == hosts and not decoded.shutdown
+
+
+def test_version_1_payloads_still_decode_and_version_1_readers_skip_the_tail() -> None:
+    """A rolling upgrade: a version-1 member's metadata (no shutdown byte, no endpoint) is read as
+    owning its tasks with no endpoint; a version-1 reader of version-2 bytes stops after the shutdown byte."""
+    v1 = bytes([1]) + (5).to_bytes(4, "big") + (1).to_bytes(4, "big") + bytes(8) + bytes(4)
+    decoded = TaskPayload.decode(v1)
+    assert decoded.active == (T(0, 0),) and decoded.endpoint == "" and decoded.hosts == ()
+    v2 = TaskPayload(5, (T(0, 0),), shutdown=True, endpoint="x:1").encode()
+    assert v2[len(v1)] == 1  # the shutdown byte sits where version 1 puts it
+
+
+def test_the_assignment_tells_every_member_which_endpoint_owns_which_tasks() -> None:
+    assignors = {m: make_assignor({"in": 0}, standby_replicas=1, stateful_subtopologies=[0],
+                                  application_server=f"{m}:80") for m in ("m1", "m2")}
+    _rebalance(assignors, "m1", _cluster({"in": 4}), ["in"])
+    assert assignors["m1"].hosts == assignors["m2"].hosts
+    by_host = {h.endpoint: h for h in assignors["m1"].hosts}
+    assert set(by_host) == {"m1:80", "m2:80"}
+    for m, assignor in assignors.items():
+        assert set(by_host[f"{m}:80"].active) == assignor.active_tasks
+        assert set(by_host[f"{m}:80"].standby) == assignor.standby_tasks
+    assert sorted(by_host["m1:80"].active + by_host["m2:80"].active) == [T(0, p) for p in range(4)]
+    assert set(by_host["m1:80"].standby) == set(by_host["m2:80"].active)
 
 
 @pytest.mark.parametrize("data", [b"", b"\x01\x00\x00", b"\x00" + bytes(12),

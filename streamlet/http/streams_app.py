@@ -1,0 +1,253 @@
+"""`StreamsApp`: the ASGI app of one `KafkaStreams` instance — interactive queries, health, metrics, page.
+
+Query routes (GET, JSON answers):
+    /stores/{store}/keys/{key}                 one key, from whichever instance owns it
+    /stores/{store}/range?from=A&to=B          keys in [A, B] (either bound optional), from every instance
+    /stores/{store}/all                        every key, from every instance
+    /stores/{store}/windows/{key}?from=T&to=U  the windows of one key starting in [T, U] (epoch ms)
+    /stores/{store}/windows?from=T&to=U        the windows of every key, from every instance
+    /metadata                                  every instance: endpoint, stores, partitions (active, standby)
+    /health/live, /health/ready                200 while the client runs / once it is RUNNING, else 503
+    /metrics                                   Kafka Streams' metrics, Prometheus text format
+Options: `stale=true` also reads standby and restoring copies (Kafka Streams' `enable_stale_stores()`),
+`timestamped=true` answers `{"value", "timestamp"}`, `local=true` answers from this instance only (what
+instances send each other when they forward).
+
+An instance answers a key itself when it owns it and forwards the request to the owner's
+`application.server` otherwise (found with `query_metadata_for_key`); scans ask every instance that
+holds the store. Without `application.server` there is nothing to forward to: each instance answers
+from its own copies. Errors follow Kafka Streams' exceptions: a store that is migrating is 503 with
+the reason (retry, or ask with `stale=true`), an unknown store 404, bad parameters 400, an owner that
+cannot be reached 502.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs, quote, urlencode
+
+from streamlet.errors import (
+    InvalidStateStoreError,
+    InvalidStateStorePartitionError,
+    StateStoreMigratedError,
+    StateStoreNotAvailableError,
+    StreamsError,
+    StreamsNotStartedError,
+    UnknownStateStoreError,
+)
+from streamlet.http.client import ForwardingError, get_json
+from streamlet.http.json_values import dumps, jsonable, key_serde, parse_key
+from streamlet.http.server import Receive, Scope, Send
+from streamlet.metrics.prometheus import CONTENT_TYPE, render
+from streamlet.queries.metadata import HostInfo
+from streamlet.queries.parameters import QueryableStoreType, StoreQueryParameters, native_store_type
+from streamlet.windowed import MAX_TIME
+
+log = logging.getLogger(__name__)
+
+Answer = tuple[int, Any]
+Route = Callable[[list[str], dict[str, str]], Awaitable[tuple[int, bytes, str]]]
+
+
+class _BadRequest(Exception):
+    """A malformed path or parameter: answered 400 with the message."""
+
+
+def _flag(query: dict[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "true", "yes")
+
+
+def _error_answer(exc: Exception) -> Answer:
+    """Kafka Streams' exceptions as HTTP statuses (see the module docstring)."""
+    if isinstance(exc, UnknownStateStoreError):
+        return 404, {"error": str(exc)}
+    if isinstance(exc, StateStoreMigratedError | StateStoreNotAvailableError | StreamsNotStartedError
+                  | InvalidStateStorePartitionError):
+        return 503, {"error": str(exc), "retriable": True}
+    if isinstance(exc, InvalidStateStoreError | _BadRequest | ValueError):
+        return 400, {"error": str(exc)}
+    if isinstance(exc, ForwardingError):
+        return 502, {"error": str(exc)}
+    raise exc
+
+
+class StreamsApp:
+    """An ASGI application over one `KafkaStreams` (see the module docstring for its routes).
+
+    Mount it in any ASGI server or framework (`app.mount("/streams", StreamsApp(streams))` in
+    Starlette/FastAPI), or run it with `streamlet.http.serve`. `extra_routes` maps a first path
+    segment ("metrics", "") to a handler, which is how the metrics and the live page join in."""
+
+    def __init__(self, streams: Any, extra_routes: dict[str, Route] | None = None) -> None:
+        self.streams = streams
+        self._routes: dict[str, Route] = {"stores": self._stores_route, "metadata": self._metadata_route,
+                                          "health": self._health_route, "metrics": self._metrics_route,
+                                          **(extra_routes or {})}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":  # nothing to set up: accept start-up and shutdown
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            status, body, content_type = 405, dumps({"error": "only GET"}), "application/json"
+        else:
+            path = scope["path"][len(scope.get("root_path", "")):] if scope.get("root_path") else scope["path"]
+            parts = [p for p in path.split("/") if p]
+            query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+            route = self._routes.get(parts[0] if parts else "")
+            if route is None:
+                status, body, content_type = 404, dumps({"error": f"no route {path}"}), "application/json"
+            else:
+                status, body, content_type = await route(parts[1:], query)
+        headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    # -- routes -------------------------------------------------------------------------------------
+    async def _health_route(self, parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
+        state = self.streams.state.name
+        if parts == ["live"]:
+            ok = state in ("CREATED", "REBALANCING", "RUNNING")
+        elif parts == ["ready"]:
+            ok = state == "RUNNING"
+        else:
+            return 404, dumps({"error": "health/live or health/ready"}), "application/json"
+        return (200 if ok else 503), dumps({"state": state}), "application/json"
+
+    async def _metrics_route(self, _parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
+        return 200, render(self.streams.streams_metrics.metrics()).encode(), CONTENT_TYPE
+
+    async def _metadata_route(self, _parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
+        try:
+            clients = self.streams.metadata_for_all_streams_clients()
+        except StreamsError as exc:
+            status, data = _error_answer(exc)
+            return status, dumps(data), "application/json"
+        return 200, dumps([{"host_info": str(c.host_info), "state_store_names": sorted(c.state_store_names),
+                            "topic_partitions": sorted(c.topic_partitions),
+                            "standby_state_store_names": sorted(c.standby_state_store_names),
+                            "standby_topic_partitions": sorted(c.standby_topic_partitions)} for c in clients]), \
+            "application/json"
+
+    async def _stores_route(self, parts: list[str], query: dict[str, str]) -> tuple[int, bytes, str]:
+        try:
+            status, data = await self._store_query(parts, query)
+        except Exception as exc:
+            status, data = _error_answer(exc)
+        return status, dumps(data), "application/json"
+
+    async def _store_query(self, parts: list[str], query: dict[str, str]) -> Answer:
+        if len(parts) < 2:
+            raise _BadRequest("expected /stores/{store}/keys/{key}, /range, /all or /windows")
+        store, what, rest = parts[0], parts[1], parts[2:]
+        if store not in self.streams.topology.store_builders:
+            raise UnknownStateStoreError(f"no state store named {store!r} in the topology")
+        if what == "keys" and len(rest) == 1:
+            return await self._key(store, rest[0], query, "keys")
+        if what == "windows" and len(rest) == 1:
+            return await self._key(store, rest[0], query, "windows")
+        if what in ("range", "all", "windows") and not rest:
+            return await self._scan(store, what, query)
+        raise _BadRequest(f"unknown store query /{'/'.join(parts)}")
+
+    # -- one key: the owner answers -----------------------------------------------------------------
+    async def _key(self, store: str, key_text: str, query: dict[str, str], what: str) -> Answer:
+        streams = self.streams
+        stale = _flag(query, "stale")
+        key = parse_key(key_text, key_serde(streams.topology, streams.config, store))
+        meta = streams.query_metadata_for_key(store, key, key_serde(streams.topology, streams.config, store))
+        me = streams.application_server
+        holders = {meta.active_host} | (set(meta.standby_hosts) if stale else set())
+        if _flag(query, "local") or meta.partition < 0 or me is None or me in holders:
+            return self.local_key(store, key, what, query, meta.partition)
+        target = meta.active_host if meta.active_host != HostInfo.unavailable() else next(iter(holders - {me}), None)
+        if target is None or target == HostInfo.unavailable():
+            raise StateStoreMigratedError(f"no instance hosts the partition of key {key_text!r} of {store!r} now")
+        path = f"/stores/{quote(store, safe='')}/{what}/{quote(key_text, safe='')}"
+        return await get_json(target.host, target.port, f"{path}?{urlencode({**query, 'local': 'true'})}")
+
+    def local_key(self, store: str, key: Any, what: str, query: dict[str, str], partition: int = -1) -> Answer:
+        """Answer one key from this instance's copies (synchronous: one consistent read), errors
+        included as their HTTP answer."""
+        try:
+            return self._local_key(store, key, what, query, partition)
+        except Exception as exc:
+            return _error_answer(exc)
+
+    def _local_key(self, store: str, key: Any, what: str, query: dict[str, str], partition: int) -> Answer:
+        params = self._params(store, query, want_window=what == "windows")
+        if partition >= 0:
+            params = params.with_partition(partition)
+        view = self.streams.store(params)
+        served = {"store": store, "key": jsonable(key), "partition": partition if partition >= 0 else None,
+                  "served_by": str(self.streams.application_server or "") or None, "stale": params.stale_stores}
+        if what == "windows":
+            low, high = _time(query, "from", 0), _time(query, "to", MAX_TIME)
+            with view.fetch(key, low, high) as found:
+                windows = [{"start": kv.key, "value": jsonable(kv.value)} for kv in found]
+            return 200, {**served, "windows": windows}
+        value = view.get(key)
+        if value is None:
+            return 404, {**served, "error": "no such key"}
+        return 200, {**served, "value": jsonable(value)}
+
+    # -- scans: every holder answers its part --------------------------------------------------------
+    async def _scan(self, store: str, what: str, query: dict[str, str]) -> Answer:
+        streams = self.streams
+        me = streams.application_server
+        if _flag(query, "local") or me is None:
+            return 200, {"store": store, "items": self.local_scan(store, what, query)}
+        hosts = sorted({m.host_info for m in streams.streams_metadata_for_store(store)
+                        if store in m.state_store_names} | {me})
+        items: list[Any] = []
+        path = f"/stores/{quote(store, safe='')}/{what}?{urlencode({**query, 'local': 'true'})}"
+        for host in hosts:
+            if host == me:
+                items += self.local_scan(store, what, query)
+                continue
+            status, data = await get_json(host.host, host.port, path)
+            if status != 200:
+                return status, data
+            items += data["items"]
+        items.sort(key=lambda item: (str(item["key"]) if what != "windows" else (str(item["key"]["key"]),
+                                                                                 item["key"]["start"])))
+        return 200, {"store": store, "items": items}
+
+    def local_scan(self, store: str, what: str, query: dict[str, str]) -> list[Any]:
+        """This instance's part of a scan."""
+        view = self.streams.store(self._params(store, query, want_window=what == "windows"))
+        if what == "windows":
+            found = view.fetch_all(_time(query, "from", 0), _time(query, "to", MAX_TIME))
+        elif what == "range":
+            serde = key_serde(self.streams.topology, self.streams.config, store)
+            low, high = query.get("from"), query.get("to")
+            found = view.range(None if low is None else parse_key(low, serde),
+                               None if high is None else parse_key(high, serde))
+        else:
+            found = view.all()
+        with found:
+            return [{"key": jsonable(kv.key), "value": jsonable(kv.value)} for kv in found]
+
+    def _params(self, store: str, query: dict[str, str], want_window: bool) -> StoreQueryParameters:
+        own = native_store_type(self.streams.topology.store_builders[store])
+        if (own.kind == "window") != want_window:
+            raise _BadRequest(f"store {store!r} is a {own.kind} store: use "
+                              f"{'/windows' if own.kind == 'window' else '/keys, /range or /all'}")
+        kind = QueryableStoreType(own.kind, _flag(query, "timestamped"))
+        params = StoreQueryParameters.from_name_and_type(store, kind)
+        return params.enable_stale_stores() if _flag(query, "stale") else params
+
+
+def _time(query: dict[str, str], name: str, default: int) -> int:
+    text = query.get(name)
+    if text is None:
+        return default
+    if not text.lstrip("-").isdigit():
+        raise _BadRequest(f"{name} must be epoch milliseconds, got {text!r}")
+    return int(text)

@@ -1,0 +1,210 @@
+"""`StreamsMetrics`: Kafka Streams' built-in metrics, by its names, groups and tags.
+
+Groups and names as Kafka Streams reports them (so dashboards written for it work once the names are
+in Prometheus form, see `prometheus`):
+
+* `stream-thread-metrics` {thread-id}: process-rate/total, process-latency-avg/max, poll-rate/total,
+  poll-latency-avg/max, poll-records-avg, poll-ratio, process-ratio, commit-rate/total,
+  commit-latency-avg/max, commit-ratio, thread-start-time. A "thread" is one group member: the
+  client itself, or worker i of `streamlet run --workers N` (thread id `<client>-StreamThread-<i+1>`).
+* `stream-task-metrics` {thread-id, task-id}: dropped-records-rate/total (info); process-rate/total,
+  process-latency-avg/max (debug).
+* `stream-processor-node-metrics` {thread-id, task-id, processor-node-id}: record-e2e-latency-avg/min/max
+  of each task's source node (info), the wall-clock time at processing minus the record timestamp.
+* `consumer-fetch-manager-metrics` {client-id, topic, partition}: records-lag of every assigned
+  partition (the partition's high watermark minus the next offset handed to its task).
+
+Latencies are in milliseconds. Per-record latencies are measured per batch (a batch's processing time
+divided by its records, its first and last record's timestamps for end-to-end latency), so the
+processing path pays a few additions per batch, never per record. `metrics.recording.level`
+(INFO, DEBUG) chooses which are reported, as in Kafka Streams.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from streamlet.metrics.counters import ThreadCounters
+from streamlet.metrics.sampler import Sampler, Snapshot
+
+_LEVELS = {"INFO": 0, "DEBUG": 1, "TRACE": 2}
+
+
+@dataclass(frozen=True)
+class MetricName:
+    """Kafka's MetricName: name, group, and tags (sorted (key, value) pairs)."""
+
+    name: str
+    group: str
+    tags: tuple[tuple[str, str], ...] = ()
+    description: str = ""
+
+    def tag(self, key: str) -> str | None:
+        """One tag's value, or None."""
+        return dict(self.tags).get(key)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One reading: its name, value, and whether it only grows (a Prometheus counter) or not."""
+
+    name: MetricName
+    value: float
+    counter: bool = False
+
+
+def recording_level(config: Any) -> int:
+    """`metrics.recording.level` as a rank (INFO < DEBUG < TRACE); unknown values are INFO."""
+    return _LEVELS.get(str(config.get("metrics.recording.level") or "INFO").upper(), 0)
+
+
+def thread_id(config: Any) -> str:
+    """Kafka Streams' thread id: `<client id>-StreamThread-<n>`; n is the worker index + 1."""
+    client = str(config.get("client.id") or "") or config.application_id
+    worker = int(os.environ.get("STREAMLET_WORKER_INDEX", "0") or 0)
+    return f"{client}-StreamThread-{worker + 1}"
+
+
+class StreamsMetrics:
+    """Reads the counters of one client's group member (see the module docstring).
+
+    `supervisor` returns the current `Supervisor` (None before start); the sampler is fed from the
+    poll loop (`maybe_sample`) and at every read."""
+
+    def __init__(self, config: Any, supervisor: Callable[[], Any]) -> None:
+        self.config = config
+        self.level = recording_level(config)
+        self.thread_id = thread_id(config)
+        self._supervisor = supervisor
+        self.sampler = Sampler(self._collect)
+
+    def _collect(self) -> tuple[Snapshot, Snapshot, Snapshot]:
+        totals: Snapshot = {}
+        maxima: Snapshot = {}
+        minima: Snapshot = {}
+        sup = self._supervisor()
+        thread: ThreadCounters | None = getattr(sup, "counters", None)
+        if thread is None:
+            return totals, maxima, minima
+        totals.update({"polls": thread.polls, "poll_ns": thread.poll_ns, "polled": thread.polled_records,
+                       "commits": thread.commits, "commit_ns": thread.commit_ns})
+        maxima.update({"poll_ns": thread.poll_max_ns, "commit_ns": thread.commit_max_ns})
+        thread.reset_extremes()
+        processed = process_ns = 0
+        record_max = 0.0
+        tasks = sup.tasks
+        for actor in (tasks.actors.values() if tasks is not None else ()):
+            task, counters = actor.task, actor.counters
+            key = task.task_id
+            dropped = (task.partition_group.skipped - task.errors.counts.deserialization_dead_lettered
+                       + task.errors.counts.processing_skipped + task.errors.counts.dead_lettered)
+            totals.update({(key, "processed"): task.processed, (key, "process_ns"): counters.process_ns,
+                           (key, "dropped"): dropped, (key, "e2e_sum"): counters.e2e_sum_ms,
+                           (key, "e2e_count"): counters.e2e_count})
+            maxima.update({(key, "record_ns"): counters.max_record_latency_ns, (key, "e2e"): counters.e2e_max_ms})
+            if counters.e2e_count and counters.e2e_min_ms != float("inf"):
+                minima[(key, "e2e")] = counters.e2e_min_ms
+            processed += task.processed
+            process_ns += counters.process_ns
+            record_max = max(record_max, counters.max_record_latency_ns)
+            counters.reset_extremes()
+        totals.update({"processed": processed, "process_ns": process_ns})
+        maxima["record_ns"] = record_max
+        return totals, maxima, minima
+
+    def maybe_sample(self) -> None:
+        """Called from the poll loop: a snapshot at most once a second."""
+        self.sampler.maybe_sample()
+
+    def metrics(self) -> list[Metric]:
+        """Every metric the recording level allows, read now."""
+        self.sampler.sample()
+        sup = self._supervisor()
+        if getattr(sup, "counters", None) is None:
+            return []
+        s = self.sampler
+        found: list[Metric] = []
+        thread_tags = (("thread-id", self.thread_id),)
+
+        def add(name: str, group: str, tags: tuple[tuple[str, str], ...], value: float, counter: bool = False,
+                description: str = "") -> None:
+            found.append(Metric(MetricName(name, group, tags, description), float(value), counter))
+
+        t = "stream-thread-metrics"
+        ms = 1e-6  # ns -> ms
+        span_ns = s.seconds() * 1e9
+        add("process-rate", t, thread_tags, s.rate("processed"), description="records processed per second")
+        add("process-total", t, thread_tags, s.total("processed"), True, "records processed")
+        add("process-latency-avg", t, thread_tags, s.ratio("process_ns", "processed", ms),
+            description="average processing time of a record (ms)")
+        add("process-latency-max", t, thread_tags, s.maximum("record_ns") * ms,
+            description="longest average per-record time of one batch (ms)")
+        add("poll-rate", t, thread_tags, s.rate("polls"), description="consumer polls per second")
+        add("poll-total", t, thread_tags, s.total("polls"), True, "consumer polls")
+        add("poll-latency-avg", t, thread_tags, s.ratio("poll_ns", "polls", ms), description="poll time (ms)")
+        add("poll-latency-max", t, thread_tags, s.maximum("poll_ns") * ms, description="longest poll (ms)")
+        add("poll-records-avg", t, thread_tags, s.ratio("polled", "polls"), description="records per poll")
+        add("poll-ratio", t, thread_tags, s.delta("poll_ns") / span_ns if span_ns else 0.0,
+            description="fraction of time spent polling")
+        add("process-ratio", t, thread_tags, s.delta("process_ns") / span_ns if span_ns else 0.0,
+            description="fraction of time spent processing")
+        add("commit-rate", t, thread_tags, s.rate("commits"), description="commits per second")
+        add("commit-total", t, thread_tags, s.total("commits"), True, "commits")
+        add("commit-latency-avg", t, thread_tags, s.ratio("commit_ns", "commits", ms), description="commit time (ms)")
+        add("commit-latency-max", t, thread_tags, s.maximum("commit_ns") * ms, description="longest commit (ms)")
+        add("commit-ratio", t, thread_tags, s.delta("commit_ns") / span_ns if span_ns else 0.0,
+            description="fraction of time spent committing")
+        add("thread-start-time", t, thread_tags, sup.counters.started_ms, description="start time (epoch ms)")
+        tasks = sup.tasks
+        for actor in sorted(tasks.actors.values() if tasks is not None else (), key=lambda a: a.task.task_id):
+            task_id = actor.task.task_id
+            tags = (("task-id", task_id), ("thread-id", self.thread_id))
+
+            def key(what: str, task_id: str = task_id) -> Hashable:
+                return (task_id, what)
+
+            add("dropped-records-total", "stream-task-metrics", tags, s.total(key("dropped")), True,
+                "records dropped: skipped by a handler, dead-lettered, or with an invalid timestamp")
+            add("dropped-records-rate", "stream-task-metrics", tags, s.rate(key("dropped")),
+                description="records dropped per second")
+            if self.level >= _LEVELS["DEBUG"]:
+                g = "stream-task-metrics"
+                add("process-rate", g, tags, s.rate(key("processed")), description="records processed per second")
+                add("process-total", g, tags, s.total(key("processed")), True, "records processed")
+                add("process-latency-avg", g, tags, s.ratio(key("process_ns"), key("processed"), ms),
+                    description="average processing time of a record (ms)")
+                add("process-latency-max", g, tags, s.maximum(key("record_ns")) * ms,
+                    description="longest average per-record time of one batch (ms)")
+            source = next(iter(actor.task.sources_by_topic.values()), None)
+            if source is not None:
+                node_tags = (("processor-node-id", source.name), ("task-id", task_id), ("thread-id", self.thread_id))
+                g = "stream-processor-node-metrics"
+                add("record-e2e-latency-avg", g, node_tags, s.ratio(key("e2e_sum"), key("e2e_count")),
+                    description="record timestamp to processing, average (ms)")
+                add("record-e2e-latency-min", g, node_tags, s.minimum(key("e2e")), description="minimum (ms)")
+                add("record-e2e-latency-max", g, node_tags, s.maximum(key("e2e")), description="maximum (ms)")
+        client_id = str(self.config.get("client.id") or "") or f"{self.config.application_id}-streamlet"
+        for (topic, partition), lag in sorted(_lags(sup).items()):
+            add("records-lag", "consumer-fetch-manager-metrics",
+                (("client-id", client_id), ("partition", str(partition)), ("topic", topic)), lag,
+                description="records in the partition not yet handed to its task")
+        return found
+
+
+def _lags(sup: Any) -> dict[tuple[str, int], int]:
+    """Per assigned partition: high watermark minus the next offset its task is handed."""
+    from aiokafka import TopicPartition
+
+    consumer = sup.consumer
+    lags: dict[tuple[str, int], int] = {}
+    if consumer is None:
+        return lags
+    for key in sorted(sup.assigned):
+        end = consumer.highwater(TopicPartition(*key))
+        entry = sup._next_offset.get(key)
+        if end is not None and entry is not None:
+            lags[key] = max(0, end - entry[1])
+    return lags

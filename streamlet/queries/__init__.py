@@ -1,0 +1,19 @@
+"""Interactive queries the Kafka Streams way: read-only views of local stores, and where every key lives.
+
+`KafkaStreams.store(StoreQueryParameters.from_name_and_type(name, QueryableStoreTypes.key_value_store()))`
+returns a view of this instance's copies of a store; `KafkaStreams.query_metadata_for_key` and
+`metadata_for_all_streams_clients` say which instance (its `application.server`) holds which keys, so
+that a service can forward a query to the owner. `streamlet.http` serves both over HTTP.
+"""
+
+from streamlet.queries.key_value_view import ReadOnlyKeyValueView
+from streamlet.queries.parameters import QueryableStoreType, QueryableStoreTypes, StoreQueryParameters
+from streamlet.queries.window_view import ReadOnlyWindowView
+
+__all__ = [
+    "QueryableStoreType",
+    "QueryableStoreTypes",
+    "ReadOnlyKeyValueView",
+    "ReadOnlyWindowView",
+    "StoreQueryParameters",
+]

@@ -1,0 +1,118 @@
+"""Interactive queries over HTTP: two `streamlet run --http` instances on the real broker answer every
+key (count and windowed count) from either instance with the owner's value, forwarding as needed."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamlet.http.client import ForwardingError, get_json
+from tests.integration.kafka_helpers import AppProcess, create_topics
+from tests.queries.helpers import BASE_TS, expected_counts, produce_counts
+from tests.queries.query_app import WINDOW_MS
+
+pytestmark = [pytest.mark.anyio, pytest.mark.broker]
+
+
+def _free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+async def test_every_key_from_either_instance_returns_the_owners_value(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    topic = f"http-in-{sfx}"
+    await create_topics(bootstrap, {topic: 4})
+    ports = _free_ports(2)
+    settings = {"bootstrap.servers": bootstrap, "application.id": f"http-{sfx}", "commit.interval.ms": 100,
+                "statestore.cache.max.bytes": 0}
+    apps = [AppProcess("tests.queries.query_app:topology", {**settings, "state.dir": tmp_path / f"s{i}"},
+                       tmp_path / f"app-{i}.log", env={"QUERY_INPUT": topic},
+                       extra_args=["--http", f"127.0.0.1:{port}"]) for i, port in enumerate(ports)]
+    first, second = expected_counts(30), expected_counts(30, seed=2)
+    try:
+        for app in apps:
+            app.start()
+
+        async def both_ready() -> bool:
+            for port in ports:
+                status, _ = await get_json("127.0.0.1", port, "/health/ready")
+                if status != 200:
+                    return False
+                status, clients = await get_json("127.0.0.1", port, "/metadata")
+                if len(clients) != 2:
+                    return False
+            return True
+
+        await _eventually_async(both_ready)
+        # Two rounds: the second changes every count, so a stale or cached answer would show.
+        for second_round, counts in ((False, first), (True, second)):
+            # Both rounds in one window: the store keeps only windows within its retention (size +
+            # grace = one window) of stream time, so a later window would expire the first one.
+            await produce_counts(bootstrap, topic, counts)
+            totals = first + second if second_round else first
+
+            async def every_key_everywhere(totals: Counter[str] = totals) -> bool:
+                served_by: set[str] = set()
+                for port in ports:
+                    for key, n in totals.items():
+                        status, body = await get_json("127.0.0.1", port, f"/stores/counts/keys/{key}")
+                        assert status == 200 and body["value"] == n, (port, key, status, body, n)
+                        served_by.add(body["served_by"])
+                        window_query = f"/stores/windowed-counts/windows/{key}?from={BASE_TS}&to={BASE_TS + WINDOW_MS}"
+                        status, body = await get_json("127.0.0.1", port, window_query)
+                        assert status == 200, body
+                        assert body["windows"] == [{"start": BASE_TS, "value": n}], (port, key, body)
+                assert served_by == {f"127.0.0.1:{p}" for p in ports}  # both instances own keys
+                return True
+
+            await _eventually_async(every_key_everywhere)
+
+        for port in ports:
+            status, body = await get_json("127.0.0.1", port, "/stores/counts/all")
+            assert status == 200 and {i["key"]: i["value"] for i in body["items"]} == dict(first + second)
+            assert [i["key"] for i in body["items"]] == sorted(first)
+            status, body = await get_json("127.0.0.1", port, "/stores/counts/range?from=key-010&to=key-014")
+            assert [i["key"] for i in body["items"]] == [f"key-{i:03d}" for i in range(10, 15)]
+            status, body = await get_json("127.0.0.1", port, "/stores/counts/keys/key-000?timestamped=true")
+            assert body["value"]["value"] == (first + second)["key-000"] and body["value"]["timestamp"] >= BASE_TS
+            status, body = await get_json("127.0.0.1", port,
+                                          f"/stores/windowed-counts/windows?from={BASE_TS}&to={BASE_TS}")
+            assert status == 200 and len(body["items"]) == len(first)
+            assert (await get_json("127.0.0.1", port, "/stores/nope/keys/a"))[0] == 404
+            assert (await get_json("127.0.0.1", port, "/stores/counts/keys/never-seen"))[0] == 404
+            assert (await get_json("127.0.0.1", port, "/stores/counts/windows/key-000"))[0] == 400
+            assert (await get_json("127.0.0.1", port, "/health/live"))[0] == 200
+    finally:
+        for app in apps:
+            if app.proc is not None and app.proc.poll() is None:
+                app.stop()
+
+
+async def _eventually_async(check: Any, timeout: float = 90.0) -> None:
+    """Retry `check` until it returns True; on the deadline, its last failure."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if await check():
+                return
+            last: BaseException = AssertionError("condition still false")
+        except (AssertionError, ForwardingError) as exc:  # not up yet, or not caught up yet
+            last = exc
+        if time.monotonic() > deadline:
+            raise last
+        await asyncio.sleep(0.3)
