@@ -54,7 +54,7 @@ DEFAULTS: dict[str, Any] = {
     # group so every instance knows which endpoint holds which partitions. "" = not announced.
     "application.server": "",
     # Which built-in metrics are recorded and reported: INFO or DEBUG (streamlet.metrics).
-    "metrics.recording.level": "INFO",  # Kafka Streams' producer default under exactly-once
+    "metrics.recording.level": "INFO",
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -100,6 +100,10 @@ DESCRIPTIONS: dict[str, str] = {
                               "before aborting it (a crashed instance's work is discarded after this).",
     "uncaught.exception.handler": "What a failure of the running instance does when no handler function is "
                                   "set: shutdown_client, replace_thread or shutdown_application.",
+    "application.server": "host:port where this instance answers interactive queries over HTTP (streamlet "
+                          "run --http); announced to the group so any instance can find a key's owner.",
+    "metrics.recording.level": "Which built-in metrics are recorded: INFO (thread and task level) or DEBUG "
+                               "(also processor nodes, state stores and the record cache).",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from streamlet.errors import ConfigError
+from streamlet.partitioner import default_partition
 from streamlet.runtime.assignor import HostTasks
-from streamlet.runtime.partitioner import default_partition
 from streamlet.runtime.task_id import TaskId
 from streamlet.serdes import Serde, Serializer
 from streamlet.topology import SubTopology, Topology

@@ -41,7 +41,7 @@ class TopologyTestDriver(_TopologyTestDriver):
 
     def get_window_store(self, name: str) -> WindowStore:
         """The window store `name`; a timestamped one (a windowed aggregation's) seen with plain values,
-        as Kafka Streams' driver shows it (`get_timestamped_window_store` gives `ValueAndTimestamp`s)."""
+        as Kafka Streams' driver shows it (`get_timestamped_window_store` gives `ValueAndTimestamp` values)."""
         store = self.get_state_store(name)
         if isinstance(store, TimestampedWindowStore):
             return WindowStoreFacade(store)
