@@ -302,8 +302,7 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     from streamlet.topology_render import render
 
     topology, _ = load_target(args.target)
-    text = render(topology.describe(), args.format)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    print(render(topology.describe(), args.format))  # the text format as print(topology.describe()) shows it
     return 0
 
 
