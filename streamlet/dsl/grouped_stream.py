@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 
 class KGroupedStream:
+    """A stream grouped by key, ready to aggregate (`KStream.group_by_key` / `group_by`): `count`, `reduce` and
+    `aggregate` give a `KTable` of the running result per key, kept in a state store;
+    `windowed_by(TimeWindows | SessionWindows)` aggregates per window instead."""
     def __init__(self, builder: InternalBuilder, name: str, grouped: Grouped, repartition_required: bool,
                  graph_node: GraphNode) -> None:
         self._builder = builder
@@ -53,7 +56,7 @@ class KGroupedStream:
 
     def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """The number of records per key, as Long values unless `materialized` gives another serde."""
-        store_name, materialized = self.count_materialized(materialized)
+        store_name, materialized = self._count_materialized(materialized)
         name = self._builder.names.name_or_generate(Named.resolve(named), naming.AGGREGATE)
         supplier = StreamAggregateSupplier(store_name, count_initializer, count_aggregator)
         return self._table(name, store_name, materialized, supplier)
@@ -63,7 +66,7 @@ class KGroupedStream:
         """Combine values per key: the first value as is, then `reducer(aggregate, value)`."""
         if not callable(reducer):
             raise TypeError(f"reducer must be callable, got {reducer!r}")
-        store_name, materialized = self.reduce_materialized(materialized)
+        store_name, materialized = self._reduce_materialized(materialized)
         name = self._builder.names.name_or_generate(Named.resolve(named), naming.REDUCE)
         return self._table(name, store_name, materialized, StreamReduceSupplier(store_name, reducer))
 
@@ -72,7 +75,7 @@ class KGroupedStream:
         """Fold values per key: `aggregator(key, value, aggregate)`, starting from `initializer()`."""
         if not callable(initializer) or not callable(aggregator):
             raise TypeError("initializer and aggregator must be callable")
-        store_name, materialized = self.aggregate_materialized(materialized)
+        store_name, materialized = self._aggregate_materialized(materialized)
         name = self._builder.names.name_or_generate(Named.resolve(named), naming.AGGREGATE)
         supplier = StreamAggregateSupplier(store_name, initializer, aggregator)
         return self._table(name, store_name, materialized, supplier)
@@ -96,7 +99,7 @@ class KGroupedStream:
         return TimeWindowedKStream(self, windows)
 
     # -- shared with the windowed aggregations: store names and serdes, in Kafka Streams' index order --
-    def count_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
+    def _count_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
         names = self._builder.names
         if materialized is not None and materialized.name is None:
             names.store_name(naming.AGGREGATE)  # Kafka Streams uses up an extra index here
@@ -107,7 +110,7 @@ class KGroupedStream:
             value_serde=materialized.value_serde or Serdes.Long(),
         )
 
-    def reduce_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
+    def _reduce_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
         materialized = materialized or Materialized()
         store_name = materialized.name or self._builder.names.store_name(naming.REDUCE)
         return store_name, materialized.copy(
@@ -115,18 +118,18 @@ class KGroupedStream:
             value_serde=materialized.value_serde or self.value_serde,
         )
 
-    def aggregate_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
+    def _aggregate_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
         materialized = materialized or Materialized()
         store_name = materialized.name or self._builder.names.store_name(naming.AGGREGATE)
         return store_name, materialized.copy(key_serde=materialized.key_serde or self.key_serde)
 
     def _table(self, name: str, store_name: str, materialized: Materialized, supplier: TableSupplier) -> KTable:
-        node = self.aggregation_node(name, store_name, supplier,
+        node = self._aggregation_node(name, store_name, supplier,
                                      lambda: timestamped_store_builder(materialized, store_name))
         return KTable(self._builder, name, materialized.key_serde, materialized.value_serde, materialized.name,
                       supplier, node)
 
-    def aggregation_node(self, name: str, store_name: str, supplier: ProcessorSupplier,
+    def _aggregation_node(self, name: str, store_name: str, supplier: ProcessorSupplier,
                          store_builder: Callable[[], StoreBuilder]) -> GraphNode:
         """The aggregation's processor with its store, behind a repartition when the key may have changed."""
         builder = self._builder

@@ -24,6 +24,9 @@ from streamlet.topology import InternalTopicSpec, Topology
 
 
 class KGroupedTable:
+    """A table regrouped by a new key (`KTable.group_by`): `count`, `reduce(adder, subtractor)` and
+    `aggregate(initializer, adder, subtractor)` keep a result per new key, removing a row's old value from
+    its old group before adding its new value, as Kafka Streams' `KGroupedTable`."""
     def __init__(self, builder: InternalBuilder, name: str, grouped: Grouped, graph_node: GraphNode) -> None:
         self._builder = builder
         self.name = name

@@ -45,6 +45,12 @@ def _check_callable(fn: Any, what: str) -> None:
 
 
 class KStream:
+    """A stream of records: each record is an independent event (an insert), as Kafka Streams' `KStream`. Made by
+    `StreamsBuilder.stream(...)` or by transforming another stream; every operation returns a new `KStream`
+    (or a `KGroupedStream`/`KTable`) and adds nodes to the topology, processing nothing until the topology
+    runs. Callables take `(key, value)`, or `value` alone for the `*_values` variants. An operation that
+    changes the key (`map`, `select_key`, `flat_map`, `group_by`) marks the stream for repartitioning: a
+    later grouping or join inserts a repartition topic, as in Kafka Streams."""
     def __init__(
         self,
         builder: InternalBuilder,
@@ -254,7 +260,7 @@ class KStream:
         _check_callable(joiner, "joiner")
         joined = joined or Joined()
         stream = self._repartitioned_for_join(joined) if self.repartition_required else self
-        getter = table.value_getter_supplier()
+        getter = table._value_getter_supplier()
         name = self._generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
         node = stream._add_processor(name, StreamTableJoinSupplier(getter, joiner, left),
                                      store_names=getter.store_names)

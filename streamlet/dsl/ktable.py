@@ -48,6 +48,10 @@ TableSupplier = (
 
 
 class KTable:
+    """A changelog stream read as a table: each record is the latest value of its key (an upsert, None deletes), as
+    Kafka Streams' `KTable`. Made by `StreamsBuilder.table(...)` or an aggregation; `filter`, `map_values`,
+    `group_by`, `suppress` and `to_stream` derive new tables or streams. A table is backed by a state store
+    when it is materialized (by name through `Materialized`, or because a join or query needs it)."""
     def __init__(
         self,
         builder: InternalBuilder,
@@ -77,7 +81,7 @@ class KTable:
         """The store name for interactive queries (`KafkaStreams.store`), if this table has one."""
         return self._queryable_store_name
 
-    def enable_sending_old_values(self, force_materialization: bool) -> bool:
+    def _enable_sending_old_values(self, force_materialization: bool) -> bool:
         """Ask this table to send old values with each update; False if it cannot without a store."""
         if not self._send_old_values:
             supplier = self._supplier
@@ -92,7 +96,7 @@ class KTable:
             self._send_old_values = True
         return True
 
-    def value_getter_supplier(self) -> ValueGetterSupplier:
+    def _value_getter_supplier(self) -> ValueGetterSupplier:
         """How a join reads this table's rows, materializing a source table if needed.
 
         A table with a store is read from it; a `filter` / `map_values` without one reads through its
@@ -111,7 +115,7 @@ class KTable:
         if supplier.queryable_name is not None:
             return StoreValueGetterSupplier(supplier.queryable_name)
         assert self._parent is not None, "a filter / map_values table knows its parent"
-        return DerivedValueGetterSupplier(self._parent.value_getter_supplier(), supplier.compute)
+        return DerivedValueGetterSupplier(self._parent._value_getter_supplier(), supplier.compute)
 
     # -- operations ----------------------------------------------------------------------------------
     def filter(self, predicate: Callable[[Any, Any], Any], materialized: Materialized | None = None,
@@ -137,7 +141,7 @@ class KTable:
                                              value_serde=materialized.value_serde or self.value_serde)
             key_serde, value_serde, queryable = materialized.key_serde, materialized.value_serde, materialized.name
         name = names.name_or_generate(Named.resolve(named), naming.KTABLE_FILTER)
-        supplier = TableFilterSupplier(self.enable_sending_old_values, predicate, negate, queryable)
+        supplier = TableFilterSupplier(self._enable_sending_old_values, predicate, negate, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
         return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
 
@@ -154,7 +158,7 @@ class KTable:
             materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde)
             key_serde, value_serde, queryable = materialized.key_serde, materialized.value_serde, materialized.name
         name = names.name_or_generate(Named.resolve(named), naming.KTABLE_MAPVALUES)
-        supplier = TableMapValuesSupplier(self.enable_sending_old_values, mapper, queryable)
+        supplier = TableMapValuesSupplier(self._enable_sending_old_values, mapper, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
         return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
 
@@ -172,7 +176,7 @@ class KTable:
             topology.add_processor(name, partial(TableRepartitionMap, selector), *parent_names)
 
         node = self._builder.add(GraphNode(name, write), self._node)
-        self.enable_sending_old_values(True)  # a row's old value must leave its group
+        self._enable_sending_old_values(True)  # a row's old value must leave its group
         return KGroupedTable(self._builder, name, grouped, node)
 
     def suppress(self, suppressed: Suppressed) -> KTable:
@@ -188,7 +192,7 @@ class KTable:
         store_name = suppressed.name + "-store" if suppressed.name is not None else \
             names.store_name(naming.KTABLE_SUPPRESS)
         duration = self._window_grace_ms() if suppressed.final_results else suppressed.time_limit_ms
-        self.enable_sending_old_values(True)  # the buffer keeps old values, as Kafka Streams' does
+        self._enable_sending_old_values(True)  # the buffer keeps old values, as Kafka Streams' does
         supplier = TableSuppressSupplier(suppressed, duration, store_name, self.key_serde, self.value_serde)
         config = suppressed.buffer_config
 

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 
 class SessionWindowedKStream(WindowedAggregations):
+    """A grouped stream aggregated per session (`KGroupedStream.windowed_by(SessionWindows...)`): records of a key
+    closer than the inactivity gap share a session, and sessions merge when a record bridges them; results
+    are keyed by `Windowed(key, SessionWindow)`."""
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
         self._grouped = grouped
         self.windows = windows
@@ -40,7 +43,7 @@ class SessionWindowedKStream(WindowedAggregations):
         `merger(key, aggregate_one, aggregate_two)` when a record merges sessions."""
         if not callable(initializer) or not callable(aggregator) or not callable(merger):
             raise TypeError("initializer, aggregator and merger must be callable")
-        store_name, materialized = self._grouped.aggregate_materialized(materialized)
+        store_name, materialized = self._grouped._aggregate_materialized(materialized)
         return self._aggregation(named, naming.AGGREGATE, store_name, materialized, initializer, aggregator, merger)
 
     def _aggregation(self, named: Named | str | None, prefix: str, store_name: str, materialized: Materialized,
@@ -50,7 +53,7 @@ class SessionWindowedKStream(WindowedAggregations):
             session_retention_ms(materialized, windows, store_name)  # fail here, as Kafka Streams does
         name = grouped._builder.names.name_or_generate(Named.resolve(named), prefix)
         supplier = SessionAggregateSupplier(store_name, windows, initializer, aggregator, merger)
-        node = grouped.aggregation_node(name, store_name, supplier,
+        node = grouped._aggregation_node(name, store_name, supplier,
                                         lambda: session_store_builder(materialized, store_name, windows))
         key_serde = materialized.key_serde
         return KTable(grouped._builder, name, None if key_serde is None else SessionWindowedSerde(key_serde),

@@ -29,16 +29,20 @@ class SessionWindows:
 
     @staticmethod
     def of_inactivity_gap_with_no_grace(gap: Duration) -> SessionWindows:
+        """Sessions that close after `gap` without a record of their key; late records are not accepted."""
         return SessionWindows(to_millis(gap), 0)
 
     @staticmethod
     def of_inactivity_gap_and_grace(gap: Duration, grace: Duration) -> SessionWindows:
+        """Sessions that close after `gap` without a record of their key, accepting records up to `grace` late."""
         return SessionWindows(to_millis(gap), to_millis(grace))
 
     def inactivity_gap(self) -> int:
+        """The inactivity gap in ms."""
         return self.gap_ms
 
     def grace_period_ms(self) -> int:
+        """The grace period in ms."""
         return self.grace_ms
 
     def __eq__(self, other: object) -> bool:

@@ -64,24 +64,31 @@ class BufferConfig:
         return clone
 
     def with_max_records(self, records: int) -> BufferConfig:
+        """The same buffer, holding at most `records` records."""
         return self._with(records_limit=BufferConfig(records_limit=records).records_limit)
 
     def with_max_bytes(self, size: int) -> BufferConfig:
+        """The same buffer, holding at most `size` bytes of keys and values."""
         return self._with(bytes_limit=BufferConfig(bytes_limit=size).bytes_limit)
 
     def with_no_bound(self) -> BufferConfig:
+        """The same buffer without a size limit (it grows until its records are emitted)."""
         return self._with(records_limit=UNBOUNDED, bytes_limit=UNBOUNDED, emit_when_full=False)
 
     def emit_early_when_full(self) -> BufferConfig:
+        """When full, emit the oldest records before their time (results may then not be final)."""
         return self._with(emit_when_full=True)
 
     def shut_down_when_full(self) -> BufferConfig:
+        """When full, fail the application rather than emit early (final results stay final)."""
         return self._with(emit_when_full=False)
 
     def with_logging_disabled(self) -> BufferConfig:
+        """No changelog for the buffer: what it holds is lost when its task moves."""
         return self._with(logging=False, log_config={})
 
     def with_logging_enabled(self, config: Mapping[str, Any] | None = None) -> BufferConfig:
+        """Back the buffer with a changelog topic (the default), with these extra topic configs."""
         return self._with(logging=True, log_config={str(k): str(v) for k, v in (config or {}).items()})
 
     def __repr__(self) -> str:
@@ -117,6 +124,7 @@ class Suppressed:
         return Suppressed(False, to_millis(time_to_wait_for_more_events), buffer_config)
 
     def with_name(self, name: str) -> Suppressed:
+        """The same suppression with a name for its processor and buffer (as Java's `withName`)."""
         return Suppressed(self.final_results, self.time_limit_ms, self.buffer_config, name)
 
     def __repr__(self) -> str:

@@ -52,7 +52,7 @@ class WindowedAggregations:
 
     def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """The number of records per key and window (records with a None value count too, as in Java)."""
-        store_name, materialized = self._grouped.count_materialized(materialized)
+        store_name, materialized = self._grouped._count_materialized(materialized)
         return self._aggregation(named, naming.AGGREGATE, store_name, materialized, count_initializer,
                                  count_aggregator, _count_merger)
 
@@ -61,7 +61,7 @@ class WindowedAggregations:
         """Combine values per key and window: the first as is, then `reducer(aggregate, value)`."""
         if not callable(reducer):
             raise TypeError(f"reducer must be callable, got {reducer!r}")
-        store_name, materialized = self._grouped.reduce_materialized(materialized)
+        store_name, materialized = self._grouped._reduce_materialized(materialized)
         return self._aggregation(named, naming.REDUCE, store_name, materialized, reduce_initializer,
                                  reducing_aggregator(reducer), _reducing_merger(reducer))
 
@@ -71,6 +71,9 @@ class WindowedAggregations:
 
 
 class TimeWindowedKStream(WindowedAggregations):
+    """A grouped stream aggregated per time window (`KGroupedStream.windowed_by(TimeWindows...)`): `count`,
+    `reduce` and `aggregate` keep one result per key and window, keyed by `Windowed(key, TimeWindow)`;
+    records later than a window's end plus its grace period are dropped."""
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
         self._grouped = grouped
         self.windows = windows
@@ -83,7 +86,7 @@ class TimeWindowedKStream(WindowedAggregations):
         """Fold values per key and window: `aggregator(key, value, aggregate)` from `initializer()`."""
         if not callable(initializer) or not callable(aggregator):
             raise TypeError("initializer and aggregator must be callable")
-        store_name, materialized = self._grouped.aggregate_materialized(materialized)
+        store_name, materialized = self._grouped._aggregate_materialized(materialized)
         return self._aggregation(named, naming.AGGREGATE, store_name, materialized, initializer, aggregator,
                                  _count_merger)
 
@@ -95,7 +98,7 @@ class TimeWindowedKStream(WindowedAggregations):
             window_retention_ms(materialized, windows, store_name)  # fail here, as Kafka Streams does
         name = grouped._builder.names.name_or_generate(Named.resolve(named), prefix)
         supplier = WindowAggregateSupplier(store_name, windows, initializer, aggregator)
-        node = grouped.aggregation_node(name, store_name, supplier,
+        node = grouped._aggregation_node(name, store_name, supplier,
                                         lambda: timestamped_window_store_builder(materialized, store_name, windows))
         key_serde = materialized.key_serde
         windowed_serde = None if key_serde is None else TimeWindowedSerde(key_serde, windows.size_ms)

@@ -334,6 +334,7 @@ class LocalKafkaBroker:
     # -- public surface ----------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
+        """`127.0.0.1:PORT` of the PLAINTEXT listener, for `bootstrap.servers`."""
         if self.port is None:
             raise BrokerUnavailableError("the broker has no port yet: start() it first")
         return f"{HOST}:{self.port}"
@@ -384,6 +385,7 @@ class LocalKafkaBroker:
 
     @property
     def pid(self) -> int | None:
+        """The broker JVM's process id while it runs, else None."""
         return self._process.pid if self._process is not None else None
 
     @property
@@ -392,9 +394,11 @@ class LocalKafkaBroker:
         return self._dirs()[1] / "server.log"
 
     def is_running(self) -> bool:
+        """True while the broker's process is alive."""
         return self._process is not None and self._process.poll() is None
 
     def start(self) -> LocalKafkaBroker:
+        """Start the broker (formatting its storage on first start) and wait until it accepts clients."""
         if self.is_running():
             return self
         java = find_java()

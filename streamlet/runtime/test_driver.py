@@ -114,18 +114,22 @@ class TestInputTopic:
         self.pipe_input(record.key, record.value, record.timestamp, record.headers)
 
     def pipe_value_list(self, values: list[Any]) -> None:
+        """Pipe records with these values and no key, each at the topic's next auto-advanced time."""
         for v in values:
             self.pipe_input(None, v)
 
     def pipe_key_value_list(self, pairs: list[KeyValue] | list[tuple[Any, Any]]) -> None:
+        """Pipe `(key, value)` pairs, each at the topic's next auto-advanced time."""
         for k, v in pairs:
             self.pipe_input(k, v)
 
     def pipe_record_list(self, records: list[Record]) -> None:
+        """Pipe these records (`Record` objects) with their own timestamps and headers."""
         for r in records:
             self.pipe_record(r)
 
     def advance_time(self, advance: timedelta | int) -> None:
+        """Move this topic's clock forward for the records piped without a timestamp."""
         self._current_ms += to_millis(advance)
 
 
@@ -142,6 +146,7 @@ class TestOutputTopic:
         self._value_de = value_de
 
     def read_record(self) -> Record:
+        """The next output record (key, value, timestamp, headers); NoSuchElementError when there is none."""
         if not self._queue:
             raise NoSuchElementError(f"no more records in output topic {self.name!r}")
         r = self._queue.popleft()
@@ -149,22 +154,27 @@ class TestOutputTopic:
                       r.timestamp, r.headers)
 
     def read_key_value(self) -> KeyValue:
+        """The next output record as a `KeyValue`."""
         r = self.read_record()
         return KeyValue(r.key, r.value)
 
     def read_value(self) -> Any:
+        """The next output record's value."""
         return self.read_record().value
 
     def read_records_to_list(self) -> list[Record]:
+        """Every output record not read yet, in order."""
         out = []
         while self._queue:
             out.append(self.read_record())
         return out
 
     def read_key_values_to_list(self) -> list[KeyValue]:
+        """Every output record not read yet, as `KeyValue` pairs in order."""
         return [KeyValue(r.key, r.value) for r in self.read_records_to_list()]
 
     def read_values_to_list(self) -> list[Any]:
+        """Every output value not read yet, in order."""
         return [r.value for r in self.read_records_to_list()]
 
     def read_key_values_to_map(self) -> dict[Any, Any]:
@@ -180,9 +190,11 @@ class TestOutputTopic:
         return result
 
     def is_empty(self) -> bool:
+        """True when every output record was read."""
         return not self._queue
 
     def get_queue_size(self) -> int:
+        """How many output records are not read yet."""
         return len(self._queue)
 
 

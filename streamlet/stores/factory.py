@@ -117,6 +117,8 @@ class Stores:
 
     @staticmethod
     def in_memory_session_store(name: str, retention: timedelta | int) -> SessionBytesStoreSupplier:
+        """A session store held in memory, keeping sessions for `retention`; rebuilt from its changelog when its
+        task starts."""
         return SessionBytesStoreSupplier(InMemoryKeyValueBytesStoreSupplier(validate_store_name(name)),
                                          _session_retention(name, retention))
 
@@ -124,6 +126,7 @@ class Stores:
     def session_store_builder(
         supplier: SessionBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> SessionStoreBuilder:
+        """A builder of session stores with these serdes."""
         return SessionStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod

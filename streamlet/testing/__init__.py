@@ -57,6 +57,7 @@ class TopologyTestDriver(_TopologyTestDriver):
         return store
 
     def get_timestamped_window_store(self, name: str) -> TimestampedWindowStore:
+        """The window store `name` with `ValueAndTimestamp` values (a windowed aggregation's)."""
         store = self.get_state_store(name)
         if not isinstance(store, TimestampedWindowStore):
             raise StreamsError(f"state store {name!r} is not a timestamped window store")

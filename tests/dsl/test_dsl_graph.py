@@ -158,10 +158,10 @@ def test_table_keeps_a_store_only_when_named_or_needed() -> None:
 def test_old_values_are_requested_from_parents_that_can_send_them() -> None:
     builder = StreamsBuilder()
     counts = builder.stream("in").group_by_key().count()
-    assert counts.filter(lambda k, v: True).enable_sending_old_values(False)
+    assert counts.filter(lambda k, v: True)._enable_sending_old_values(False)
     plain = builder.table("plain")
-    assert not plain.enable_sending_old_values(False)
-    assert plain.enable_sending_old_values(True)  # forcing materializes the source table
+    assert not plain._enable_sending_old_values(False)
+    assert plain._enable_sending_old_values(True)  # forcing materializes the source table
     topology = builder.build()
     assert "plain-STATE-STORE-0000000004" in topology.store_builders
 
