@@ -34,7 +34,7 @@ def timestamped_store(context: ProcessorContext, name: str) -> TimestampedKeyVal
 class TimestampedTupleForwarder:
     def __init__(self, store: TimestampedKeyValueStore | WindowStore | SessionStore, context: ProcessorContext,
                  send_old_values: bool) -> None:
-        self._forward = context.forwarder()
+        self._forward = context.forwarder_in_record_context()
         self._send_old_values = send_old_values
         self._caching = store.set_flush_listener(self._forward_flushed, send_old_values)
 
