@@ -14,11 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.dsl.change import Change
-from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, log_skipped, timestamped_store
+from streamlet.dsl.processors.forwarding import MaybeMaterialized, log_skipped
 from streamlet.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp
 
 Joiner = Callable[[Any, Any], Any]
 EnableParent = Callable[[bool], bool]
@@ -108,20 +108,10 @@ class TableJoinMergerSupplier:
         return TableJoinMerger(self.queryable_name, self.send_old_values)
 
 
-class TableJoinMerger(Processor):
-    _store: TimestampedKeyValueStore
-    _forwarder: TimestampedTupleForwarder
-
+class TableJoinMerger(MaybeMaterialized):
     def __init__(self, store_name: str | None, send_old_values: bool) -> None:
         self._store_name = store_name
         self._send_old_values = send_old_values
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._forward = context.forwarder_in_record_context()
-        if self._store_name is not None:
-            self._store = timestamped_store(context, self._store_name)
-            self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
 
     def process(self, record: Record) -> None:
         change = record.value
