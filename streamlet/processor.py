@@ -60,6 +60,13 @@ class ProcessorContext(ABC):
         return a faster equivalent (the only child's `process` itself when there is just one)."""
         return self.forward
 
+    def forwarder_in_record_context(self) -> Callable[[Record], None]:
+        """As `forwarder()`, but while the children process a record whose timestamp or headers differ
+        from the current record's, those are the record context's (what stores write to changelogs and
+        caches remember), as Kafka Streams' `forward` does. For processors that restamp what they send
+        (aggregations, joins, suppression); a runtime without a record context returns `forwarder()`."""
+        return self.forwarder()
+
     @abstractmethod
     def schedule(
         self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator

@@ -46,6 +46,22 @@ class NodeContext(ProcessorContext):
             return children[0].process  # one call per record instead of two, on every hop of a chain
         return self.forward
 
+    def forwarder_in_record_context(self) -> Callable[[Record], None]:
+        task, forward = self._task, self.forwarder()
+
+        def forward_in_context(record: Record) -> None:
+            current = task.record_ctx
+            if record.timestamp == current.timestamp and record.headers == current.headers:
+                forward(record)
+                return
+            task.record_ctx = current._replace(timestamp=record.timestamp, headers=record.headers)
+            try:
+                forward(record)
+            finally:
+                task.record_ctx = current
+
+        return forward_in_context
+
     def schedule(
         self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
     ) -> Cancellable:

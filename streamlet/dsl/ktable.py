@@ -26,8 +26,17 @@ from streamlet.dsl.processors.table import (
     TableToStream,
 )
 from streamlet.dsl.processors.table_aggregate import TableRepartitionMap
+from streamlet.dsl.processors.table_join import (
+    INNER,
+    LEFT,
+    OUTER,
+    RIGHT,
+    TableJoinMergerSupplier,
+    TableJoinSupplier,
+)
 from streamlet.dsl.processors.value_getters import (
     DerivedValueGetterSupplier,
+    JoinedValueGetterSupplier,
     StoreValueGetterSupplier,
     ValueGetterSupplier,
 )
@@ -43,7 +52,7 @@ if TYPE_CHECKING:
 
 TableSupplier = (
     TableSourceSupplier | StreamAggregateSupplier | StreamReduceSupplier | TableFilterSupplier
-    | TableMapValuesSupplier | TableSuppressSupplier
+    | TableMapValuesSupplier | TableSuppressSupplier | TableJoinMergerSupplier
 )
 
 
@@ -112,6 +121,10 @@ class KTable:
             return StoreValueGetterSupplier(supplier.store_name)
         if isinstance(supplier, TableSuppressSupplier):
             raise TopologyError(f"joining with the suppressed table {self.name!r} is not supported yet")
+        if isinstance(supplier, TableJoinMergerSupplier):
+            if supplier.queryable_name is not None:
+                return StoreValueGetterSupplier(supplier.queryable_name)
+            return supplier.view
         if supplier.queryable_name is not None:
             return StoreValueGetterSupplier(supplier.queryable_name)
         assert self._parent is not None, "a filter / map_values table knows its parent"
@@ -161,6 +174,68 @@ class KTable:
         supplier = TableMapValuesSupplier(self._enable_sending_old_values, mapper, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
         return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
+
+    # -- table-table joins ----------------------------------------------------------------------------
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], materialized: Materialized | None = None,
+             named: Named | str | None = None) -> KTable:
+        """A row for each key both tables have: `joiner(value, other_value)`; a delete on either side
+        deletes the joined row."""
+        return self._join(other, joiner, materialized, named, False, False)
+
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], materialized: Materialized | None = None,
+                  named: Named | str | None = None) -> KTable:
+        """A row for each key of this table: `joiner(value, other_value or None)`."""
+        return self._join(other, joiner, materialized, named, True, False)
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], materialized: Materialized | None = None,
+                   named: Named | str | None = None) -> KTable:
+        """A row for each key either table has: `joiner(value or None, other_value or None)`."""
+        return self._join(other, joiner, materialized, named, True, True)
+
+    def _join(self, other: KTable, joiner: Callable[[Any, Any], Any], materialized: Materialized | None,
+              named: Named | str | None, left_outer: bool, right_outer: bool) -> KTable:
+        """Kafka Streams' KTableImpl.doJoin: names, old values and value getters in its order."""
+        if not isinstance(other, KTable):
+            raise TypeError(f"a table-table join takes a KTable, got {other!r}")
+        if other._builder is not self._builder:
+            raise TopologyError("cannot join tables from different StreamsBuilders")
+        if not callable(joiner):
+            raise TypeError(f"joiner must be callable, got {joiner!r}")
+        names = self._builder.names
+        store_name = None
+        if materialized is not None:
+            store_name = materialized.name or names.store_name(naming.KTABLE_MERGE)
+            materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde)
+        given = Named.resolve(named)
+        merge_name = names.name_or_generate(given, naming.KTABLE_MERGE)
+        if left_outer:
+            self.enable_sending_old_values(True)
+        if right_outer:
+            other.enable_sending_old_values(True)
+        this_view, other_view = self.value_getter_supplier(), other.value_getter_supplier()
+        enable: list[Callable[[bool], bool]] = [self.enable_sending_old_values, other.enable_sending_old_values]
+        kinds = (OUTER, OUTER) if right_outer else (LEFT, RIGHT) if left_outer else (INNER, INNER)
+        join_this = TableJoinSupplier(kinds[0], other_view, joiner, enable)
+        join_other = TableJoinSupplier(kinds[1], this_view, lambda a, b: joiner(b, a), enable)
+        this_name = names.suffixed_or_generate(given, "-join-this", naming.KTABLE_JOINTHIS)
+        other_name = names.suffixed_or_generate(given, "-join-other", naming.KTABLE_JOINOTHER)
+        view = JoinedValueGetterSupplier(this_view, other_view, joiner, kinds[0])
+        merger = TableJoinMergerSupplier(join_this, join_other, store_name, view)
+        this_parent, other_parent = self.name, other.name
+
+        def write(topology: Topology, _parent_names: list[str]) -> None:
+            topology.add_processor(this_name, join_this, this_parent)
+            topology.add_processor(other_name, join_other, other_parent)
+            topology.add_processor(merge_name, merger, this_name, other_name)
+            topology.connect_processor_and_state_stores(this_name, *other_view.store_names)
+            topology.connect_processor_and_state_stores(other_name, *this_view.store_names)
+            if materialized is not None and store_name is not None:
+                topology.add_state_store(timestamped_store_builder(materialized, store_name), merge_name)
+
+        node = self._builder.add(GraphNode(merge_name, write), self._node, other._node)
+        key_serde = self.key_serde if materialized is None else materialized.key_serde
+        value_serde = None if materialized is None else materialized.value_serde
+        return KTable(self._builder, merge_name, key_serde, value_serde, store_name, merger, node)
 
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedTable:
         """Regroup the rows: `selector(key, value)` returns the row's (group key, value) as a `KeyValue` or

@@ -117,6 +117,13 @@ def cases(draw: Draw) -> Case:
         topics = {"tbl"}
         ops.append({"op": "table", "topic": "tbl", "store": _store(draw, names)})
         ops += _table_ops(draw, names, for_join=False)
+        if draw(st.booleans()):  # a table-table join
+            other = [{"op": "table", "topic": "tbl2", "store": _store(draw, names)}]
+            other += _table_ops(draw, names, for_join=False)
+            ops.append({"op": "table_join", "kind": draw(st.sampled_from(["join", "left_join", "outer_join"])),
+                        "table": other, "fn": "pair", "store": _store(draw, names)})
+            topics.add("tbl2")
+            ops += _table_ops(draw, names, for_join=False)
         if draw(st.booleans()):
             value = draw(_table_grouping(ops, names))
         ops.append({"op": "to_stream"})

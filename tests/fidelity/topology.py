@@ -145,6 +145,13 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         return current.group_by_key(_grouped(op))
     if name == "group_by":
         return current.group_by(fn.KEY_SELECTORS[op["fn"]], _grouped(op))
+    if name == "table_join":
+        other = None
+        for table_op in op["table"]:
+            other = apply(builder, other, table_op)
+        store = op.get("store")
+        join = {"join": current.join, "left_join": current.left_join, "outer_join": current.outer_join}[op["kind"]]
+        return join(other, fn.JOINERS[op["fn"]], None if store is None else _materialized(store))
     if name == "table_group_by":
         return current.group_by(fn.KEY_VALUE_MAPPERS[op["fn"]], _grouped(op))
     if name == "suppress":

@@ -13,7 +13,7 @@ from typing import Any
 
 from streamlet.dsl.change import Change
 from streamlet.errors import TopologyError
-from streamlet.processor import ProcessorContext
+from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Headers, Record
 from streamlet.stores.api import TimestampedKeyValueStore
 from streamlet.stores.session.api import SessionStore
@@ -34,7 +34,7 @@ def timestamped_store(context: ProcessorContext, name: str) -> TimestampedKeyVal
 class TimestampedTupleForwarder:
     def __init__(self, store: TimestampedKeyValueStore | WindowStore | SessionStore, context: ProcessorContext,
                  send_old_values: bool) -> None:
-        self._forward = context.forwarder()
+        self._forward = context.forwarder_in_record_context()
         self._send_old_values = send_old_values
         self._caching = store.set_flush_listener(self._forward_flushed, send_old_values)
 
@@ -63,3 +63,20 @@ def log_skipped(context: ProcessorContext, reason: str) -> None:
     else:
         log.warning("Skipping record due to %s. topic=[%s] partition=[%d] offset=[%d]",
                     reason, meta.topic, meta.partition, meta.offset)
+
+
+class MaybeMaterialized(Processor):
+    """A table node that keeps its rows in a store when it has one (`_store_name`): it then forwards
+    through the store's tuple forwarder (its cache), and otherwise straight to its children."""
+
+    _store_name: str | None
+    _send_old_values: bool
+    _store: TimestampedKeyValueStore
+    _forwarder: TimestampedTupleForwarder
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._forward = context.forwarder_in_record_context()
+        if self._store_name is not None:
+            self._store = timestamped_store(context, self._store_name)
+            self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)

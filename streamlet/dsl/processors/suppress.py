@@ -77,7 +77,7 @@ class TableSuppress(Processor):
         self._deserialize_key = lambda data: key_serde.deserializer.deserialize(topic, data)
         self._serialize = lambda value: None if value is None else value_serde.serializer.serialize(topic, value)
         self._deserialize = lambda data: None if data is None else value_serde.deserializer.deserialize(topic, data)
-        self._forward = context.forwarder()
+        self._forward = context.forwarder_in_record_context()
 
     def process(self, record: Record) -> None:
         timestamp = record.timestamp

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.dsl.change import Change
-from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, log_skipped, timestamped_store
+from streamlet.dsl.processors.forwarding import MaybeMaterialized, log_skipped
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp
 
 EnableParent = Callable[[bool], bool]
 """The parent table's `enable_sending_old_values(force_materialization) -> bool`."""
@@ -49,20 +49,10 @@ class TableSourceSupplier:
         return TableSource(self.queryable_name, self.send_old_values)
 
 
-class TableSource(Processor):
-    _store: TimestampedKeyValueStore
-    _forwarder: TimestampedTupleForwarder
-
+class TableSource(MaybeMaterialized):
     def __init__(self, store_name: str | None, send_old_values: bool) -> None:
         self._store_name = store_name
         self._send_old_values = send_old_values
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._forward = context.forwarder()
-        if self._store_name is not None:
-            self._store = timestamped_store(context, self._store_name)
-            self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
 
     def process(self, record: Record) -> None:
         key = record.key
@@ -107,23 +97,13 @@ class TableFilterSupplier:
         return TableFilter(self.predicate, self.negate, self.queryable_name, self.send_old_values)
 
 
-class TableFilter(Processor):
-    _store: TimestampedKeyValueStore
-    _forwarder: TimestampedTupleForwarder
-
+class TableFilter(MaybeMaterialized):
     def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool, store_name: str | None,
                  send_old_values: bool) -> None:
         self._predicate = predicate
         self._negate = negate
         self._store_name = store_name
         self._send_old_values = send_old_values
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._forward = context.forwarder()
-        if self._store_name is not None:
-            self._store = timestamped_store(context, self._store_name)
-            self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
 
     def _keep(self, key: Any, value: Any) -> Any:
         if value is not None and bool(self._predicate(key, value)) is not self._negate:
@@ -172,21 +152,11 @@ class TableMapValuesSupplier:
         return TableMapValues(self.mapper, self.queryable_name, self.send_old_values)
 
 
-class TableMapValues(Processor):
-    _store: TimestampedKeyValueStore
-    _forwarder: TimestampedTupleForwarder
-
+class TableMapValues(MaybeMaterialized):
     def __init__(self, mapper: Callable[[Any], Any], store_name: str | None, send_old_values: bool) -> None:
         self._mapper = mapper
         self._store_name = store_name
         self._send_old_values = send_old_values
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._forward = context.forwarder()
-        if self._store_name is not None:
-            self._store = timestamped_store(context, self._store_name)
-            self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
 
     def _map(self, value: Any) -> Any:
         return None if value is None else self._mapper(value)

@@ -88,3 +88,40 @@ class DerivedValueGetterSupplier(ValueGetterSupplier):
 
     def __call__(self) -> ValueGetter:
         return _DerivedGetter(self._parent(), self._compute)
+
+
+class _JoinedGetter(ValueGetter):
+    def __init__(self, left: ValueGetter, right: ValueGetter, joiner: Callable[[Any, Any], Any], kind: str) -> None:
+        self._left, self._right = left, right
+        self._joiner = joiner
+        self._kind = kind
+
+    def init(self, context: ProcessorContext) -> None:
+        self._left.init(context)
+        self._right.init(context)
+
+    def get(self, key: Any) -> ValueAndTimestamp | None:
+        left, right = self._left.get(key), self._right.get(key)
+        if left is None and right is None:
+            return None
+        if self._kind == "inner" and (left is None or right is None):
+            return None
+        if self._kind == "left" and left is None:
+            return None
+        value = self._joiner(None if left is None else left.value, None if right is None else right.value)
+        timestamp = max(-1 if left is None else left.timestamp, -1 if right is None else right.timestamp)
+        return None if value is None else ValueAndTimestamp(value, timestamp)
+
+
+class JoinedValueGetterSupplier(ValueGetterSupplier):
+    """The getter of a table-table join result without a store: both sides' rows, joined on read."""
+
+    def __init__(self, left: ValueGetterSupplier, right: ValueGetterSupplier, joiner: Callable[[Any, Any], Any],
+                 kind: str) -> None:
+        self._left, self._right = left, right
+        self._joiner = joiner
+        self._kind = kind
+        self.store_names = (*left.store_names, *right.store_names)
+
+    def __call__(self) -> ValueGetter:
+        return _JoinedGetter(self._left(), self._right(), self._joiner, self._kind)

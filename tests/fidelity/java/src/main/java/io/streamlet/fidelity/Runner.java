@@ -261,6 +261,25 @@ public final class Runner {
                     return ((KStream) current).groupByKey(grouped(op));
                 case "group_by":
                     return ((KStream) current).groupBy(Functions.keySelector(op.get("fn").asText()), grouped(op));
+                case "table_join": {
+                    Object table = null;
+                    for (final JsonNode tableOp : op.get("table")) {
+                        table = apply(builder, table, tableOp);
+                    }
+                    final ValueJoiner joiner = Functions.joiner(op.get("fn").asText());
+                    final KTable left = (KTable) current;
+                    final KTable right = (KTable) table;
+                    final JsonNode store = op.get("store");
+                    final boolean hasStore = store != null && !store.isNull();
+                    switch (op.get("kind").asText()) {
+                        case "left_join":
+                            return hasStore ? left.leftJoin(right, joiner, materialized(store)) : left.leftJoin(right, joiner);
+                        case "outer_join":
+                            return hasStore ? left.outerJoin(right, joiner, materialized(store)) : left.outerJoin(right, joiner);
+                        default:
+                            return hasStore ? left.join(right, joiner, materialized(store)) : left.join(right, joiner);
+                    }
+                }
                 case "table_group_by":
                     return ((KTable) current).groupBy(Functions.keyValueMapper(op.get("fn").asText()), grouped(op));
                 case "suppress":
