@@ -4,9 +4,10 @@ Spark's own Kafka sink cannot set record timestamps, which downstream stream tim
 Handing the output to Spark as rows and sending it from a `foreachBatch` stage cost more than the
 tasks' own work (rows built, turned into Arrow, pickled through the JVM into a second Python worker:
 1-3 s per 4,000-record batch here), so each task sends its own output before its batch ends: an
-idempotent aiokafka producer per Python worker process, kept between batches, every record
-acknowledged before `handleInputRows` returns. Spark commits the batch's state and offsets only after
-that, so a batch that fails is replayed from the checkpoint and sent again: at-least-once.
+idempotent aiokafka producer per Python worker process, kept between batches, fed through the asyncio
+runtime's `RecordSender`, every record acknowledged before `handleInputRows` returns. Spark commits
+the batch's state and offsets only after that, so a batch that fails is replayed from the checkpoint
+and sent again: at-least-once.
 """
 
 from __future__ import annotations
@@ -16,32 +17,37 @@ import atexit
 from collections.abc import Mapping
 from typing import Any
 
+from streamlet.actors.error_handlers import skip_failed_productions
 from streamlet.actors.record_collector import ProducedRecord
+from streamlet.config import StreamsConfig
 from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client
+from streamlet.runtime.record_sender import RecordSender
 
 Drained = Mapping[tuple[str, int], list[ProducedRecord]]
 
 
 class _Sender:
-    """One producer on its own event loop, driven synchronously (the Python worker has no loop)."""
+    """One producer on its own event loop, driven synchronously (the Python worker has no loop). The
+    records go through the asyncio runtime's `RecordSender` (aiokafka's batch API, one await per batch,
+    and `default.production.exception.handler` applied as there)."""
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self._loop = asyncio.new_event_loop()
         self._kwargs = {**client_kwargs(settings, ClientRole.PRODUCER), "acks": "all", "enable_idempotence": True}
+        self._skip_failed = skip_failed_productions(StreamsConfig(settings))
         self._producer: Any = None
+        self._sender: RecordSender | None = None
 
     async def _send(self, drained: Drained) -> None:
         from aiokafka import AIOKafkaProducer
 
-        if self._producer is None:
+        if self._sender is None:
             producer = AIOKafkaProducer(**self._kwargs)
             await start_client(producer, self._kwargs)
             self._producer = producer
-        send = self._producer.send
-        pending = [await send(topic, value=r.value, key=r.key, partition=partition, timestamp_ms=r.timestamp,
-                              headers=list(r.headers) or None)
-                   for (topic, partition), records in drained.items() for r in records]
-        await asyncio.gather(*pending)
+            self._sender = RecordSender(producer, self._skip_failed)
+        await self._sender.send(dict(drained))
+        await self._sender.flush()
 
     def send(self, drained: Drained) -> None:
         try:
@@ -51,7 +57,7 @@ class _Sender:
             raise
 
     def close(self) -> None:
-        producer, self._producer = self._producer, None
+        producer, self._producer, self._sender = self._producer, None, None
         if producer is not None:
             try:
                 self._loop.run_until_complete(producer.stop())

@@ -26,6 +26,7 @@ from streamlet.runtime.topic_manager import MissingSinkTopicError, TopicPlan, pr
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
+from streamlet.stores.spark import check_spark_backend
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,8 @@ class SparkStreams:
         return Path(str(state_dir)) / self.config.application_id / "spark"
 
     def _plan(self) -> list[SubTopologyPlan]:
+        for builder in self.topology.store_builders.values():
+            check_spark_backend(builder)
         config = self.config
         settings = {k: v for k, v in config.items()}
         client_settings = {k: v for k, v in settings.items() if not k.startswith(ENGINE_KEY_PREFIX)}

@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streamlet.runtime.local_broker import LocalKafkaBroker
 from tests.spark.apps import INPUT_ENV, OUTPUT_ENV
@@ -98,6 +99,15 @@ def _wait_for(bootstrap: str, topic: str, updates: int, app: subprocess.Popen[by
         time.sleep(1.0)
 
 
+async def _written(bootstrap: str, topic: str) -> int:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        return sum((await consumer.end_offsets([TopicPartition(topic, p) for p in range(2)])).values())
+    finally:
+        await consumer.stop()
+
+
 def test_kill_9_restart_then_backfill_writes_the_same(kafka_broker: LocalKafkaBroker, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     prefix = f"restart-{uuid.uuid4().hex[:8]}"
@@ -112,8 +122,13 @@ def test_kill_9_restart_then_backfill_writes_the_same(kafka_broker: LocalKafkaBr
     app = _spark_cli("run", bootstrap, prefix, tmp_path / "checkpoint", continuous, source, log)
     try:
         _wait_for(bootstrap, continuous, total // 4, app, log, 120)
+        written_before = asyncio.run(_written(bootstrap, continuous))
         asyncio.run(produce(bootstrap, lines[LINES // 2:]))
-        time.sleep(1.5)  # into the next micro-batches
+        # Kill as soon as the second half's updates start to appear: most likely inside the micro-batch
+        # that writes them, before Spark commits it.
+        deadline = time.monotonic() + 60
+        while asyncio.run(_written(bootstrap, continuous)) <= written_before and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         os.killpg(app.pid, signal.SIGKILL)
         app.wait()

@@ -4,12 +4,14 @@ Hypothesis draws the input (keys, values with and without headers, out-of-order 
 three partitions per topic) and where it is cut into two runs; each example is two bounded runs of the
 `everything` application on local[2] against the real broker, the second continuing from the first's
 checkpoint, so that state, stream time and punctuation schedules must carry over between micro-batches.
-Examples are few because each costs Spark micro-batches; none is shrunk (a failure prints its input).
+Examples are few because each costs Spark micro-batches (STREAMLET_SPARK_EXAMPLES=N draws more); none is
+shrunk (a failure prints its input).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -46,7 +48,11 @@ def _records(topic: str, rows: list[tuple[Any, ...]]) -> list[Rec]:
     return out
 
 
-@settings(max_examples=2, deadline=None, phases=[Phase.explicit, Phase.generate],
+EXAMPLES = int(os.environ.get("STREAMLET_SPARK_EXAMPLES", "2"))
+"""Drawn examples per run (each costs Spark micro-batches); raise it for a longer search by hand."""
+
+
+@settings(max_examples=EXAMPLES, deadline=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(events=st.lists(_event, min_size=15, max_size=40), rows=st.lists(_row, max_size=12),
        cut=st.integers(0, 10**6))

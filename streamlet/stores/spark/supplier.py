@@ -57,6 +57,13 @@ class SparkWindowBytesStoreSupplier(WindowBytesStoreSupplier):
         return "spark-window"
 
 
+def check_spark_backend(builder: StoreBuilder) -> None:
+    """Raise `TopologyError` for a store the Spark backend cannot hold (checked before any query starts)."""
+    if not isinstance(builder, KeyValueStoreBuilder | WindowStoreBuilder):
+        raise TopologyError(f"store {builder.name!r}: the Spark engine has no backend for "
+                            f"{type(builder).__name__} yet (key-value and window stores only)")
+
+
 def over_spark_state(state_of: Callable[[str], SparkStoreState]) -> Callable[[StoreBuilder], StateStore]:
     """A `StreamTask` store opener that builds each store as its builder would, but over Spark's state
     (`state_of(store name)`), without a changelog. The topology's builders are not changed."""
@@ -68,8 +75,7 @@ def over_spark_state(state_of: Callable[[str], SparkStoreState]) -> Callable[[St
         elif isinstance(builder, WindowStoreBuilder):
             spark_builder.supplier = SparkWindowBytesStoreSupplier(builder.supplier, state_of(builder.name))
         else:
-            raise TopologyError(f"store {builder.name!r}: the Spark engine has no backend for "
-                                f"{type(builder).__name__} yet (key-value and window stores only)")
+            check_spark_backend(builder)
         spark_builder.with_logging_disabled()
         return spark_builder.build()
 
