@@ -39,7 +39,7 @@ from streamlet.errors import (
 )
 from streamlet.http.client import ForwardingError, get_json
 from streamlet.http.json_values import dumps, jsonable, key_serde, parse_key
-from streamlet.http.server import Receive, Scope, Send
+from streamlet.http.server import Receive, Scope, Send, respond
 from streamlet.metrics.prometheus import CONTENT_TYPE, render
 from streamlet.queries.metadata import HostInfo
 from streamlet.queries.parameters import QueryableStoreType, StoreQueryParameters, native_store_type
@@ -105,9 +105,7 @@ class StreamsApp:
                 status, body, content_type = 404, dumps({"error": f"no route {path}"}), "application/json"
             else:
                 status, body, content_type = await route(parts[1:], query)
-        headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await respond(send, status, content_type, body)
 
     # -- routes -------------------------------------------------------------------------------------
     async def _health_route(self, parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
