@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo test lint broker-jars toxiproxy prometheus bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
+.PHONY: all demo test lint broker-jars toxiproxy prometheus chromium bench bench-quick bench-report chaos chaos-repeat soak venv clean distclean
 
 all: test
 
@@ -52,11 +52,17 @@ prometheus:
 	  command -v apt-get >/dev/null || { echo "make prometheus: install Prometheus (prometheus and promtool on PATH)" >&2; exit 1; }; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
 
+# A real headless browser for the live page's test (tests/http): Debian's chromium, installed when missing.
+chromium:
+	@command -v chromium >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "make chromium: install Chromium (chromium on PATH)" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core; }
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint broker-jars toxiproxy prometheus
+test: lint broker-jars toxiproxy prometheus chromium
 	$(BIN)/pytest -q
 
 demo: broker-jars

@@ -35,11 +35,13 @@ class Sampler:
         self._clock = clock
         self._samples: deque[_Sample] = deque()
 
-    def maybe_sample(self) -> None:
-        """Take a snapshot if the last one is at least `every_s` old (cheap to call in a loop)."""
+    def maybe_sample(self) -> bool:
+        """Take a snapshot if the last one is at least `every_s` old (cheap to call in a loop); True if taken."""
         now = self._clock()
         if not self._samples or now - self._samples[-1].at >= self._every_s:
             self.sample(now)
+            return True
+        return False
 
     def sample(self, now: float | None = None) -> None:
         """Take a snapshot now and drop those that fell out of the window (keeping one before it)."""

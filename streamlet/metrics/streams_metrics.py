@@ -23,6 +23,8 @@ processing path pays a few additions per batch, never per record. `metrics.recor
 from __future__ import annotations
 
 import os
+import time
+from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +47,16 @@ class MetricName:
     def tag(self, key: str) -> str | None:
         """One tag's value, or None."""
         return dict(self.tags).get(key)
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One second of the recent past: throughput, end-to-end latency, total lag."""
+
+    at_ms: int
+    process_rate: float
+    e2e_latency_avg_ms: float
+    lag: int
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,8 @@ class StreamsMetrics:
         self.thread_id = thread_id(config)
         self._supervisor = supervisor
         self.sampler = Sampler(self._collect)
+        # The last 15 minutes, one point a second: what the live page charts.
+        self.history: deque[HistoryPoint] = deque(maxlen=900)
 
     def _collect(self) -> tuple[Snapshot, Snapshot, Snapshot]:
         totals: Snapshot = {}
@@ -111,13 +125,20 @@ class StreamsMetrics:
             process_ns += counters.process_ns
             record_max = max(record_max, counters.max_record_latency_ns)
             counters.reset_extremes()
-        totals.update({"processed": processed, "process_ns": process_ns})
+        totals.update({"processed": processed, "process_ns": process_ns,
+                       "e2e_sum": sum(v for k, v in totals.items() if isinstance(k, tuple) and k[1] == "e2e_sum"),
+                       "e2e_count": sum(v for k, v in totals.items() if isinstance(k, tuple) and k[1] == "e2e_count")})
         maxima["record_ns"] = record_max
         return totals, maxima, minima
 
     def maybe_sample(self) -> None:
-        """Called from the poll loop: a snapshot at most once a second."""
-        self.sampler.maybe_sample()
+        """Called from the poll loop: a snapshot at most once a second, and a point of `history`."""
+        if self.sampler.maybe_sample():
+            s = self.sampler
+            sup = self._supervisor()
+            lag = sum(partition_lags(sup).values()) if sup else 0
+            self.history.append(HistoryPoint(int(time.time() * 1000), s.rate("processed"),
+                                             s.ratio("e2e_sum", "e2e_count"), lag))
 
     def metrics(self) -> list[Metric]:
         """Every metric the recording level allows, read now."""
@@ -187,14 +208,14 @@ class StreamsMetrics:
                 add("record-e2e-latency-min", g, node_tags, s.minimum(key("e2e")), description="minimum (ms)")
                 add("record-e2e-latency-max", g, node_tags, s.maximum(key("e2e")), description="maximum (ms)")
         client_id = str(self.config.get("client.id") or "") or f"{self.config.application_id}-streamlet"
-        for (topic, partition), lag in sorted(_lags(sup).items()):
+        for (topic, partition), lag in sorted(partition_lags(sup).items()):
             add("records-lag", "consumer-fetch-manager-metrics",
                 (("client-id", client_id), ("partition", str(partition)), ("topic", topic)), lag,
                 description="records in the partition not yet handed to its task")
         return found
 
 
-def _lags(sup: Any) -> dict[tuple[str, int], int]:
+def partition_lags(sup: Any) -> dict[tuple[str, int], int]:
     """Per assigned partition: high watermark minus the next offset its task is handed."""
     from aiokafka import TopicPartition
 

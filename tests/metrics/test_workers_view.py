@@ -7,7 +7,6 @@ import asyncio
 import shutil
 import subprocess
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,8 @@ import pytest
 
 from streamlet.http.client import ForwardingError, get, get_json
 from streamlet.http.workers_app import merge_expositions
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce
-from tests.queries.test_http_queries import _free_ports
+from tests.http.served_apps import free_ports, served_wordcount
+from tests.integration.kafka_helpers import produce
 
 pytestmark = [pytest.mark.anyio]
 
@@ -37,15 +36,10 @@ async def test_one_view_of_two_workers(kafka_broker: Any, tmp_path: Path) -> Non
     if promtool is None:
         pytest.fail("promtool is not installed: run `make prometheus` (Debian's prometheus package)")
     bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    inp, out = f"wv-in-{sfx}", f"wv-out-{sfx}"
-    await create_topics(bootstrap, {inp: 4, out: 4})
-    (port,) = _free_ports(1)
-    app = AppProcess("tests.integration.wordcount_app:topology",
-                     {"bootstrap.servers": bootstrap, "application.id": f"wv-{sfx}", "state.dir": tmp_path / "s",
-                      "commit.interval.ms": 200, "statestore.cache.max.bytes": 0},
-                     tmp_path / "app.log", env={"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out},
-                     extra_args=["--workers", "2", "--http", f"127.0.0.1:{port}"])
+    (port,) = free_ports(1)
+    served = await served_wordcount(bootstrap, tmp_path, "wv", 4, ["--workers", "2", "--http", f"127.0.0.1:{port}"],
+                                    {"commit.interval.ms": 200, "statestore.cache.max.bytes": 0})
+    app, inp, sfx = served.app, served.input_topic, served.application_id
     lines = [f"alpha beta w{i % 20}" for i in range(400)]
     counts = Counter(w for line in lines for w in line.split())
     try:
@@ -70,7 +64,7 @@ async def test_one_view_of_two_workers(kafka_broker: Any, tmp_path: Path) -> Non
         text = exposition.decode()
         threads = {line.split('thread_id="')[1].split('"')[0] for line in text.splitlines()
                    if line.startswith("kafka_streams_stream_thread_metrics_process_total{")}
-        assert threads == {f"wv-{sfx}-StreamThread-1", f"wv-{sfx}-StreamThread-2"}
+        assert threads == {f"{sfx}-StreamThread-1", f"{sfx}-StreamThread-2"}
         assert 'worker="0"' in text and 'worker="1"' in text
         check = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, check=False)
         assert check.returncode == 0 and not check.stdout.strip() and not check.stderr.strip(), check
