@@ -8,6 +8,7 @@ divided by the time between them; a maximum is the largest per-sample maximum in
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -83,3 +84,14 @@ class Sampler:
         """The smallest per-sample minimum in the window (0 when none was seen)."""
         found = [s.minima[key] for s in self._samples if key in s.minima]
         return min(found) if found else 0.0
+
+    def interval_ratios(self, numerator: Hashable, denominator: Hashable) -> list[float]:
+        """The ratio of growths in each interval between consecutive snapshots of the window (those
+        in which the denominator grew): e.g. a cache's hit ratio per second, for its min and max."""
+        samples = list(self._samples)
+        found = []
+        for before, after in itertools.pairwise(samples):
+            below = after.totals.get(denominator, 0.0) - before.totals.get(denominator, 0.0)
+            if below > 0:
+                found.append((after.totals.get(numerator, 0.0) - before.totals.get(numerator, 0.0)) / below)
+        return found

@@ -85,6 +85,12 @@ async def test_prometheus_scrapes_process_rate_and_partition_lag(kafka_broker: A
         assert {s["metric"]["task_id"] for s in tasks} >= {"0_0", "0_1", "0_2"}  # debug level: task metrics
         e2e = await _query(prom_port, "kafka_streams_stream_processor_node_metrics_record_e2e_latency_max")
         assert e2e and all(float(s["value"][1]) >= 0 for s in e2e)
+        # Debug level: the count store's puts are timed and its cache's hit ratio is known, per task.
+        puts = await _query(prom_port, 'kafka_streams_stream_state_metrics_put_rate{rocksdb_state_id="counts-store"}')
+        assert {s["metric"]["task_id"] for s in puts} == {"1_0", "1_1", "1_2"}
+        hits = await _query(prom_port, "kafka_streams_stream_record_cache_metrics_hit_ratio_avg")
+        assert hits and all(0 <= float(s["value"][1]) <= 1 for s in hits)
+        assert {s["metric"]["record_cache_id"] for s in hits} == {"counts-store"}
 
         exposition = await asyncio.to_thread(_get, f"http://127.0.0.1:{app_port}/metrics")
         check = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, check=False)

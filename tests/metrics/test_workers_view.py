@@ -66,6 +66,10 @@ async def test_one_view_of_two_workers(kafka_broker: Any, tmp_path: Path) -> Non
                    if line.startswith("kafka_streams_stream_thread_metrics_process_total{")}
         assert threads == {f"{sfx}-StreamThread-1", f"{sfx}-StreamThread-2"}
         assert 'worker="0"' in text and 'worker="1"' in text
+        # metrics.recording.level is INFO by default: no debug-level task, store or cache metrics.
+        assert "kafka_streams_stream_task_metrics_dropped_records_total{" in text
+        for debug_only in ("stream_task_metrics_process_total", "stream_state_metrics", "stream_record_cache_metrics"):
+            assert debug_only not in text
         check = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, check=False)
         assert check.returncode == 0 and not check.stdout.strip() and not check.stderr.strip(), check
     finally:
