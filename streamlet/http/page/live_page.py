@@ -23,7 +23,7 @@ nav a{margin-right:12px}svg.chart{border:1px solid #ddd;background:#fafafa}
 """
 
 _SCRIPT = """
-function fmt(x){return x>=100?x.toFixed(0):x>=1?x.toFixed(1):x.toFixed(3)}
+function fmt(x){return x===0?"0":x>=100?x.toFixed(0):x>=1?x.toFixed(1):x.toFixed(3)}
 function chart(id,points,index,label){
   const svg=document.getElementById(id),w=360,h=110;
   if(!points.length){svg.innerHTML='<text x="8" y="20">no data yet</text>';return}
