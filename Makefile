@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus bench bench-spark bench-quick bench-report chaos chaos-repeat soak fidelity venv clean distclean
+.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-report chaos chaos-repeat soak fidelity venv clean distclean
 
 all: test
 
@@ -57,11 +57,17 @@ prometheus:
 	  command -v apt-get >/dev/null || { echo "make prometheus: install Prometheus (prometheus and promtool on PATH)" >&2; exit 1; }; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
 
+# A real headless browser for the live page's test (tests/http): Debian's chromium, installed when missing.
+chromium:
+	@command -v chromium >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "make chromium: install Chromium (chromium on PATH)" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core; }
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint docs broker-jars spark-jars toxiproxy prometheus
+test: lint docs broker-jars spark-jars toxiproxy prometheus chromium
 	$(BIN)/pytest -q
 
 # The documentation (docs/), built with Sphinx; any warning fails the build. Output: docs/_build/html.

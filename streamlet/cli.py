@@ -273,7 +273,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _check_worker_state_dirs(config, args.workers)
         worker_args = [args.target, "--log-level", args.log_level, "--close-timeout", str(args.close_timeout)]
         if args.http:
-            worker_args += ["--http", args.http]
+            # The pool serves one view of all workers on PORT; worker i listens on PORT+1+i.
+            host, port = _http_address(args.http, 0)
+            worker_args += ["--http", f"{host}:{port + 1}"]
+            _serve_workers_view(host, port, args.workers)
         for path in args.config or []:
             worker_args += ["--config", path]
         for item in args.set or []:
@@ -288,6 +291,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config["application.server"] = f"{http[0]}:{http[1]}"
     tune_gc_for_streaming()  # this process is ours: see streamlet/runtime/gc_tuning.py
     return asyncio.run(run_streams(topology, config, args.close_timeout, http))
+
+
+def _serve_workers_view(host: str, port: int, workers: int) -> None:
+    """The pool's HTTP view over its workers (see streamlet.http.workers_app)."""
+    from streamlet.http.server import serve_in_thread
+    from streamlet.http.workers_app import WorkersApp
+
+    reach = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    serve_in_thread(WorkersApp([(reach, port + 1 + i) for i in range(workers)]), host, port)
+    log.info("HTTP view of %d workers listening on %s:%d", workers, host, port)
 
 
 def _http_address(text: str, worker: int) -> tuple[str, int]:
@@ -400,8 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="N supervised worker processes, one group member each (Kafka Streams' "
                           "num.stream.threads, as processes); a worker that dies is replaced")
     run.add_argument("--http", metavar="HOST:PORT", default=None,
-                     help="serve interactive queries, /health/live and /health/ready over HTTP there "
-                          "(worker i of --workers N listens on PORT+i); application.server defaults to it")
+                     help="serve interactive queries, /metrics, /health/live and /health/ready over HTTP "
+                          "there; with --workers N, one view of all workers there and worker i on PORT+1+i; "
+                          "application.server defaults to the address served")
     run.add_argument("--close-timeout", type=float, default=60.0, metavar="SECONDS",
                      help="how long a clean close may take after a signal (default 60)")
     run.set_defaults(handler=_cmd_run)

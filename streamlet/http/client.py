@@ -16,8 +16,9 @@ class ForwardingError(Exception):
     """The owner could not be reached or answered garbage; the caller answers 502."""
 
 
-async def get_json(host: str, port: int, path_and_query: str, timeout: float = 10.0) -> tuple[int, Any]:
-    """GET `path_and_query` from host:port; returns (status, decoded JSON body)."""
+async def get(host: str, port: int, path_and_query: str, timeout: float = 10.0) -> tuple[int, str, bytes]:
+    """GET `path_and_query` from host:port; returns (status, content type, body). Only for servers
+    that answer with Content-Length or close the connection (this package's server does both)."""
     try:
         async with asyncio.timeout(timeout):
             reader, writer = await asyncio.open_connection(host, port)
@@ -31,8 +32,19 @@ async def get_json(host: str, port: int, path_and_query: str, timeout: float = 1
     except (OSError, TimeoutError) as exc:
         raise ForwardingError(f"cannot reach {host}:{port}: {exc}") from exc
     head, _, body = response.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
     try:
-        status = int(head.split(b" ", 2)[1])
+        status = int(lines[0].split(" ", 2)[1])
+    except (IndexError, ValueError) as exc:
+        raise ForwardingError(f"{host}:{port} did not answer HTTP") from exc
+    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    return status, headers.get("content-type", ""), body
+
+
+async def get_json(host: str, port: int, path_and_query: str, timeout: float = 10.0) -> tuple[int, Any]:
+    """GET `path_and_query` from host:port; returns (status, decoded JSON body)."""
+    status, _content_type, body = await get(host, port, path_and_query, timeout)
+    try:
         return status, orjson.loads(body) if body else None
-    except (IndexError, ValueError, orjson.JSONDecodeError) as exc:
-        raise ForwardingError(f"{host}:{port} answered something that is not JSON over HTTP") from exc
+    except orjson.JSONDecodeError as exc:
+        raise ForwardingError(f"{host}:{port} answered something that is not JSON") from exc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -24,6 +25,13 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _MAX_HEADER_BYTES = 64 * 1024
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error",
             502: "Bad Gateway", 503: "Service Unavailable"}
+
+
+async def respond(send: Send, status: int, content_type: str, body: bytes) -> None:
+    """Send one whole ASGI response."""
+    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def serve(app: ASGIApp, host: str, port: int) -> asyncio.Server:
@@ -76,3 +84,25 @@ async def _one_request(app: ASGIApp, reader: asyncio.StreamReader, writer: async
         await writer.drain()
 
     await app(scope, receive, send)
+
+
+def serve_in_thread(app: ASGIApp, host: str, port: int) -> None:
+    """Serve `app` from a daemon thread with an event loop of its own, for a process that has none
+    (the `--workers` pool supervises its workers synchronously). It ends with the process."""
+    started = threading.Event()
+    failure: list[BaseException] = []
+
+    async def forever() -> None:
+        try:
+            server = await serve(app, host, port)
+        except BaseException as exc:
+            failure.append(exc)
+            raise
+        finally:
+            started.set()
+        await server.serve_forever()
+
+    threading.Thread(target=lambda: asyncio.run(forever()), daemon=True, name="streamlet-http").start()
+    started.wait()
+    if failure:
+        raise failure[0]

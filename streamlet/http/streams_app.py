@@ -9,6 +9,7 @@ Query routes (GET, JSON answers):
     /metadata                                  every instance: endpoint, stores, partitions (active, standby)
     /health/live, /health/ready                200 while the client runs / once it is RUNNING, else 503
     /metrics                                   Kafka Streams' metrics, Prometheus text format
+    /  and /status.json                        the live page and its data (streamlet.http.page)
 Options: `stale=true` also reads standby and restoring copies (Kafka Streams' `enable_stale_stores()`),
 `timestamped=true` answers `{"value", "timestamp"}`, `local=true` answers from this instance only (what
 instances send each other when they forward).
@@ -39,7 +40,9 @@ from streamlet.errors import (
 )
 from streamlet.http.client import ForwardingError, get_json
 from streamlet.http.json_values import dumps, jsonable, key_serde, parse_key
-from streamlet.http.server import Receive, Scope, Send
+from streamlet.http.page.live_page import live_page
+from streamlet.http.page.status import status
+from streamlet.http.server import Receive, Scope, Send, respond
 from streamlet.metrics.prometheus import CONTENT_TYPE, render
 from streamlet.queries.metadata import HostInfo
 from streamlet.queries.parameters import QueryableStoreType, StoreQueryParameters, native_store_type
@@ -84,6 +87,7 @@ class StreamsApp:
         self.streams = streams
         self._routes: dict[str, Route] = {"stores": self._stores_route, "metadata": self._metadata_route,
                                           "health": self._health_route, "metrics": self._metrics_route,
+                                          "": self._page_route, "status.json": self._status_route,
                                           **(extra_routes or {})}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -105,9 +109,7 @@ class StreamsApp:
                 status, body, content_type = 404, dumps({"error": f"no route {path}"}), "application/json"
             else:
                 status, body, content_type = await route(parts[1:], query)
-        headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await respond(send, status, content_type, body)
 
     # -- routes -------------------------------------------------------------------------------------
     async def _health_route(self, parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
@@ -119,6 +121,14 @@ class StreamsApp:
         else:
             return 404, dumps({"error": "health/live or health/ready"}), "application/json"
         return (200 if ok else 503), dumps({"state": state}), "application/json"
+
+    async def _page_route(self, parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
+        if parts:
+            return 404, dumps({"error": "no such page"}), "application/json"
+        return 200, live_page(self.streams).encode(), "text/html; charset=utf-8"
+
+    async def _status_route(self, _parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
+        return 200, dumps(status(self.streams)), "application/json"
 
     async def _metrics_route(self, _parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:
         return 200, render(self.streams.streams_metrics.metrics()).encode(), CONTENT_TYPE

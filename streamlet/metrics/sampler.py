@@ -8,6 +8,7 @@ divided by the time between them; a maximum is the largest per-sample maximum in
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -35,11 +36,13 @@ class Sampler:
         self._clock = clock
         self._samples: deque[_Sample] = deque()
 
-    def maybe_sample(self) -> None:
-        """Take a snapshot if the last one is at least `every_s` old (cheap to call in a loop)."""
+    def maybe_sample(self) -> bool:
+        """Take a snapshot if the last one is at least `every_s` old (cheap to call in a loop); True if taken."""
         now = self._clock()
         if not self._samples or now - self._samples[-1].at >= self._every_s:
             self.sample(now)
+            return True
+        return False
 
     def sample(self, now: float | None = None) -> None:
         """Take a snapshot now and drop those that fell out of the window (keeping one before it)."""
@@ -81,3 +84,14 @@ class Sampler:
         """The smallest per-sample minimum in the window (0 when none was seen)."""
         found = [s.minima[key] for s in self._samples if key in s.minima]
         return min(found) if found else 0.0
+
+    def interval_ratios(self, numerator: Hashable, denominator: Hashable) -> list[float]:
+        """The ratio of growths in each interval between consecutive snapshots of the window (those
+        in which the denominator grew): e.g. a cache's hit ratio per second, for its min and max."""
+        samples = list(self._samples)
+        found = []
+        for before, after in itertools.pairwise(samples):
+            below = after.totals.get(denominator, 0.0) - before.totals.get(denominator, 0.0)
+            if below > 0:
+                found.append((after.totals.get(numerator, 0.0) - before.totals.get(numerator, 0.0)) / below)
+        return found

@@ -11,6 +11,10 @@ in Prometheus form, see `prometheus`):
   process-latency-avg/max (debug).
 * `stream-processor-node-metrics` {thread-id, task-id, processor-node-id}: record-e2e-latency-avg/min/max
   of each task's source node (info), the wall-clock time at processing minus the record timestamp.
+* `stream-state-metrics` {thread-id, task-id, <type>-state-id} (debug): put-rate, put-latency-avg/max,
+  get-rate, get-latency-avg, restore-rate/total of each key-value store (persistent stores are tagged
+  `rocksdb-state-id`, the tag Kafka Streams gives the persistent store they stand in for);
+* `stream-record-cache-metrics` {thread-id, task-id, record-cache-id} (debug): hit-ratio-avg/min/max;
 * `consumer-fetch-manager-metrics` {client-id, topic, partition}: records-lag of every assigned
   partition (the partition's high watermark minus the next offset handed to its task).
 
@@ -23,12 +27,15 @@ processing path pays a few additions per batch, never per record. `metrics.recor
 from __future__ import annotations
 
 import os
+import time
+from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.metrics.sampler import Sampler, Snapshot
+from streamlet.metrics.store_timing import StoreCounters, instrument_task
 
 _LEVELS = {"INFO": 0, "DEBUG": 1, "TRACE": 2}
 
@@ -45,6 +52,16 @@ class MetricName:
     def tag(self, key: str) -> str | None:
         """One tag's value, or None."""
         return dict(self.tags).get(key)
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One second of the recent past: throughput, end-to-end latency, total lag."""
+
+    at_ms: int
+    process_rate: float
+    e2e_latency_avg_ms: float
+    lag: int
 
 
 @dataclass(frozen=True)
@@ -80,6 +97,10 @@ class StreamsMetrics:
         self.thread_id = thread_id(config)
         self._supervisor = supervisor
         self.sampler = Sampler(self._collect)
+        # DEBUG level: per task id, its key-value stores' counters (see store_timing).
+        self._stores: dict[str, dict[str, tuple[str, StoreCounters]]] = {}
+        # The last 15 minutes, one point a second: what the live page charts.
+        self.history: deque[HistoryPoint] = deque(maxlen=900)
 
     def _collect(self) -> tuple[Snapshot, Snapshot, Snapshot]:
         totals: Snapshot = {}
@@ -111,13 +132,43 @@ class StreamsMetrics:
             process_ns += counters.process_ns
             record_max = max(record_max, counters.max_record_latency_ns)
             counters.reset_extremes()
-        totals.update({"processed": processed, "process_ns": process_ns})
+        live = {actor.task.task_id for actor in (tasks.actors.values() if tasks is not None else ())}
+        for task_id in [t for t in self._stores if t not in live and tasks is not None
+                        and not any(r[0].task_id == t for r in tasks.restoring.values())]:
+            del self._stores[task_id]  # the task closed
+        for task_id, stores in self._stores.items():
+            for store, (_kind, c) in stores.items():
+                key = (task_id, store)
+                totals.update({(*key, "puts"): c.puts, (*key, "put_ns"): c.put_ns, (*key, "gets"): c.gets,
+                               (*key, "get_ns"): c.get_ns, (*key, "hits"): c.cache_hits,
+                               (*key, "lookups"): c.cache_hits + c.cache_misses})
+                maxima[(*key, "put_ns")] = c.put_max_ns
+                c.reset_extremes()
+        if tasks is not None and self.level >= _LEVELS["DEBUG"]:
+            restored: dict[Hashable, float] = {}
+            for progress in tasks.reader.history:
+                rkey = (progress.task_id, progress.store, "restored")
+                restored[rkey] = restored.get(rkey, 0.0) + progress.restored
+            totals.update(restored)
+        totals.update({"processed": processed, "process_ns": process_ns,
+                       "e2e_sum": sum(v for k, v in totals.items() if isinstance(k, tuple) and k[1] == "e2e_sum"),
+                       "e2e_count": sum(v for k, v in totals.items() if isinstance(k, tuple) and k[1] == "e2e_count")})
         maxima["record_ns"] = record_max
         return totals, maxima, minima
 
+    def instrument(self, task: Any) -> None:
+        """A new active task: at DEBUG level, time its stores (Supervisor.on_task_created)."""
+        if self.level >= _LEVELS["DEBUG"]:
+            self._stores[task.task_id] = instrument_task(task)
+
     def maybe_sample(self) -> None:
-        """Called from the poll loop: a snapshot at most once a second."""
-        self.sampler.maybe_sample()
+        """Called from the poll loop: a snapshot at most once a second, and a point of `history`."""
+        if self.sampler.maybe_sample():
+            s = self.sampler
+            sup = self._supervisor()
+            lag = sum(partition_lags(sup).values()) if sup else 0
+            self.history.append(HistoryPoint(int(time.time() * 1000), s.rate("processed"),
+                                             s.ratio("e2e_sum", "e2e_count"), lag))
 
     def metrics(self) -> list[Metric]:
         """Every metric the recording level allows, read now."""
@@ -186,15 +237,37 @@ class StreamsMetrics:
                     description="record timestamp to processing, average (ms)")
                 add("record-e2e-latency-min", g, node_tags, s.minimum(key("e2e")), description="minimum (ms)")
                 add("record-e2e-latency-max", g, node_tags, s.maximum(key("e2e")), description="maximum (ms)")
+        for task_id, stores in sorted(self._stores.items()):
+            for store, (kind, _counters) in sorted(stores.items()):
+                state_tags = ((f"{kind}-state-id", store), ("task-id", task_id), ("thread-id", self.thread_id))
+                g = "stream-state-metrics"
+                base = (task_id, store)
+                add("put-rate", g, state_tags, s.rate((*base, "puts")), description="puts (and deletes) per second")
+                add("put-latency-avg", g, state_tags, s.ratio((*base, "put_ns"), (*base, "puts"), ms),
+                    description="average put time (ms)")
+                add("put-latency-max", g, state_tags, s.maximum((*base, "put_ns")) * ms, description="longest put (ms)")
+                add("get-rate", g, state_tags, s.rate((*base, "gets")), description="gets per second")
+                add("get-latency-avg", g, state_tags, s.ratio((*base, "get_ns"), (*base, "gets"), ms),
+                    description="average get time (ms)")
+                add("restore-total", g, state_tags, s.total((*base, "restored")), True, "records restored")
+                add("restore-rate", g, state_tags, s.rate((*base, "restored")), description="restored per second")
+                ratios = s.interval_ratios((*base, "hits"), (*base, "lookups"))
+                if s.total((*base, "lookups")):
+                    cache_tags = (("record-cache-id", store), ("task-id", task_id), ("thread-id", self.thread_id))
+                    c = "stream-record-cache-metrics"
+                    add("hit-ratio-avg", c, cache_tags, s.ratio((*base, "hits"), (*base, "lookups")),
+                        description="share of gets the cache answered")
+                    add("hit-ratio-min", c, cache_tags, min(ratios, default=0.0), description="lowest per second")
+                    add("hit-ratio-max", c, cache_tags, max(ratios, default=0.0), description="highest per second")
         client_id = str(self.config.get("client.id") or "") or f"{self.config.application_id}-streamlet"
-        for (topic, partition), lag in sorted(_lags(sup).items()):
+        for (topic, partition), lag in sorted(partition_lags(sup).items()):
             add("records-lag", "consumer-fetch-manager-metrics",
                 (("client-id", client_id), ("partition", str(partition)), ("topic", topic)), lag,
                 description="records in the partition not yet handed to its task")
         return found
 
 
-def _lags(sup: Any) -> dict[tuple[str, int], int]:
+def partition_lags(sup: Any) -> dict[tuple[str, int], int]:
     """Per assigned partition: high watermark minus the next offset its task is handed."""
     from aiokafka import TopicPartition
 

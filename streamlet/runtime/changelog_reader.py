@@ -83,6 +83,21 @@ class ChangelogReader:
     def restoring(self) -> bool:
         return bool(self._jobs)
 
+    def progress(self) -> dict[str, tuple[int, int | None]]:
+        """Per restoring task id: (records restored so far, records still to restore or None while
+        the changelogs' ends are not known yet). For the live page; cheap, reads no broker."""
+        found: dict[str, tuple[int, int | None]] = {}
+        for job in self._jobs:
+            cur = job.current
+            restored = cur.progress.restored if cur is not None and cur.progress is not None else 0
+            restored += sum(p.restored for p in self.history if p.task_id == job.task.task_id)
+            remaining: int | None = None
+            if job.prepared:
+                remaining = max(0, cur.end - cur.position) if cur is not None else 0
+                remaining += sum(max(0, s.end - (s.start or 0)) for s in job.stores)
+            found[job.task.task_id] = (restored, remaining)
+        return found
+
     def begin(self, task: StreamTask) -> None:
         """Queue `task` for restoration; trusts local state only where a checkpoint says so."""
         state = task.state

@@ -209,6 +209,7 @@ class KafkaStreams:
     def _new_supervisor(self) -> Supervisor:
         supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
         supervisor.on_loop = self.streams_metrics.maybe_sample
+        supervisor.on_task_created = self.streams_metrics.instrument
         return supervisor
 
     def _on_rebalance(self, assigned: bool) -> None:

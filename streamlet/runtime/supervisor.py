@@ -184,6 +184,7 @@ class Supervisor:
         self._max_buffered = int(config["buffered.records.per.partition"])
         self.counters = ThreadCounters()  # poll and commit times behind the thread metrics
         self.on_loop: Callable[[], None] = lambda: None  # called once per poll loop (metrics sampling)
+        self.on_task_created: Callable[[Any], None] = lambda _task: None  # see TaskManager.on_task_created
 
     def resolve_topic(self, name: str) -> str:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
@@ -276,6 +277,7 @@ class Supervisor:
         reader = ChangelogReader(self.restore_consumer, read_committed=config.exactly_once)
         self.tasks = TaskManager(self.topology, config, commits, reader,
                                  self._state_root(), self.resolve_topic, self._partition_count)
+        self.tasks.on_task_created = self.on_task_created
         if self.producer is not None:
             await self.producer.start()
             resources.push_async_callback(self.producer.stop)

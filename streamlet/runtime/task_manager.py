@@ -65,6 +65,8 @@ class TaskManager:
         self.state_root = state_root
         self.resolve_topic = resolve_topic
         self.partition_count = partition_count
+        # Told of every new active task once its stores are open (DEBUG-level store metrics wrap them).
+        self.on_task_created: Callable[[StreamTask], None] = lambda _task: None
         self.actors: dict[TaskKey, TaskActor] = {}
         self.restoring: dict[TaskKey, tuple[StreamTask, RecordSender, list[tuple[str, int]]]] = {}
         self._by_partition: dict[tuple[str, int], TaskActor] = {}
@@ -130,6 +132,7 @@ class TaskManager:
             task.close(clean=False)
             await self.commits.close_task(task.task_id, clean=False)
             raise
+        self.on_task_created(task)
         self.reader.begin(task)
         self.restoring[(sub.id, partition)] = (task, sender, tps)
 

@@ -11,14 +11,13 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce
-from tests.queries.test_http_queries import _free_ports
+from tests.http.served_apps import free_ports, served_wordcount
+from tests.integration.kafka_helpers import produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -45,15 +44,10 @@ async def _query(port: int, promql: str) -> list[dict[str, Any]]:
 async def test_prometheus_scrapes_process_rate_and_partition_lag(kafka_broker: Any, tmp_path: Path) -> None:
     prometheus, promtool = _require("prometheus"), _require("promtool")
     bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    inp, out = f"prom-in-{sfx}", f"prom-out-{sfx}"
-    await create_topics(bootstrap, {inp: 3, out: 3})
-    app_port, prom_port = _free_ports(2)
-    app = AppProcess("tests.integration.wordcount_app:topology",
-                     {"bootstrap.servers": bootstrap, "application.id": f"prom-{sfx}", "state.dir": tmp_path / "s",
-                      "commit.interval.ms": 500, "metrics.recording.level": "DEBUG"},
-                     tmp_path / "app.log", env={"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out},
-                     extra_args=["--http", f"127.0.0.1:{app_port}"])
+    app_port, prom_port = free_ports(2)
+    served = await served_wordcount(bootstrap, tmp_path, "prom", 3, ["--http", f"127.0.0.1:{app_port}"],
+                                    {"commit.interval.ms": 500, "metrics.recording.level": "DEBUG"})
+    app, inp, sfx = served.app, served.input_topic, served.application_id
     config = tmp_path / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: streamlet\n"
                       f"    static_configs:\n      - targets: ['127.0.0.1:{app_port}']\n")
@@ -81,16 +75,22 @@ async def test_prometheus_scrapes_process_rate_and_partition_lag(kafka_broker: A
                 break
             await asyncio.sleep(1)
         assert rate, f"no process_rate > 0 in Prometheus; app log tail:\n{app.log_text()[-2000:]}"
-        assert rate[0]["metric"]["thread_id"] == f"prom-{sfx}-StreamThread-1"
+        assert rate[0]["metric"]["thread_id"] == f"{sfx}-StreamThread-1"
         assert float(rate[0]["value"][1]) > 0
         assert sorted((s["metric"]["topic"], int(s["metric"]["partition"])) for s in lag) == sorted(
-            [(inp, p) for p in range(3)] + [(f"prom-{sfx}-counts-store-repartition", p)
+            [(inp, p) for p in range(3)] + [(f"{sfx}-counts-store-repartition", p)
                                             for p in range(3)])
         assert all(float(s["value"][1]) >= 0 for s in lag)
         tasks = await _query(prom_port, "kafka_streams_stream_task_metrics_process_total")
         assert {s["metric"]["task_id"] for s in tasks} >= {"0_0", "0_1", "0_2"}  # debug level: task metrics
         e2e = await _query(prom_port, "kafka_streams_stream_processor_node_metrics_record_e2e_latency_max")
         assert e2e and all(float(s["value"][1]) >= 0 for s in e2e)
+        # Debug level: the count store's puts are timed and its cache's hit ratio is known, per task.
+        puts = await _query(prom_port, 'kafka_streams_stream_state_metrics_put_rate{rocksdb_state_id="counts-store"}')
+        assert {s["metric"]["task_id"] for s in puts} == {"1_0", "1_1", "1_2"}
+        hits = await _query(prom_port, "kafka_streams_stream_record_cache_metrics_hit_ratio_avg")
+        assert hits and all(0 <= float(s["value"][1]) <= 1 for s in hits)
+        assert {s["metric"]["record_cache_id"] for s in hits} == {"counts-store"}
 
         exposition = await asyncio.to_thread(_get, f"http://127.0.0.1:{app_port}/metrics")
         check = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, check=False)

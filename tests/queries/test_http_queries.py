@@ -4,7 +4,6 @@ key (count and windowed count) from either instance with the owner's value, forw
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import uuid
 from collections import Counter
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from streamlet.http.client import ForwardingError, get_json
+from tests.http.served_apps import free_ports
 from tests.integration.kafka_helpers import AppProcess, create_topics
 from tests.queries.helpers import BASE_TS, expected_counts, produce_counts
 from tests.queries.query_app import WINDOW_MS
@@ -21,23 +21,12 @@ from tests.queries.query_app import WINDOW_MS
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 async def test_every_key_from_either_instance_returns_the_owners_value(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     sfx = uuid.uuid4().hex[:8]
     topic = f"http-in-{sfx}"
     await create_topics(bootstrap, {topic: 4})
-    ports = _free_ports(2)
+    ports = free_ports(2)
     settings = {"bootstrap.servers": bootstrap, "application.id": f"http-{sfx}", "commit.interval.ms": 100,
                 "statestore.cache.max.bytes": 0}
     apps = [AppProcess("tests.queries.query_app:topology", {**settings, "state.dir": tmp_path / f"s{i}"},
