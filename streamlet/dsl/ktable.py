@@ -209,11 +209,11 @@ class KTable:
         given = Named.resolve(named)
         merge_name = names.name_or_generate(given, naming.KTABLE_MERGE)
         if left_outer:
-            self.enable_sending_old_values(True)
+            self._enable_sending_old_values(True)
         if right_outer:
-            other.enable_sending_old_values(True)
-        this_view, other_view = self.value_getter_supplier(), other.value_getter_supplier()
-        enable: list[Callable[[bool], bool]] = [self.enable_sending_old_values, other.enable_sending_old_values]
+            other._enable_sending_old_values(True)
+        this_view, other_view = self._value_getter_supplier(), other._value_getter_supplier()
+        enable: list[Callable[[bool], bool]] = [self._enable_sending_old_values, other._enable_sending_old_values]
         kinds = (OUTER, OUTER) if right_outer else (LEFT, RIGHT) if left_outer else (INNER, INNER)
         join_this = TableJoinSupplier(kinds[0], other_view, joiner, enable)
         join_other = TableJoinSupplier(kinds[1], this_view, lambda a, b: joiner(b, a), enable)
