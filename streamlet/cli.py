@@ -287,8 +287,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config["state.dir"] = _worker_state_dir(config, worker)
         config.pop("state_dir", None)
     http = _http_address(args.http, int(worker or 0)) if args.http else None
-    if http is not None and not config.get("application.server") and http[0] not in ("0.0.0.0", "::", ""):
-        config["application.server"] = f"{http[0]}:{http[1]}"
+    if http is not None:
+        announced = str(config.get("application.server") or "")
+        if announced and worker is not None:
+            # Workers share the settings: each announces the configured host with its own port.
+            config["application.server"] = f"{announced.rpartition(':')[0]}:{http[1]}"
+        elif not announced and http[0] not in ("0.0.0.0", "::", ""):
+            config["application.server"] = f"{http[0]}:{http[1]}"
     tune_gc_for_streaming()  # this process is ours: see streamlet/runtime/gc_tuning.py
     return asyncio.run(run_streams(topology, config, args.close_timeout, http))
 

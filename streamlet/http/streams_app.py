@@ -101,7 +101,10 @@ class StreamsApp:
         if scope["method"] not in ("GET", "HEAD"):
             status, body, content_type = 405, dumps({"error": "only GET"}), "application/json"
         else:
-            path = scope["path"][len(scope.get("root_path", "")):] if scope.get("root_path") else scope["path"]
+            # Mounted under a prefix: ASGI servers and frameworks differ on whether `path` still holds it.
+            path, root = scope["path"], scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root):]
             parts = [p for p in path.split("/") if p]
             query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
             route = self._routes.get(parts[0] if parts else "")
@@ -158,6 +161,8 @@ class StreamsApp:
         store, what, rest = parts[0], parts[1], parts[2:]
         if store not in self.streams.topology.store_builders:
             raise UnknownStateStoreError(f"no state store named {store!r} in the topology")
+        if what in ("keys", "windows", "range", "all"):
+            self._params(store, query, want_window=what == "windows")  # a route for the other store kind: 400
         if what == "keys" and len(rest) == 1:
             return await self._key(store, rest[0], query, "keys")
         if what == "windows" and len(rest) == 1:

@@ -38,7 +38,9 @@ async def test_one_view_of_two_workers(kafka_broker: Any, tmp_path: Path) -> Non
     bootstrap = kafka_broker.bootstrap_servers
     (port,) = free_ports(1)
     served = await served_wordcount(bootstrap, tmp_path, "wv", 4, ["--workers", "2", "--http", f"127.0.0.1:{port}"],
-                                    {"commit.interval.ms": 200, "statestore.cache.max.bytes": 0})
+                                    # Announced by each worker with its own port (PORT+1+i).
+                                    {"commit.interval.ms": 200, "statestore.cache.max.bytes": 0,
+                                     "application.server": "127.0.0.1:1"})
     app, inp, sfx = served.app, served.input_topic, served.application_id
     lines = [f"alpha beta w{i % 20}" for i in range(400)]
     counts = Counter(w for line in lines for w in line.split())
@@ -54,12 +56,16 @@ async def test_one_view_of_two_workers(kafka_broker: Any, tmp_path: Path) -> Non
             assert time.monotonic() < deadline, app.log_text()[-3000:]
             await asyncio.sleep(0.3)
         await produce(bootstrap, inp, [(None, line.encode()) for line in lines])
-        while True:
-            status, body = await get_json("127.0.0.1", port, "/stores/counts-store/keys/alpha")
-            if status == 200 and body["value"] == counts["alpha"]:
-                break
-            assert time.monotonic() < deadline, (status, body)
-            await asyncio.sleep(0.3)
+        served_by: set[str] = set()
+        for word, n in sorted(counts.items()):  # through the pool's port; a worker forwards to the owner
+            while True:
+                status, body = await get_json("127.0.0.1", port, f"/stores/counts-store/keys/{word}")
+                if status == 200 and body["value"] == n:
+                    served_by.add(body["served_by"])
+                    break
+                assert time.monotonic() < deadline, (word, status, body)
+                await asyncio.sleep(0.3)
+        assert served_by == {f"127.0.0.1:{port + 1}", f"127.0.0.1:{port + 2}"}  # both workers own words
         _, _, exposition = await get("127.0.0.1", port, "/metrics")
         text = exposition.decode()
         threads = {line.split('thread_id="')[1].split('"')[0] for line in text.splitlines()

@@ -21,17 +21,24 @@ from tests.queries.query_app import WINDOW_MS
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 
-async def test_every_key_from_either_instance_returns_the_owners_value(kafka_broker: Any, tmp_path: Path) -> None:
-    bootstrap = kafka_broker.bootstrap_servers
+async def _query_apps(bootstrap: str, tmp_path: Path, prefix: str, n: int,
+                      settings: dict[str, Any]) -> tuple[str, list[int], list[AppProcess]]:
+    """A fresh 4-partition input topic and `n` (unstarted) `streamlet run --http` instances of query_app."""
     sfx = uuid.uuid4().hex[:8]
-    topic = f"http-in-{sfx}"
+    topic = f"{prefix}-in-{sfx}"
     await create_topics(bootstrap, {topic: 4})
-    ports = free_ports(2)
-    settings = {"bootstrap.servers": bootstrap, "application.id": f"http-{sfx}", "commit.interval.ms": 100,
-                "statestore.cache.max.bytes": 0}
+    ports = free_ports(n)
+    settings = {"bootstrap.servers": bootstrap, "application.id": f"{prefix}-{sfx}", "commit.interval.ms": 100,
+                "statestore.cache.max.bytes": 0, **settings}
     apps = [AppProcess("tests.queries.query_app:topology", {**settings, "state.dir": tmp_path / f"s{i}"},
                        tmp_path / f"app-{i}.log", env={"QUERY_INPUT": topic},
                        extra_args=["--http", f"127.0.0.1:{port}"]) for i, port in enumerate(ports)]
+    return topic, ports, apps
+
+
+async def test_every_key_from_either_instance_returns_the_owners_value(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, ports, apps = await _query_apps(bootstrap, tmp_path, "http", 2, {})
     first, second = expected_counts(30), expected_counts(30, seed=2)
     try:
         for app in apps:
@@ -105,3 +112,65 @@ async def _eventually_async(check: Any, timeout: float = 90.0) -> None:
         if time.monotonic() > deadline:
             raise last
         await asyncio.sleep(0.3)
+
+
+async def test_during_a_rebalance_http_stale_queries_read_the_standby_and_plain_ones_say_migrating(
+        kafka_broker: Any, tmp_path: Path) -> None:
+    """Instances A and B (one standby each), B frozen (SIGSTOP), C joins: the group waits for B until its
+    session times out, and A stays REBALANCING that long. Meanwhile, over HTTP, A answers a plain query
+    503 "migrating" and a stale query for each of B's keys with the count from its standby copy."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, ports, (a, b, c) = await _query_apps(bootstrap, tmp_path, "http-rb", 3, {
+        "num.standby.replicas": 1, "session.timeout.ms": 15000, "heartbeat.interval.ms": 1000})
+    counts = expected_counts(30, seed=4)
+    try:
+        a.start()
+        b.start()
+
+        async def both_ready() -> bool:
+            for port in ports[:2]:
+                if (await get_json("127.0.0.1", port, "/health/ready"))[0] != 200:
+                    return False
+                if len((await get_json("127.0.0.1", port, "/metadata"))[1]) != 2:
+                    return False
+            return True
+
+        await _eventually_async(both_ready)
+        await produce_counts(bootstrap, topic, counts)
+        owners: dict[str, str] = {}
+
+        async def a_holds_every_count() -> bool:
+            for key, n in counts.items():
+                status, body = await get_json("127.0.0.1", ports[0], f"/stores/counts/keys/{key}?stale=true")
+                assert status == 200 and body["value"] == n, (key, status, body)
+                status, body = await get_json("127.0.0.1", ports[0], f"/stores/counts/keys/{key}")
+                assert status == 200, body
+                owners[key] = body["served_by"]
+            return True
+
+        await _eventually_async(a_holds_every_count)  # A's standby copies have caught up with B
+        b_keys = [k for k, owner in owners.items() if owner == f"127.0.0.1:{ports[1]}"]
+        a_keys = [k for k, owner in owners.items() if owner == f"127.0.0.1:{ports[0]}"]
+        assert b_keys and a_keys
+        b.pause()
+        c.start()
+
+        async def a_rebalancing() -> bool:
+            return (await get_json("127.0.0.1", ports[0], "/health/ready"))[0] == 503
+
+        await _eventually_async(a_rebalancing)
+        plain_status, plain = await get_json("127.0.0.1", ports[0], f"/stores/counts/keys/{a_keys[0]}")
+        stale = {k: await get_json("127.0.0.1", ports[0], f"/stores/counts/keys/{k}?stale=true") for k in b_keys}
+        still_rebalancing = await a_rebalancing()
+    finally:
+        if b.proc is not None and b.proc.poll() is None:
+            b.resume()
+        for app in (a, b, c):
+            if app.proc is not None and app.proc.poll() is None:
+                app.stop()
+    assert still_rebalancing  # every answer below came while the rebalance was in progress
+    assert plain_status == 503 and "migrating" in plain["error"], plain
+    for key in b_keys:
+        status, body = stale[key]
+        assert status == 200 and body["value"] == counts[key] and body["stale"], (key, body)
+        assert body["served_by"] == f"127.0.0.1:{ports[0]}"  # A's standby, not the frozen owner
