@@ -8,12 +8,14 @@ that a service can forward a query to the owner. `streamlet.http` serves both ov
 
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.parameters import QueryableStoreType, QueryableStoreTypes, StoreQueryParameters
+from streamlet.queries.session_view import ReadOnlySessionView
 from streamlet.queries.window_view import ReadOnlyWindowView
 
 __all__ = [
     "QueryableStoreType",
     "QueryableStoreTypes",
     "ReadOnlyKeyValueView",
+    "ReadOnlySessionView",
     "ReadOnlyWindowView",
     "StoreQueryParameters",
 ]

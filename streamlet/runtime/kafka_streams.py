@@ -31,6 +31,7 @@ from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, MetadataView, StreamsMetadata
 from streamlet.queries.parameters import QueryableStoreTypes, StoreQueryParameters, native_store_type
 from streamlet.queries.provider import StoreProvider, local_copies
+from streamlet.queries.session_view import ReadOnlySessionView
 from streamlet.queries.window_view import ReadOnlyWindowView
 from streamlet.runtime.client_settings import redact
 from streamlet.runtime.instance_id import ensure_state_directory, state_root
@@ -320,7 +321,8 @@ class KafkaStreams:
         await self.close()
 
     # -- interactive queries --------------------------------------------------------------------------
-    def store(self, parameters: StoreQueryParameters | str) -> ReadOnlyKeyValueView | ReadOnlyWindowView:
+    def store(self, parameters: StoreQueryParameters | str
+              ) -> ReadOnlyKeyValueView | ReadOnlyWindowView | ReadOnlySessionView:
         """A read-only view of this instance's copies of a store (Kafka Streams' `store()`).
 
         Pass `StoreQueryParameters.from_name_and_type(name, QueryableStoreTypes.key_value_store())` (or
@@ -341,10 +343,10 @@ class KafkaStreams:
         if not self._state.is_running_or_rebalancing():
             raise StateStoreNotAvailableError(f"store {name!r} is not available: the client is {self._state.name}")
         kind = parameters.queryable_store_type.kind
-        if kind == "session":
-            raise StreamsError("session store queries need session stores, which this version does not have yet")
         provider = StoreProvider(parameters, lambda: self._state.name,
                                  lambda: local_copies(self._supervisor, name))
+        if kind == "session":
+            return ReadOnlySessionView(provider)
         return ReadOnlyWindowView(provider) if kind == "window" else ReadOnlyKeyValueView(provider)
 
     def _metadata(self) -> MetadataView:
