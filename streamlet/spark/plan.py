@@ -28,6 +28,8 @@ ENGINE_KEY_PREFIX = "spark."
 CHECKPOINT_KEY = "spark.checkpoint.location"
 TRIGGER_KEY = "spark.trigger.interval.ms"
 MASTER_KEY = "spark.master"
+SCAN_AFTER_KEY = "spark.store.scan.after"
+"""After this many single reads in a batch, a small key-value store is read whole (default 256)."""
 MAX_OFFSETS_KEY = "spark.max.offsets.per.trigger"
 """Caps a micro-batch's input (the connector's `maxOffsetsPerTrigger`): smaller batches, lower latency."""
 

@@ -26,10 +26,11 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.record import Headers
-from streamlet.spark.plan import SubTopologyPlan
+from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
 from streamlet.spark.sink import send_output
 from streamlet.spark.state_adapter import TaskState
 from streamlet.stores.spark import over_spark_state
+from streamlet.stores.spark.store import SCAN_AFTER
 
 OUTPUT_SCHEMA = StructType([StructField("records", LongType(), False)])
 """One row per task and batch: how many records it sent (its output goes to Kafka from the task)."""
@@ -72,6 +73,7 @@ class TaskProcessor(StatefulProcessor):
         self._partition_of = {key: p for p, key in enumerate(plan.task_keys)}
         self._config = plan.config()
         self._cache_bytes = int(self._config["statestore.cache.max.bytes"]) // max(1, plan.tasks)
+        self._scan_after = int(plan.settings.get(SCAN_AFTER_KEY) or SCAN_AFTER)
 
     # -- one task, built for one batch ------------------------------------------------------------------
     def _open_task(self, key: Any, now: int) -> StreamTask:
@@ -80,7 +82,7 @@ class TaskProcessor(StatefulProcessor):
         task = StreamTask(plan.topology, self._sub, self._partition_of[key[0]], self._config,
                           RecordCollector(counts.__getitem__), _STATE_ROOT, clock=lambda: now,
                           resolve_topic=plan.resolve_topic, cache_bytes=self._cache_bytes,
-                          open_store=over_spark_state(self._state.stores.__getitem__))
+                          open_store=over_spark_state(self._state.stores.__getitem__, self._scan_after))
         try:
             task.initialize_stores()
             task.initialize_processors()

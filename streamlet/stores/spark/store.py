@@ -5,27 +5,48 @@ for one micro-batch. A key is read from Spark at most once per batch; writes sta
 task flushes (its commit at the end of the batch), which writes each changed key once. A range scan
 needs every key in byte order, which Spark's MapState cannot give: the first scan in a batch reads the
 whole map once, and later reads in the batch are served from that copy.
+
+The same copy serves a batch that reads many keys of a small store (WordCount over a vocabulary: most
+keys every batch): the scan streams the map in Arrow batches, far cheaper than a round trip per key.
+The store keeps an approximate entry count in its meta entry for that choice; after `scan_after`
+single reads in a batch it scans when the store holds at most `SCAN_RATIO` times as many entries as
+it has read one by one. Writes it cannot place (a key written without being read) count as new, so the
+estimate errs high and a large store is never scanned by mistake.
 """
 
 from __future__ import annotations
+
+import struct
 
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, QueuedWriteBatch, StateStoreContext
 from streamlet.stores.spark.state import SparkStoreState
 
 _MISSING = object()
+_COUNT = struct.Struct(">q")
+SCAN_AFTER = 256
+SCAN_RATIO = 4
 
 
 class SparkKeyValueBytesStore(KeyValueBytesStore):
-    def __init__(self, name: str, state: SparkStoreState) -> None:
+    def __init__(self, name: str, state: SparkStoreState, scan_after: int = SCAN_AFTER) -> None:
         self.name = name
         self._state = state
+        self._scan_after = max(1, scan_after)
         self._read: dict[bytes, bytes | None] = {}  # what Spark held at the batch start (None: absent)
         self._dirty: dict[bytes, bytes | None] = {}  # written since the last flush (None: deleted)
         self._read_all = False
+        self._single_reads = 0
+        self._count: int | None = None  # entries Spark holds (approximate), once read from the meta entry
         self._open = False
 
     def open(self, context: StateStoreContext) -> None:
         self._open = True
+
+    def _entries(self) -> int:
+        if self._count is None:
+            meta = self._state.meta()
+            self._count = _COUNT.unpack(meta)[0] if meta else 0
+        return self._count
 
     def get(self, key: bytes) -> bytes | None:
         value = self._dirty.get(key, _MISSING)
@@ -33,7 +54,16 @@ class SparkKeyValueBytesStore(KeyValueBytesStore):
             return value  # type: ignore[return-value]
         value = self._read.get(key, _MISSING)
         if value is _MISSING:
-            value = None if self._read_all else self._state.get(key)
+            reads = self._single_reads
+            if (not self._read_all and reads >= self._scan_after and reads % self._scan_after == 0
+                    and self._entries() <= SCAN_RATIO * reads):
+                self._current()  # reads every entry once; `key` is among them or absent
+                return self.get(key)
+            if self._read_all:
+                value = None
+            else:
+                self._single_reads += 1
+                value = self._state.get(key)
             self._read[key] = value
         return value  # type: ignore[return-value]
 
@@ -48,9 +78,11 @@ class SparkKeyValueBytesStore(KeyValueBytesStore):
 
     def _current(self) -> dict[bytes, bytes]:
         if not self._read_all:
+            self._read = dict.fromkeys(self._read)  # a key read before but absent from the scan is absent
             for key, value in self._state.scan():
                 self._read[key] = value
             self._read_all = True
+            self._count = sum(1 for v in self._read.values() if v is not None)
         merged: dict[bytes, bytes] = {}
         for source in (self._read, self._dirty):
             for key, maybe in source.items():
@@ -71,13 +103,26 @@ class SparkKeyValueBytesStore(KeyValueBytesStore):
         return len(self._current())
 
     def flush(self) -> None:
-        if self._dirty:
-            self._state.write(self._dirty)
-            self._read.update(self._dirty)
-            self._dirty = {}
+        if not self._dirty:
+            return
+        change = 0
+        for key, value in self._dirty.items():
+            before = self._read.get(key, None if self._read_all else _MISSING)
+            known = before is not _MISSING
+            if value is not None and (before is None or not known):
+                change += 1  # a new key, or one written unread: counted as new (the estimate errs high)
+            elif value is None and known and before is not None:
+                change -= 1
+        self._state.write(self._dirty)
+        self._read.update(self._dirty)
+        self._dirty = {}
+        if change:
+            self._count = max(0, self._entries() + change)
+            self._state.set_meta(_COUNT.pack(self._count))
 
     def close(self) -> None:
         self._read, self._dirty, self._read_all, self._open = {}, {}, False, False
+        self._single_reads, self._count = 0, None
 
     @property
     def persistent(self) -> bool:

@@ -14,19 +14,20 @@ from streamlet.errors import TopologyError
 from streamlet.stores.api import KeyValueBytesStore, KeyValueBytesStoreSupplier, StateStore, StoreBuilder
 from streamlet.stores.builders import KeyValueStoreBuilder
 from streamlet.stores.spark.state import SparkStoreState
-from streamlet.stores.spark.store import SparkKeyValueBytesStore
+from streamlet.stores.spark.store import SCAN_AFTER, SparkKeyValueBytesStore
 from streamlet.stores.spark.window import SparkWindowBytesStore
 from streamlet.stores.window.api import WindowBytesStore, WindowBytesStoreSupplier
 from streamlet.stores.window.builders import WindowStoreBuilder
 
 
 class SparkKeyValueBytesStoreSupplier(KeyValueBytesStoreSupplier):
-    def __init__(self, name: str, state: SparkStoreState) -> None:
+    def __init__(self, name: str, state: SparkStoreState, scan_after: int = SCAN_AFTER) -> None:
         self.name = name
         self._state = state
+        self._scan_after = scan_after
 
     def get(self) -> KeyValueBytesStore:
-        return SparkKeyValueBytesStore(self.name, self._state)
+        return SparkKeyValueBytesStore(self.name, self._state, self._scan_after)
 
     @property
     def persistent(self) -> bool:
@@ -64,14 +65,16 @@ def check_spark_backend(builder: StoreBuilder) -> None:
                             f"{type(builder).__name__} yet (key-value and window stores only)")
 
 
-def over_spark_state(state_of: Callable[[str], SparkStoreState]) -> Callable[[StoreBuilder], StateStore]:
+def over_spark_state(state_of: Callable[[str], SparkStoreState],
+                     scan_after: int = SCAN_AFTER) -> Callable[[StoreBuilder], StateStore]:
     """A `StreamTask` store opener that builds each store as its builder would, but over Spark's state
-    (`state_of(store name)`), without a changelog. The topology's builders are not changed."""
+    (`state_of(store name)`), without a changelog. The topology's builders are not changed.
+    `scan_after`: see `SparkKeyValueBytesStore`."""
 
     def open_store(builder: StoreBuilder) -> StateStore:
         spark_builder: KeyValueStoreBuilder | WindowStoreBuilder = copy.copy(builder)  # type: ignore[assignment]
         if isinstance(builder, KeyValueStoreBuilder):
-            spark_builder.supplier = SparkKeyValueBytesStoreSupplier(builder.name, state_of(builder.name))
+            spark_builder.supplier = SparkKeyValueBytesStoreSupplier(builder.name, state_of(builder.name), scan_after)
         elif isinstance(builder, WindowStoreBuilder):
             spark_builder.supplier = SparkWindowBytesStoreSupplier(builder.supplier, state_of(builder.name))
         else:
