@@ -47,10 +47,7 @@ def _app(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from streamlet.spark.streams import SparkStreams
-
-    topology, config = _app(args)
-    streams = SparkStreams(topology, config)
+    # First of all: a SIGTERM while pyspark loads or the queries start must still end in a clean stop.
     stopping: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -58,6 +55,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    from streamlet.spark.streams import SparkStreams
+
+    topology, config = _app(args)
+    streams = SparkStreams(topology, config)
     streams.start()
     print(f"streamlet spark: running {len(streams.queries)} queries; checkpoints in {streams.checkpoint_root()}",
           file=sys.stderr, flush=True)

@@ -144,7 +144,14 @@ def test_kill_9_restart_then_backfill_writes_the_same(kafka_broker: LocalKafkaBr
             got = _updates(asyncio.run(read_all(bootstrap, {continuous: 2})))
             return all(max((c for c, _ in got.get(w, [])), default=0) >= n for w, n in truth.items())
 
+        # The restarted app must really resume from the checkpoint: wait until its queries run (its second
+        # "running" line). The kill may land after the first run wrote everything, and a SIGTERM before
+        # the restart got going would test nothing (it once ended the restart while pyspark was loading).
         deadline = time.monotonic() + 150
+        while log.read_text(errors="replace").count("streamlet spark: running") < 2:
+            assert app.poll() is None, f"the restarted app exited with {app.returncode}:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"the restarted app did not start:\n{log.read_text()[-3000:]}"
+            time.sleep(0.5)
         while not final_counts_reached():
             assert app.poll() is None, f"the restarted app exited with {app.returncode}:\n{log.read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"final counts not reached:\n{log.read_text()[-3000:]}"
