@@ -4,9 +4,19 @@ from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
 from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.grouped_table import KGroupedTable
+from streamlet.dsl.join_windows import JoinWindows
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable
-from streamlet.dsl.options import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned
+from streamlet.dsl.options import (
+    Consumed,
+    Grouped,
+    Joined,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+    StreamJoined,
+)
 from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
 from streamlet.dsl.suppressed import BufferConfig, Suppressed
@@ -18,6 +28,7 @@ __all__ = [
     "Change",
     "Consumed",
     "Grouped",
+    "JoinWindows",
     "Joined",
     "KGroupedStream",
     "KGroupedTable",
@@ -29,6 +40,7 @@ __all__ = [
     "Repartitioned",
     "SessionWindowedKStream",
     "SessionWindows",
+    "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",

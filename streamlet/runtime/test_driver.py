@@ -21,7 +21,7 @@ from typing import Any
 
 from streamlet.actors.record_collector import ProducedRecord, RecordCollector
 from streamlet.actors.stream_task import StreamTask
-from streamlet.config import StreamsConfig
+from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
@@ -210,6 +210,8 @@ class TopologyTestDriver:
         base = dict(StreamsConfig.of(config))
         if not base.get("application.id"):
             base["application.id"] = DEFAULT_APP_ID
+        # As Kafka Streams' driver: no wall-clock throttling of a left/outer stream join's late results.
+        base.setdefault(OUTER_JOIN_EMIT_INTERVAL_MS, 0)
         self._tmp_state: str | None = None
         if not base.get("state.dir"):
             self._tmp_state = tempfile.mkdtemp(prefix="streamlet-driver-")

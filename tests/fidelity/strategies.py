@@ -133,6 +133,21 @@ def cases(draw: Draw) -> Case:
             ops.append({"op": "merge", "topic": "in2"})
             topics.add("in2")
         ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 3)))]
+        if draw(st.integers(0, 2)) == 0:  # a stream-stream join
+            other: list[dict[str, Any]] = [{"op": "stream", "topic": "in3"}]
+            other += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
+            diff = draw(st.sampled_from([0, 2, 5, 10]))
+            window = {"diff": diff, "grace": draw(st.sampled_from([None, 0, 3, 20])),
+                      "before": draw(st.sampled_from([None, None, 0, 3])),
+                      "after": draw(st.sampled_from([None, None, 1, 8]))}
+            if (window["before"] if window["before"] is not None else diff) + \
+                    (window["after"] if window["after"] is not None else diff) <= 0:
+                window["after"] = 1  # a window store needs a positive size
+            ops.append({"op": "stream_join", "kind": draw(st.sampled_from(["join", "left_join", "outer_join"])),
+                        "other": other, "window": window, "fn": "pair",
+                        "name": draw(st.sampled_from([None, "sj"])),
+                        "store_name": draw(st.sampled_from([None, None, "sjs"]))})
+            topics.add("in3")
         if draw(st.integers(0, 3)) == 0:
             table = [{"op": "table", "topic": "tbl", "store": _store(draw, names)}]
             table += _table_ops(draw, names, for_join=True)

@@ -13,6 +13,7 @@ from streamlet.dsl import (
     BufferConfig,
     Consumed,
     Grouped,
+    JoinWindows,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -21,6 +22,7 @@ from streamlet.dsl import (
     Produced,
     SessionWindowedKStream,
     SessionWindows,
+    StreamJoined,
     StreamsBuilder,
     Suppressed,
     TimeWindowedKStream,
@@ -145,6 +147,20 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         return current.group_by_key(_grouped(op))
     if name == "group_by":
         return current.group_by(fn.KEY_SELECTORS[op["fn"]], _grouped(op))
+    if name == "stream_join":
+        other = None
+        for stream_op in op["other"]:
+            other = apply(builder, other, stream_op)
+        w = op["window"]
+        windows = (JoinWindows.of_time_difference_with_no_grace(w["diff"]) if w["grace"] is None
+                   else JoinWindows.of_time_difference_and_grace(w["diff"], w["grace"]))
+        if w.get("before") is not None:
+            windows = windows.before(w["before"])
+        if w.get("after") is not None:
+            windows = windows.after(w["after"])
+        joined = StreamJoined(name=op.get("name"), store_name=op.get("store_name"))
+        join = {"join": current.join, "left_join": current.left_join, "outer_join": current.outer_join}[op["kind"]]
+        return join(other, fn.JOINERS[op["fn"]], windows, joined)
     if name == "table_join":
         other = None
         for table_op in op["table"]:
@@ -176,7 +192,7 @@ def _error(e: BaseException) -> str:
 
 def _compared(topic: str) -> bool:
     """As `Runner.compared`: every topic but the suppression buffers' changelogs (streamlet's own layout)."""
-    return "KTABLE-SUPPRESS-STATE-STORE" not in topic and not topic.endswith("-store-changelog")
+    return "KTABLE-SUPPRESS-STATE-STORE" not in topic and not topic.endswith("-sup-store-changelog")
 
 
 def run_streamlet(case: Case) -> Result:
