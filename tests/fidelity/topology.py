@@ -214,29 +214,43 @@ def run_streamlet(case: Case) -> Result:
         "default.value.serde": "String",
         "statestore.cache.max.bytes": case.get("config", {}).get("cache_max_bytes", 0),
     }
-    with TopologyTestDriver(topology, config, initial_wall_clock_time=0) as driver:
-        outputs = {t: driver.create_output_topic(t, _BYTES, _BYTES) for t in case["outputs"]}
-        inputs: dict[str, Any] = {}
-        index = 0
+    try:  # as Runner.runCase: a driver that cannot start (or close) fails the whole case
+        driver = TopologyTestDriver(topology, config, initial_wall_clock_time=0)
+    except Exception as e:
+        return {"build_error": _error(e)}
+    try:
+        _pipe_all(case, driver, result, records)
+    finally:
         try:
-            for event in case["inputs"]:
-                if "advance" in event:
-                    driver.advance_wall_clock_time(event["advance"])
-                else:
-                    topic = event["topic"]
-                    if topic not in inputs:
-                        inputs[topic] = driver.create_input_topic(topic, _STRING, _STRING)
-                    inputs[topic].pipe_input(event["key"], event["value"], event["ts"])
-                if case.get("all_topics"):
-                    for t in driver.produced_topic_names():
-                        if t not in outputs and _compared(t):
-                            outputs[t] = driver.create_output_topic(t, _BYTES, _BYTES)
-                for t, out in sorted(outputs.items()):
-                    for r in out.read_records_to_list():
-                        records.append([index, t, None if r.key is None else r.key.hex(),
-                                        None if r.value is None else r.value.hex(), r.timestamp])
-                index += 1
+            driver.close()
         except Exception as e:
-            result["error"] = _error(e)
-            result["error_at"] = index
+            result = {"build_error": _error(e)}
     return result
+
+
+def _pipe_all(case: Case, driver: TopologyTestDriver, result: Result, records: list[list[Any]]) -> None:
+    """Every input event, reading the output topics after each; a processing error ends the case."""
+    outputs = {t: driver.create_output_topic(t, _BYTES, _BYTES) for t in case["outputs"]}
+    inputs: dict[str, Any] = {}
+    index = 0
+    try:
+        for event in case["inputs"]:
+            if "advance" in event:
+                driver.advance_wall_clock_time(event["advance"])
+            else:
+                topic = event["topic"]
+                if topic not in inputs:
+                    inputs[topic] = driver.create_input_topic(topic, _STRING, _STRING)
+                inputs[topic].pipe_input(event["key"], event["value"], event["ts"])
+            if case.get("all_topics"):
+                for t in driver.produced_topic_names():
+                    if t not in outputs and _compared(t):
+                        outputs[t] = driver.create_output_topic(t, _BYTES, _BYTES)
+            for t, out in sorted(outputs.items()):
+                for r in out.read_records_to_list():
+                    records.append([index, t, None if r.key is None else r.key.hex(),
+                                    None if r.value is None else r.value.hex(), r.timestamp])
+            index += 1
+    except Exception as e:
+        result["error"] = _error(e)
+        result["error_at"] = index
