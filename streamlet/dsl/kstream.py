@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.join_windows import JoinWindows
-from streamlet.dsl.options import Grouped, Joined, Named, Produced, Repartitioned, StreamJoined
+from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.options import Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined
 from streamlet.dsl.processors.stateless import (
     PassThrough,
     StreamFilter,
@@ -30,6 +31,7 @@ from streamlet.dsl.processors.stateless import (
 )
 from streamlet.dsl.processors.stream_stream_join import JoinWindowNode, StreamJoinSide, TimeTrackers
 from streamlet.dsl.processors.stream_table_join import StreamTableJoinSupplier
+from streamlet.dsl.processors.table import TableSourceSupplier
 from streamlet.dsl.repartition import repartition_node
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorSupplier
@@ -211,6 +213,33 @@ class KStream:
                                 repartitioned.partitioner, repartitioned.num_partitions)
         self._builder.add(node, self._node)
         return self._stream(node.node_name, node, key_serde, value_serde, False)
+
+    def to_table(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
+        """The stream read as a changelog: the latest value per key, None deleting it (records without a
+        key are dropped). Repartitions first if the key may have changed; keeps a store when
+        `materialized` names one or a downstream operation needs it, as `StreamsBuilder.table` does."""
+        from streamlet.dsl.ktable import KTable
+
+        names = self._builder.names
+        name = names.name_or_generate(Named.resolve(named), naming.TOTABLE)
+        materialized = materialized or Materialized()
+        store_name = materialized.name or names.store_name(naming.TOTABLE)
+        materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde,
+                                         value_serde=materialized.value_serde or self.value_serde)
+        parent = self._node
+        if self.repartition_required:
+            parent = self._builder.add(
+                repartition_node(self._builder, name, materialized.key_serde, materialized.value_serde), self._node)
+        supplier = TableSourceSupplier(store_name, materialized.name)
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_processor(name, supplier, *parent_names)
+            if supplier.materialized:
+                topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
+
+        node = self._builder.add(GraphNode(name, write), parent)
+        return KTable(self._builder, name, materialized.key_serde, materialized.value_serde, materialized.name,
+                      supplier, node)
 
     # -- grouping ------------------------------------------------------------------------------------
     def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:

@@ -157,6 +157,10 @@ def cases(draw: Draw) -> Case:
             ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
         if draw(st.integers(0, 4)) == 0:
             ops.append({"op": "to", "topic": "tap", "key": "string", "value": "string"})
+        if draw(st.integers(0, 6)) == 0:  # read as a table, then back to a stream
+            ops.append({"op": "to_table", "store": _store(draw, names)})
+            ops += _table_ops(draw, names, for_join=False)
+            ops.append({"op": "to_stream"})
         if draw(st.integers(0, 3)) != 0:  # an aggregation
             window = draw(st.one_of(st.none(), _window()))
             suppress = draw(_suppress(window is not None))

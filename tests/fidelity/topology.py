@@ -161,6 +161,9 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         joined = StreamJoined(name=op.get("name"), store_name=op.get("store_name"))
         join = {"join": current.join, "left_join": current.left_join, "outer_join": current.outer_join}[op["kind"]]
         return join(other, fn.JOINERS[op["fn"]], windows, joined)
+    if name == "to_table":
+        store = op.get("store")
+        return current.to_table(None if store is None else _materialized(store))
     if name == "table_join":
         other = None
         for table_op in op["table"]:

@@ -297,6 +297,11 @@ public final class Runner {
                             return left.join((KStream) stream, joiner, windows, joined);
                     }
                 }
+                case "to_table": {
+                    final JsonNode store = op.get("store");
+                    return store == null || store.isNull() ? ((KStream) current).toTable()
+                        : ((KStream) current).toTable(materialized(store));
+                }
                 case "table_join": {
                     Object table = null;
                     for (final JsonNode tableOp : op.get("table")) {
