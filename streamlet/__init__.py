@@ -9,6 +9,8 @@ implementation modules is internal and may change without notice. Testing helper
 
 from streamlet.config import StreamsConfig
 from streamlet.dsl import (
+    Branched,
+    BranchedKStream,
     BufferConfig,
     Consumed,
     Grouped,
@@ -71,6 +73,8 @@ from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
     "ApplicationShutdownError",
+    "Branched",
+    "BranchedKStream",
     "BufferConfig",
     "Cancellable",
     "ConfigError",

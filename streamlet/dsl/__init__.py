@@ -1,5 +1,6 @@
 """The Kafka Streams DSL for streamlet: `StreamsBuilder`, `KStream`, `KTable`, `KGroupedStream`, windows and options."""
 
+from streamlet.dsl.branched import Branched, BranchedKStream
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
 from streamlet.dsl.grouped_stream import KGroupedStream
@@ -24,6 +25,8 @@ from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 __all__ = [
+    "Branched",
+    "BranchedKStream",
     "BufferConfig",
     "Change",
     "Consumed",

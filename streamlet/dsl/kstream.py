@@ -39,6 +39,7 @@ from streamlet.serdes import Serde
 from streamlet.topology import Topology
 
 if TYPE_CHECKING:
+    from streamlet.dsl.branched import BranchedKStream
     from streamlet.dsl.grouped_stream import KGroupedStream
     from streamlet.dsl.ktable import KTable
 
@@ -213,6 +214,12 @@ class KStream:
                                 repartitioned.partitioner, repartitioned.num_partitions)
         self._builder.add(node, self._node)
         return self._stream(node.node_name, node, key_serde, value_serde, False)
+
+    def split(self, named: Named | str | None = None) -> BranchedKStream:
+        """Route each record to the first of the branches added next whose predicate holds (see `Branched`)."""
+        from streamlet.dsl.branched import BranchedKStream
+
+        return BranchedKStream(self, named)
 
     def to_table(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """The stream read as a changelog: the latest value per key, None deleting it (records without a

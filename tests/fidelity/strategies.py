@@ -157,6 +157,11 @@ def cases(draw: Draw) -> Case:
             ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
         if draw(st.integers(0, 4)) == 0:
             ops.append({"op": "to", "topic": "tap", "key": "string", "value": "string"})
+        if draw(st.integers(0, 5)) == 0:  # branches to their own topics; the default branch goes on
+            branches = [{"fn": draw(st.sampled_from(["value_even_length", "key_before_c", "value_not_null"])),
+                         "name": draw(st.sampled_from([None, f"-b{i}"]))} for i in range(draw(st.integers(1, 2)))]
+            ops.append({"op": "split", "name": draw(st.sampled_from([None, "sp"])), "branches": branches,
+                        "default_name": draw(st.sampled_from([None, "-rest"]))})
         if draw(st.integers(0, 6)) == 0:  # read as a table, then back to a stream
             ops.append({"op": "to_table", "store": _store(draw, names)})
             ops += _table_ops(draw, names, for_join=False)
@@ -205,6 +210,9 @@ def cases(draw: Draw) -> Case:
                     value = "string"
     ops.append({"op": "to", "topic": "out", "key": key, "value": value})
     outputs = ["out", "tap"] if any(op.get("topic") == "tap" for op in ops) else ["out"]
+    for op in ops:
+        if op["op"] == "split":
+            outputs += [f"br{i}" for i in range(1, len(op["branches"]) + 1)]
     return {
         "config": {"cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024, 300]))},
         "ops": ops,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamlet.dsl import (
+    Branched,
     BufferConfig,
     Consumed,
     Grouped,
@@ -161,6 +162,18 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         joined = StreamJoined(name=op.get("name"), store_name=op.get("store_name"))
         join = {"join": current.join, "left_join": current.left_join, "outer_join": current.outer_join}[op["kind"]]
         return join(other, fn.JOINERS[op["fn"]], windows, joined)
+    if name == "split":
+        split = current.split(op.get("name"))
+        for i, branch in enumerate(op["branches"], 1):
+            topic = f"br{i}"
+
+            def sink(stream: KStream, topic: str = topic) -> None:
+                stream.to(topic, Produced(_STRING, _STRING))
+
+            split.branch(fn.PREDICATES[branch["fn"]], Branched.with_consumer(sink, branch.get("name")))
+        branches = split.default_branch(Branched(op.get("default_name")))
+        [default] = branches.values()
+        return default
     if name == "to_table":
         store = op.get("store")
         return current.to_table(None if store is None else _materialized(store))

@@ -34,6 +34,8 @@ import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Aggregator;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.BranchedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Initializer;
@@ -44,6 +46,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KeyValueMapper;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Merger;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
@@ -296,6 +299,24 @@ public final class Runner {
                         default:
                             return left.join((KStream) stream, joiner, windows, joined);
                     }
+                }
+                case "split": {
+                    final String splitName = text(op.get("name"));
+                    final BranchedKStream split = splitName == null ? ((KStream) current).split()
+                        : ((KStream) current).split(Named.as(splitName));
+                    int i = 0;
+                    for (final JsonNode branch : op.get("branches")) {
+                        final String topic = "br" + (++i);
+                        final String branchName = text(branch.get("name"));
+                        final java.util.function.Consumer<KStream<Object, Object>> sink =
+                            s -> s.to(topic, (Produced) Produced.with(STRING, STRING));
+                        split.branch(Functions.predicate(branch.get("fn").asText()),
+                            branchName == null ? Branched.withConsumer(sink) : Branched.withConsumer(sink, branchName));
+                    }
+                    final String defaultName = text(op.get("default_name"));
+                    final Map<String, KStream> branches = defaultName == null ? split.defaultBranch()
+                        : split.defaultBranch(Branched.as(defaultName));
+                    return branches.values().iterator().next();
                 }
                 case "to_table": {
                     final JsonNode store = op.get("store");
