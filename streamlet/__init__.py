@@ -10,10 +10,13 @@ change without notice. Testing helpers live in `streamlet.testing`.
 
 from streamlet.config import StreamsConfig
 from streamlet.dsl import (
+    Branched,
+    BranchedKStream,
     BufferConfig,
     Consumed,
     Grouped,
     Joined,
+    JoinWindows,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -24,6 +27,7 @@ from streamlet.dsl import (
     Repartitioned,
     SessionWindowedKStream,
     SessionWindows,
+    StreamJoined,
     StreamsBuilder,
     Suppressed,
     TimeWindowedKStream,
@@ -77,6 +81,8 @@ from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
     "ApplicationShutdownError",
+    "Branched",
+    "BranchedKStream",
     "BufferConfig",
     "Cancellable",
     "ConfigError",
@@ -87,6 +93,7 @@ __all__ = [
     "HostInfo",
     "InvalidStateStoreError",
     "InvalidStateStorePartitionError",
+    "JoinWindows",
     "Joined",
     "KGroupedStream",
     "KGroupedTable",
@@ -123,6 +130,7 @@ __all__ = [
     "StoreBuilder",
     "StoreQueryParameters",
     "Stores",
+    "StreamJoined",
     "StreamThreadExceptionResponse",
     "StreamsBuilder",
     "StreamsConfig",

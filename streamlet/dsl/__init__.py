@@ -1,12 +1,23 @@
 """The Kafka Streams DSL for streamlet: `StreamsBuilder`, `KStream`, `KTable`, `KGroupedStream`, windows and options."""
 
+from streamlet.dsl.branched import Branched, BranchedKStream
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
 from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.grouped_table import KGroupedTable
+from streamlet.dsl.join_windows import JoinWindows
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable
-from streamlet.dsl.options import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned
+from streamlet.dsl.options import (
+    Consumed,
+    Grouped,
+    Joined,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+    StreamJoined,
+)
 from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
 from streamlet.dsl.suppressed import BufferConfig, Suppressed
@@ -14,10 +25,13 @@ from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 __all__ = [
+    "Branched",
+    "BranchedKStream",
     "BufferConfig",
     "Change",
     "Consumed",
     "Grouped",
+    "JoinWindows",
     "Joined",
     "KGroupedStream",
     "KGroupedTable",
@@ -29,6 +43,7 @@ __all__ = [
     "Repartitioned",
     "SessionWindowedKStream",
     "SessionWindows",
+    "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",

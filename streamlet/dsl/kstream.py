@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
-from streamlet.dsl.options import Grouped, Joined, Named, Produced, Repartitioned
+from streamlet.dsl.join_windows import JoinWindows
+from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.options import Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined
 from streamlet.dsl.processors.stateless import (
     PassThrough,
     StreamFilter,
@@ -27,7 +29,9 @@ from streamlet.dsl.processors.stateless import (
     StreamPeek,
     StreamSelectKey,
 )
+from streamlet.dsl.processors.stream_stream_join import JoinWindowNode, StreamJoinSide, TimeTrackers
 from streamlet.dsl.processors.stream_table_join import StreamTableJoinSupplier
+from streamlet.dsl.processors.table import TableSourceSupplier
 from streamlet.dsl.repartition import repartition_node
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorSupplier
@@ -35,6 +39,7 @@ from streamlet.serdes import Serde
 from streamlet.topology import Topology
 
 if TYPE_CHECKING:
+    from streamlet.dsl.branched import BranchedKStream
     from streamlet.dsl.grouped_stream import KGroupedStream
     from streamlet.dsl.ktable import KTable
 
@@ -216,6 +221,39 @@ class KStream:
         self._builder.add(node, self._node)
         return self._stream(node.node_name, node, key_serde, value_serde, False)
 
+    def split(self, named: Named | str | None = None) -> BranchedKStream:
+        """Route each record to the first of the branches added next whose predicate holds (see `Branched`)."""
+        from streamlet.dsl.branched import BranchedKStream
+
+        return BranchedKStream(self, named)
+
+    def to_table(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
+        """The stream read as a changelog: the latest value per key, None deleting it (records without a
+        key are dropped). Repartitions first if the key may have changed; keeps a store when
+        `materialized` names one or a downstream operation needs it, as `StreamsBuilder.table` does."""
+        from streamlet.dsl.ktable import KTable
+
+        names = self._builder.names
+        name = names.name_or_generate(Named.resolve(named), naming.TOTABLE)
+        materialized = materialized or Materialized()
+        store_name = materialized.name or names.store_name(naming.TOTABLE)
+        materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde,
+                                         value_serde=materialized.value_serde or self.value_serde)
+        parent = self._node
+        if self.repartition_required:
+            parent = self._builder.add(
+                repartition_node(self._builder, name, materialized.key_serde, materialized.value_serde), self._node)
+        supplier = TableSourceSupplier(store_name, materialized.name)
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            topology.add_processor(name, supplier, *parent_names)
+            if supplier.materialized:
+                topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
+
+        node = self._builder.add(GraphNode(name, write), parent)
+        return KTable(self._builder, name, materialized.key_serde, materialized.value_serde, materialized.name,
+                      supplier, node)
+
     # -- grouping ------------------------------------------------------------------------------------
     def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
         """Group by the current key (repartitioning first if the key may have changed)."""
@@ -235,14 +273,99 @@ class KStream:
         return KGroupedStream(self._builder, name, grouped, True, node)
 
     # -- joins ---------------------------------------------------------------------------------------
-    def join(self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined | None = None) -> KStream:
-        """Each record joined with the table's current row for its key: `joiner(value, table_value)`;
-        records without a row (or with a null key or value) are dropped."""
-        return self._join_table(table, joiner, joined, left=False)
+    def join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
+             joined: Joined | JoinWindows | None = None, stream_joined: StreamJoined | None = None) -> KStream:
+        """With a table: each record joined with the table's current row for its key,
+        `joiner(value, table_value)`; records without a row (or with a null key or value) are dropped.
+        With a stream and `JoinWindows`: each pair of records with equal keys whose times are within
+        the windows, `joiner(value, other_value)` (see processors/stream_stream_join.py)."""
+        if isinstance(other, KStream):
+            return self._join_stream(other, joiner, joined, stream_joined, False, False)
+        return self._join_table(other, joiner, self._joined(joined), left=False)
 
-    def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined | None = None) -> KStream:
-        """As `join`, but a record without a row is joined with None (records with a None value are dropped)."""
-        return self._join_table(table, joiner, joined, left=True)
+    def left_join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
+                  joined: Joined | JoinWindows | None = None, stream_joined: StreamJoined | None = None) -> KStream:
+        """As `join`, but a record without a match is joined with None (with a stream: once its window
+        has closed; records with a None value are dropped)."""
+        if isinstance(other, KStream):
+            return self._join_stream(other, joiner, joined, stream_joined, True, False)
+        return self._join_table(other, joiner, self._joined(joined), left=True)
+
+    def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
+                   stream_joined: StreamJoined | None = None) -> KStream:
+        """As `left_join` of streams, and the other stream's unmatched records too (`joiner(None, other_value)`)."""
+        return self._join_stream(other, joiner, windows, stream_joined, True, True)
+
+    @staticmethod
+    def _joined(joined: Joined | JoinWindows | None) -> Joined | None:
+        if isinstance(joined, JoinWindows):
+            raise TypeError("JoinWindows are for joining two streams; a stream-table join takes Joined options")
+        return joined
+
+    def _join_stream(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: Joined | JoinWindows | None,
+                     stream_joined: StreamJoined | None, left_outer: bool, right_outer: bool) -> KStream:
+        """Kafka Streams' KStreamImpl.doJoin + KStreamImplJoin.join: names, stores and wiring in its order."""
+        if not isinstance(other, KStream):
+            raise TypeError(f"a stream-stream join takes a KStream, got {other!r}")
+        if not isinstance(windows, JoinWindows):
+            raise TypeError(f"a stream-stream join needs JoinWindows, got {windows!r}")
+        if other._builder is not self._builder:
+            raise TopologyError("cannot join streams from different StreamsBuilders")
+        _check_callable(joiner, "joiner")
+        options = stream_joined or StreamJoined()
+        names = self._builder.names
+        base = options.name
+        this, that = self, other
+        if this.repartition_required:
+            prefix = base + "-left" if base is not None else this.name
+            this = this._repartitioned_for_join(Joined(options.key_serde, options.value_serde, name=prefix))
+        if that.repartition_required:
+            prefix = base + "-right" if base is not None else that.name
+            that = that._repartitioned_for_join(Joined(options.key_serde, options.other_value_serde, name=prefix))
+        this_suffix = "-outer-this-join" if right_outer else "-this-join"
+        other_suffix = "-outer-other-join" if left_outer else "-other-join"
+        this_windowed = names.suffixed_or_generate(base, "-this-windowed", naming.WINDOWED)
+        other_windowed = names.suffixed_or_generate(base, "-other-windowed", naming.WINDOWED)
+        this_generated = names.processor_name(naming.OUTERTHIS if right_outer else naming.JOINTHIS)
+        other_generated = names.processor_name(naming.OUTEROTHER if left_outer else naming.JOINOTHER)
+        this_join = this_generated if base is None else base + this_suffix
+        other_join = other_generated if base is None else base + other_suffix
+        merge = names.suffixed_or_generate(base, "-merge", naming.MERGE)
+        store_base = options.store_name
+        this_store = (this_generated if store_base is None else store_base + this_suffix) + "-store"
+        other_store = (other_generated if store_base is None else store_base + other_suffix) + "-store"
+        outer_store = None
+        if left_outer:
+            shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
+            prefix_length = len(naming.OUTERTHIS if right_outer else naming.JOINTHIS)
+            outer_store = (store_base + shared_suffix if store_base is not None
+                           else naming.OUTERSHARED + this_generated[prefix_length:]) + "-store"
+        trackers = TimeTrackers()
+        w = windows
+        this_side = StreamJoinSide(True, other_store, w.before_ms, w.after_ms, w.before_ms, w.after_ms, w.grace_ms,
+                                   joiner, left_outer, outer_store, trackers)
+        other_side = StreamJoinSide(False, this_store, w.after_ms, w.before_ms, w.before_ms, w.after_ms, w.grace_ms,
+                                    lambda a, b: joiner(b, a), right_outer, outer_store, trackers)
+        this_parent, other_parent = this.name, that.name
+
+        def write(topology: Topology, _parents: list[str]) -> None:
+            from streamlet.dsl.materialize import stream_join_stores
+
+            topology.add_processor(this_windowed, partial(JoinWindowNode, this_store), this_parent)
+            topology.add_processor(other_windowed, partial(JoinWindowNode, other_store), other_parent)
+            topology.add_processor(this_join, this_side, this_windowed)
+            topology.add_processor(other_join, other_side, other_windowed)
+            topology.add_processor(merge, PassThrough, this_join, other_join)
+            this_builder, other_builder, outer_builder = stream_join_stores(
+                options, windows, this_store, other_store, outer_store)
+            topology.add_state_store(this_builder, this_windowed, other_join)
+            topology.add_state_store(other_builder, other_windowed, this_join)
+            if outer_builder is not None:
+                topology.add_state_store(outer_builder, this_join, other_join)
+
+        node = self._builder.add(GraphNode(merge, write), this._node, that._node)
+        node.left_join = left_outer
+        return self._stream(merge, node, options.key_serde, None, False)
 
     def _join_table(self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined | None,
                     left: bool) -> KStream:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamlet.dsl.options import Materialized
+from streamlet.dsl.options import Materialized, StreamJoined
 from streamlet.errors import TopologyError
 from streamlet.stores.api import KeyValueBytesStoreSupplier, StoreBuilder
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 
 if TYPE_CHECKING:
+    from streamlet.dsl.join_windows import JoinWindows
     from streamlet.dsl.session_windows import SessionWindows
     from streamlet.dsl.time_windows import TimeWindows
 
@@ -95,6 +96,38 @@ def session_retention_ms(materialized: Materialized, windows: SessionWindows, st
             f"inactivity gap plus the grace period. Got gap=[{windows.gap_ms}], grace=[{windows.grace_ms}], "
             f"retention=[{retention}]")
     return retention
+
+
+def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: str, other_store: str,
+                       outer_store: str | None) -> tuple[StoreBuilder, StoreBuilder, StoreBuilder | None]:
+    """A stream-stream join's stores, as Kafka Streams makes them: one window store per side (retaining
+    duplicates, window = before + after, retention = that + grace, changelog `cleanup.policy=delete`,
+    no cache) and, for left/outer joins, the shared outer store (a list-valued key-value store)."""
+    from streamlet.dsl.processors.stream_stream_join import OuterJoinStore
+    from streamlet.stores.builders import ConfigurableStoreBuilder
+    from streamlet.stores.factory import Stores
+
+    size, retention = windows.size(), windows.size() + windows.grace_ms
+    log_config = {**options.log_config, "cleanup.policy": "delete"}
+    sides = []
+    for name, value_serde in ((this_store, options.value_serde), (other_store, options.other_value_serde)):
+        supplier = Stores.persistent_window_store(name, retention, size, retain_duplicates=True)
+        builder = Stores.window_store_builder(supplier, options.key_serde, value_serde)
+        sides.append(builder.with_logging_enabled(log_config) if options.logging else builder.with_logging_disabled())
+    outer: StoreBuilder | None = None
+    if outer_store is not None:
+        class _OuterBuilder(ConfigurableStoreBuilder):
+            def build(self) -> OuterJoinStore:
+                return OuterJoinStore(Stores.persistent_key_value_store(self.name).get(), options.key_serde,
+                                      options.value_serde, options.other_value_serde,
+                                      logging_enabled=self.logging_enabled)
+
+        outer_builder = _OuterBuilder()
+        outer_builder.name = outer_store
+        outer_builder.caching_enabled = False
+        outer = (outer_builder.with_logging_enabled(options.log_config) if options.logging
+                 else outer_builder.with_logging_disabled())
+    return sides[0], sides[1], outer
 
 
 def _logging_and_caching(builder: StoreBuilder, materialized: Materialized) -> StoreBuilder:

@@ -136,6 +136,27 @@ class Joined:
                 f"other_value_serde={self.other_value_serde!r}, name={self.name!r})")
 
 
+class StreamJoined:
+    """Options of a stream-stream join: serdes of the key and both sides' values (for its window stores
+    and any repartition), `name` (processor and repartition names), `store_name` (the base name of its
+    stores), and whether the stores are change-logged."""
+
+    def __init__(self, key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None,
+                 name: str | None = None, store_name: str | None = None, logging: bool = True,
+                 log_config: Mapping[str, Any] | None = None) -> None:
+        self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
+        self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
+        self.other_value_serde: Serde[Any] | None = resolve_serde(other_value_serde)
+        self.name = _optional_name(name)
+        self.store_name = _optional_name(store_name)
+        self.logging = bool(logging)
+        self.log_config: dict[str, str] = {str(k): str(v) for k, v in (log_config or {}).items()}
+
+    def __repr__(self) -> str:
+        return (f"StreamJoined(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "
+                f"other_value_serde={self.other_value_serde!r}, name={self.name!r}, store_name={self.store_name!r})")
+
+
 _PERSISTENT_TYPES = ("leveldb", "rocksdb", "persistent")
 _IN_MEMORY_TYPES = ("in_memory", "in-memory", "memory")
 

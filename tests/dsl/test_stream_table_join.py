@@ -144,3 +144,19 @@ def test_a_windowed_table_cannot_be_joined() -> None:
     windowed = builder.stream("a").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10)).count()
     with pytest.raises(TopologyError, match="Windowed"):
         builder.stream("b").join(windowed, lambda a, b: a)
+
+
+def test_to_table_reads_a_stream_as_a_changelog() -> None:
+    builder = StreamsBuilder()
+    table = builder.stream("events", Consumed(Serdes.String(), Serdes.String())).to_table(Materialized("latest"))
+    table.to_stream().to("out", Produced(Serdes.String(), Serdes.String()))
+    topology = builder.build()
+    assert "Processor: KSTREAM-TOTABLE-0000000001 (stores: [latest])" in str(topology.describe())
+    with TopologyTestDriver(topology, CONFIG) as driver:
+        events = driver.create_input_topic("events", Serdes.String(), Serdes.String())
+        events.pipe_input("k", "a", 1)
+        events.pipe_input(None, "dropped", 2)
+        events.pipe_input("k", None, 3)
+        out = driver.create_output_topic("out", Serdes.String(), Serdes.String())
+        assert out.read_key_values_to_list() == [KeyValue("k", "a"), KeyValue("k", None)]
+        assert driver.get_key_value_store("latest").get("k") is None

@@ -60,9 +60,18 @@ class KafkaStreamsReference:
             del self._stderr[:-200]
 
     def run(self, case: Case) -> Result:
-        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self.submit(case)
+        return self.result()
+
+    def submit(self, case: Case) -> None:
+        """Send a case; Kafka Streams works on it while the caller runs streamlet's side (2 cores)."""
+        assert self._proc.stdin is not None
         self._proc.stdin.write(json.dumps(case, separators=(",", ":")) + "\n")
         self._proc.stdin.flush()
+
+    def result(self) -> Result:
+        """The answer to the case submitted last."""
+        assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
         if not line:
             raise RuntimeError("the Kafka Streams reference runner died:\n" + "".join(self._stderr[-50:]))

@@ -133,6 +133,21 @@ def cases(draw: Draw) -> Case:
             ops.append({"op": "merge", "topic": "in2"})
             topics.add("in2")
         ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 3)))]
+        if draw(st.integers(0, 2)) == 0:  # a stream-stream join
+            other: list[dict[str, Any]] = [{"op": "stream", "topic": "in3"}]
+            other += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
+            diff = draw(st.sampled_from([0, 2, 5, 10]))
+            window = {"diff": diff, "grace": draw(st.sampled_from([None, 0, 3, 20])),
+                      "before": draw(st.sampled_from([None, None, 0, 3])),
+                      "after": draw(st.sampled_from([None, None, 1, 8]))}
+            if (window["before"] if window["before"] is not None else diff) + \
+                    (window["after"] if window["after"] is not None else diff) <= 0:
+                window["after"] = 1  # a window store needs a positive size
+            ops.append({"op": "stream_join", "kind": draw(st.sampled_from(["join", "left_join", "outer_join"])),
+                        "other": other, "window": window, "fn": "pair",
+                        "name": draw(st.sampled_from([None, "sj"])),
+                        "store_name": draw(st.sampled_from([None, None, "sjs"]))})
+            topics.add("in3")
         if draw(st.integers(0, 3)) == 0:
             table = [{"op": "table", "topic": "tbl", "store": _store(draw, names)}]
             table += _table_ops(draw, names, for_join=True)
@@ -142,6 +157,15 @@ def cases(draw: Draw) -> Case:
             ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
         if draw(st.integers(0, 4)) == 0:
             ops.append({"op": "to", "topic": "tap", "key": "string", "value": "string"})
+        if draw(st.integers(0, 5)) == 0:  # branches to their own topics; the default branch goes on
+            branches = [{"fn": draw(st.sampled_from(["value_even_length", "key_before_c", "value_not_null"])),
+                         "name": draw(st.sampled_from([None, f"-b{i}"]))} for i in range(draw(st.integers(1, 2)))]
+            ops.append({"op": "split", "name": draw(st.sampled_from([None, "sp"])), "branches": branches,
+                        "default_name": draw(st.sampled_from([None, "-rest"]))})
+        if draw(st.integers(0, 6)) == 0:  # read as a table, then back to a stream
+            ops.append({"op": "to_table", "store": _store(draw, names)})
+            ops += _table_ops(draw, names, for_join=False)
+            ops.append({"op": "to_stream"})
         if draw(st.integers(0, 3)) != 0:  # an aggregation
             window = draw(st.one_of(st.none(), _window()))
             suppress = draw(_suppress(window is not None))
@@ -186,6 +210,9 @@ def cases(draw: Draw) -> Case:
                     value = "string"
     ops.append({"op": "to", "topic": "out", "key": key, "value": value})
     outputs = ["out", "tap"] if any(op.get("topic") == "tap" for op in ops) else ["out"]
+    for op in ops:
+        if op["op"] == "split":
+            outputs += [f"br{i}" for i in range(1, len(op["branches"]) + 1)]
     return {
         "config": {"cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024, 300]))},
         "ops": ops,

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from streamlet.dsl import (
+    Branched,
     BufferConfig,
     Consumed,
     Grouped,
+    JoinWindows,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -21,6 +23,7 @@ from streamlet.dsl import (
     Produced,
     SessionWindowedKStream,
     SessionWindows,
+    StreamJoined,
     StreamsBuilder,
     Suppressed,
     TimeWindowedKStream,
@@ -145,6 +148,35 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         return current.group_by_key(_grouped(op))
     if name == "group_by":
         return current.group_by(fn.KEY_SELECTORS[op["fn"]], _grouped(op))
+    if name == "stream_join":
+        other = None
+        for stream_op in op["other"]:
+            other = apply(builder, other, stream_op)
+        w = op["window"]
+        windows = (JoinWindows.of_time_difference_with_no_grace(w["diff"]) if w["grace"] is None
+                   else JoinWindows.of_time_difference_and_grace(w["diff"], w["grace"]))
+        if w.get("before") is not None:
+            windows = windows.before(w["before"])
+        if w.get("after") is not None:
+            windows = windows.after(w["after"])
+        joined = StreamJoined(name=op.get("name"), store_name=op.get("store_name"))
+        join = {"join": current.join, "left_join": current.left_join, "outer_join": current.outer_join}[op["kind"]]
+        return join(other, fn.JOINERS[op["fn"]], windows, joined)
+    if name == "split":
+        split = current.split(op.get("name"))
+        for i, branch in enumerate(op["branches"], 1):
+            topic = f"br{i}"
+
+            def sink(stream: KStream, topic: str = topic) -> None:
+                stream.to(topic, Produced(_STRING, _STRING))
+
+            split.branch(fn.PREDICATES[branch["fn"]], Branched.with_consumer(sink, branch.get("name")))
+        branches = split.default_branch(Branched(op.get("default_name")))
+        [default] = branches.values()
+        return default
+    if name == "to_table":
+        store = op.get("store")
+        return current.to_table(None if store is None else _materialized(store))
     if name == "table_join":
         other = None
         for table_op in op["table"]:
@@ -176,7 +208,7 @@ def _error(e: BaseException) -> str:
 
 def _compared(topic: str) -> bool:
     """As `Runner.compared`: every topic but the suppression buffers' changelogs (streamlet's own layout)."""
-    return "KTABLE-SUPPRESS-STATE-STORE" not in topic and not topic.endswith("-store-changelog")
+    return "KTABLE-SUPPRESS-STATE-STORE" not in topic and not topic.endswith("-sup-store-changelog")
 
 
 def run_streamlet(case: Case) -> Result:
@@ -198,29 +230,43 @@ def run_streamlet(case: Case) -> Result:
         "default.value.serde": "String",
         "statestore.cache.max.bytes": case.get("config", {}).get("cache_max_bytes", 0),
     }
-    with TopologyTestDriver(topology, config, initial_wall_clock_time=0) as driver:
-        outputs = {t: driver.create_output_topic(t, _BYTES, _BYTES) for t in case["outputs"]}
-        inputs: dict[str, Any] = {}
-        index = 0
+    try:  # as Runner.runCase: a driver that cannot start (or close) fails the whole case
+        driver = TopologyTestDriver(topology, config, initial_wall_clock_time=0)
+    except Exception as e:
+        return {"build_error": _error(e)}
+    try:
+        _pipe_all(case, driver, result, records)
+    finally:
         try:
-            for event in case["inputs"]:
-                if "advance" in event:
-                    driver.advance_wall_clock_time(event["advance"])
-                else:
-                    topic = event["topic"]
-                    if topic not in inputs:
-                        inputs[topic] = driver.create_input_topic(topic, _STRING, _STRING)
-                    inputs[topic].pipe_input(event["key"], event["value"], event["ts"])
-                if case.get("all_topics"):
-                    for t in driver.produced_topic_names():
-                        if t not in outputs and _compared(t):
-                            outputs[t] = driver.create_output_topic(t, _BYTES, _BYTES)
-                for t, out in sorted(outputs.items()):
-                    for r in out.read_records_to_list():
-                        records.append([index, t, None if r.key is None else r.key.hex(),
-                                        None if r.value is None else r.value.hex(), r.timestamp])
-                index += 1
+            driver.close()
         except Exception as e:
-            result["error"] = _error(e)
-            result["error_at"] = index
+            result = {"build_error": _error(e)}
     return result
+
+
+def _pipe_all(case: Case, driver: TopologyTestDriver, result: Result, records: list[list[Any]]) -> None:
+    """Every input event, reading the output topics after each; a processing error ends the case."""
+    outputs = {t: driver.create_output_topic(t, _BYTES, _BYTES) for t in case["outputs"]}
+    inputs: dict[str, Any] = {}
+    index = 0
+    try:
+        for event in case["inputs"]:
+            if "advance" in event:
+                driver.advance_wall_clock_time(event["advance"])
+            else:
+                topic = event["topic"]
+                if topic not in inputs:
+                    inputs[topic] = driver.create_input_topic(topic, _STRING, _STRING)
+                inputs[topic].pipe_input(event["key"], event["value"], event["ts"])
+            if case.get("all_topics"):
+                for t in driver.produced_topic_names():
+                    if t not in outputs and _compared(t):
+                        outputs[t] = driver.create_output_topic(t, _BYTES, _BYTES)
+            for t, out in sorted(outputs.items()):
+                for r in out.read_records_to_list():
+                    records.append([index, t, None if r.key is None else r.key.hex(),
+                                    None if r.value is None else r.value.hex(), r.timestamp])
+            index += 1
+    except Exception as e:
+        result["error"] = _error(e)
+        result["error_at"] = index

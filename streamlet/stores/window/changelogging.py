@@ -17,14 +17,20 @@ from streamlet.stores.window.key_schema import to_store_key
 
 
 class ChangeLoggingWindowBytesStore(WindowBytesStore):
-    """Logs every write under the current record's timestamp; reads pass straight through."""
+    """Logs every write under the current record's timestamp; reads pass straight through.
 
-    def __init__(self, inner: WindowBytesStore, context: StateStoreContext) -> None:
+    A store that retains duplicates logs with a sequence number of its own, counting every write,
+    a None too (which the store itself ignores), as Kafka Streams' change-logging window store does:
+    its changelog's sequence numbers may run ahead of the store's."""
+
+    def __init__(self, inner: WindowBytesStore, context: StateStoreContext, retain_duplicates: bool = False) -> None:
         self.name = inner.name
         self.retention_ms = inner.retention_ms
         self.inner = inner
         self._context = context
         self._log_change = context.log_change
+        self._retain_duplicates = retain_duplicates
+        self._seqnum = 0
 
     def log(self, key: bytes, value: bytes | None) -> None:
         self._log_change(self.name, key, value, self._context.record_context().timestamp)
@@ -33,7 +39,12 @@ class ChangeLoggingWindowBytesStore(WindowBytesStore):
         self.inner.open(context)
 
     def put(self, key: bytes, window_start: int, seqnum: int, value: bytes | None) -> None:
-        self.inner.put(key, window_start, seqnum, value)
+        if self._retain_duplicates:
+            if value is not None:
+                self.inner.put(key, window_start, seqnum, value)
+            self._seqnum = seqnum = (self._seqnum + 1) & 0x7FFFFFFF
+        else:
+            self.inner.put(key, window_start, seqnum, value)
         self.log(to_store_key(key, window_start, seqnum), value)
 
     def put_all(self, writes: list[WindowWrite]) -> None:

@@ -103,7 +103,7 @@ class TypedWindowStore(WindowStore):
         return PlainValueFormat(serde, topic)
 
     def _change_logging(self, store: WindowBytesStore, context: StateStoreContext) -> WindowBytesStore:
-        return ChangeLoggingWindowBytesStore(store, context)
+        return ChangeLoggingWindowBytesStore(store, context, self.retain_duplicates)
 
     def _restore(self, entries: list[ChangelogEntry]) -> None:
         """Apply one batch read back from the changelog, straight into the bytes store."""
@@ -168,7 +168,11 @@ class TypedWindowStore(WindowStore):
         data = self._key(key)
         if self.retain_duplicates:
             if value is None:
-                return  # as Kafka Streams: a store of duplicates has nothing a None could delete
+                # As Kafka Streams: a store of duplicates has nothing a None could delete, but its
+                # changelog still gets the None (with a sequence number of the changelog's own).
+                if self.logging_enabled and self._cache is None:
+                    self._below.put(data, _millis(window_start), 0, None)
+                return
             self._seqnum = seqnum = (self._seqnum + 1) & _SEQNUM_MASK
         else:
             seqnum = 0
@@ -214,7 +218,7 @@ class TypedTimestampedWindowStore(TypedWindowStore, TimestampedWindowStore):
         return TimestampedValueFormat(serde, topic)
 
     def _change_logging(self, store: WindowBytesStore, context: StateStoreContext) -> WindowBytesStore:
-        return ChangeLoggingTimestampedWindowBytesStore(store, context)
+        return ChangeLoggingTimestampedWindowBytesStore(store, context, self.retain_duplicates)
 
     def _plain_listener(self, listener: FlushListener) -> FlushListener:
         """Plain values downstream, timestamped with the new value's timestamp (Kafka Streams'

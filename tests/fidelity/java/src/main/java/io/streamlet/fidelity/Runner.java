@@ -34,6 +34,8 @@ import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Aggregator;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.BranchedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Initializer;
@@ -41,14 +43,17 @@ import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KeyValueMapper;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Merger;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Reducer;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -165,10 +170,11 @@ public final class Runner {
 
     /**
      * With "all_topics", every topic written to is compared (internal ones too: repartition topics and
-     * store changelogs) except the suppression buffers' changelogs, whose value layout is streamlet's own.
+     * store changelogs) except the suppression buffers' changelogs (generated ones, and the one named "sup"),
+     * whose value layout is streamlet's own.
      */
     static boolean compared(final String topic) {
-        return !topic.contains("KTABLE-SUPPRESS-STATE-STORE") && !topic.endsWith("-store-changelog");
+        return !topic.contains("KTABLE-SUPPRESS-STATE-STORE") && !topic.endsWith("-sup-store-changelog");
     }
 
     private static String text(final JsonNode node) {
@@ -261,6 +267,62 @@ public final class Runner {
                     return ((KStream) current).groupByKey(grouped(op));
                 case "group_by":
                     return ((KStream) current).groupBy(Functions.keySelector(op.get("fn").asText()), grouped(op));
+                case "stream_join": {
+                    Object stream = null;
+                    for (final JsonNode streamOp : op.get("other")) {
+                        stream = apply(builder, stream, streamOp);
+                    }
+                    final JsonNode w = op.get("window");
+                    final Duration diff = Duration.ofMillis(w.get("diff").asLong());
+                    JoinWindows windows = w.get("grace").isNull() ? JoinWindows.ofTimeDifferenceWithNoGrace(diff)
+                        : JoinWindows.ofTimeDifferenceAndGrace(diff, Duration.ofMillis(w.get("grace").asLong()));
+                    if (w.has("before") && !w.get("before").isNull()) {
+                        windows = windows.before(Duration.ofMillis(w.get("before").asLong()));
+                    }
+                    if (w.has("after") && !w.get("after").isNull()) {
+                        windows = windows.after(Duration.ofMillis(w.get("after").asLong()));
+                    }
+                    StreamJoined joined = StreamJoined.with(null, null, null);
+                    if (text(op.get("name")) != null) {
+                        joined = joined.withName(text(op.get("name")));
+                    }
+                    if (text(op.get("store_name")) != null) {
+                        joined = joined.withStoreName(text(op.get("store_name")));
+                    }
+                    final ValueJoiner joiner = Functions.joiner(op.get("fn").asText());
+                    final KStream left = (KStream) current;
+                    switch (op.get("kind").asText()) {
+                        case "left_join":
+                            return left.leftJoin((KStream) stream, joiner, windows, joined);
+                        case "outer_join":
+                            return left.outerJoin((KStream) stream, joiner, windows, joined);
+                        default:
+                            return left.join((KStream) stream, joiner, windows, joined);
+                    }
+                }
+                case "split": {
+                    final String splitName = text(op.get("name"));
+                    final BranchedKStream split = splitName == null ? ((KStream) current).split()
+                        : ((KStream) current).split(Named.as(splitName));
+                    int i = 0;
+                    for (final JsonNode branch : op.get("branches")) {
+                        final String topic = "br" + (++i);
+                        final String branchName = text(branch.get("name"));
+                        final java.util.function.Consumer<KStream<Object, Object>> sink =
+                            s -> s.to(topic, (Produced) Produced.with(STRING, STRING));
+                        split.branch(Functions.predicate(branch.get("fn").asText()),
+                            branchName == null ? Branched.withConsumer(sink) : Branched.withConsumer(sink, branchName));
+                    }
+                    final String defaultName = text(op.get("default_name"));
+                    final Map<String, KStream> branches = defaultName == null ? split.defaultBranch()
+                        : split.defaultBranch(Branched.as(defaultName));
+                    return branches.values().iterator().next();
+                }
+                case "to_table": {
+                    final JsonNode store = op.get("store");
+                    return store == null || store.isNull() ? ((KStream) current).toTable()
+                        : ((KStream) current).toTable(materialized(store));
+                }
                 case "table_join": {
                     Object table = null;
                     for (final JsonNode tableOp : op.get("table")) {
