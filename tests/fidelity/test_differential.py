@@ -47,7 +47,9 @@ def _quiet_skipped_record_warnings() -> Iterator[None]:
 def test_same_records_as_kafka_streams(kafka_streams: KafkaStreamsReference) -> None:
     refused: list[str] = []  # topologies both refused to build: equal, but they test nothing
 
-    @settings(max_examples=CASES, deadline=None, database=None,
+    # The default example database (.hypothesis/, not committed) keeps a failing case, so that the next
+    # run on this machine starts from it: a rare difference is found again rather than lost.
+    @settings(max_examples=CASES, deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(cases())
     def check(case: Case) -> None:
