@@ -229,14 +229,31 @@ class KafkaStreams:
                     await tg.start(self._supervisor.run)
                     if not started.done():
                         started.set_result(None)
+                if not self._supervisor.stop_requested:
+                    # The member ended without being asked to: a cancellation from inside it that the
+                    # task group took for its own (see below).
+                    raise asyncio.CancelledError("the group member ended without a stop request")
             except BaseException as exc:
                 error = root_error(exc)
+                stray = False
                 if isinstance(error, asyncio.CancelledError):
-                    if not started.done():
-                        started.set_exception(StreamsError("the client was closed while starting"))
-                    raise
+                    current = asyncio.current_task()
+                    if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING) or (
+                            current is not None and current.cancelling()):
+                        if not started.done():
+                            started.set_exception(StreamsError("the client was closed while starting"))
+                        raise
+                    # Nobody closed the client: a cancellation escaped from inside the group member (a
+                    # client library cancelled a future it was awaiting, e.g. while the broker was away).
+                    # It used to end the member silently while the state still said RUNNING. It is not
+                    # the application's failure: the member is replaced (its state is rebuilt from the
+                    # committed offsets and changelogs), loudly, with the traceback in the log.
+                    stray = True
+                    error = StreamsError("the group member stopped on an unexpected cancellation")
+                    error.__cause__ = exc
                 log.error("streams client failed: %s", error_summary(error), exc_info=error)
-                response = await self._respond(error, started)
+                replace = StreamThreadExceptionResponse.REPLACE_THREAD
+                response = replace if stray else await self._respond(error, started)
                 if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:
                     replacements += 1
                     log.warning("replacing the failed group member (replacement #%d)", replacements)

@@ -216,6 +216,11 @@ class Supervisor:
     def plan_subtopologies(self) -> set[int]:
         return set(self.plan.subtopology_partitions) if self.plan is not None else set()
 
+    @property
+    def stop_requested(self) -> bool:
+        """True once `stop()` was called or the member decided to stop (application shutdown, a fatal error)."""
+        return self._stop.is_set()
+
     def stop(self) -> None:
         self._stop.set()
         if self._poll_scope is not None:
@@ -333,15 +338,16 @@ class Supervisor:
             if self._paused_full:
                 self._resume_drained()
             polled_at = time.perf_counter_ns()
+            batches: dict[Any, list[Any]] = {}
             with anyio.CancelScope() as self._poll_scope:
                 if self._stop.is_set():  # set during the awaits above
                     self._poll_scope.cancel()
                 batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
             self._poll_scope = None
-            self.counters.record_poll(time.perf_counter_ns() - polled_at, sum(map(len, batches.values())))
-            self.on_loop()
             if self._stop.is_set():
                 break  # what was fetched stays unconsumed: the next owner reads it from the committed offsets
+            self.counters.record_poll(time.perf_counter_ns() - polled_at, sum(map(len, batches.values())))
+            self.on_loop()
             if batches and self.plan is not None and self.plan.missing_sinks - self._partition_counts.keys():
                 await self._await_sink_topics()
             if batches or self._awaited:
