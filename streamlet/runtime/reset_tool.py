@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import OffsetAndMetadata
 
 from streamlet.config import StreamsConfig
@@ -34,6 +33,7 @@ from streamlet.errors import StreamsError
 from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client
 from streamlet.runtime.instance_id import state_root
 from streamlet.runtime.topic_manager import (
+    admin_client,
     changelog_topic_name,
     describe_partition_counts,
     internal_topic_name,
@@ -92,17 +92,13 @@ async def plan_reset(topology: Topology, config: StreamsConfig | Mapping[str, An
     config = StreamsConfig.of(config)
     app_id = config.application_id
     plan = ResetPlan(app_id)
-    admin = AIOKafkaAdminClient(**client_kwargs(config, ClientRole.ADMIN))
-    await start_client(admin, client_kwargs(config, ClientRole.ADMIN))
-    try:
+    async with admin_client(client_kwargs(config, ClientRole.ADMIN)) as admin:
         await _require_inactive_group(admin, app_id)
         sources, _sinks = user_topics(topology)
         internal = {internal_topic_name(app_id, name) for name in topology.internal_topics}
         internal |= {changelog_topic_name(app_id, store) for store, builder in topology.store_builders.items()
                      if builder.logging_enabled}
         existing = await describe_partition_counts(admin, sources | internal)
-    finally:
-        await admin.close()
     plan.internal_topics = sorted(t for t in internal if t in existing)
     parts = [TopicPartition(t, p) for t in sorted(sources) if t in existing for p in range(existing[t])]
     if parts:
@@ -125,12 +121,8 @@ async def apply_reset(plan: ResetPlan, config: StreamsConfig | Mapping[str, Any]
         finally:
             await consumer.stop()
     if plan.internal_topics:
-        admin = AIOKafkaAdminClient(**client_kwargs(config, ClientRole.ADMIN))
-        await start_client(admin, client_kwargs(config, ClientRole.ADMIN))
-        try:
+        async with admin_client(client_kwargs(config, ClientRole.ADMIN)) as admin:
             await admin.delete_topics(plan.internal_topics)
-        finally:
-            await admin.close()
     for path in plan.state_dirs:
         shutil.rmtree(path, ignore_errors=True)
     log.info("%s\ndone", plan.describe())

@@ -230,7 +230,7 @@ def plan_internal_topics(
 
 # -- I/O -----------------------------------------------------------------------------------------------------------
 @asynccontextmanager
-async def _admin_client(admin_or_bootstrap: Any) -> AsyncIterator[Any]:
+async def admin_client(admin_or_bootstrap: Any) -> AsyncIterator[Any]:
     """Use the caller's started admin client, or start (and close) one for a bootstrap string or for
     admin keyword arguments (`client_settings.client_kwargs(config, ClientRole.ADMIN)`: secured clusters)."""
     if isinstance(admin_or_bootstrap, str):
@@ -295,7 +295,7 @@ async def ensure_topics(
     same application do the same. Raises InternalTopicError when an internal topic exists with another
     partition count, or cannot be created.
     """
-    async with _admin_client(admin_or_bootstrap) as admin:
+    async with admin_client(admin_or_bootstrap) as admin:
         existing = await describe_partition_counts(admin, plan.internal_topics)
         _check_partition_counts(plan, existing)
         to_create = [t for name, t in sorted(plan.internal_topics.items()) if name not in existing]
@@ -378,7 +378,7 @@ async def await_sink_topics(admin_or_bootstrap: Any, topics: Iterable[str], time
     wanted = sorted(set(topics))
     deadline = time.monotonic() + timeout_s
     reported_at = 0.0
-    async with _admin_client(admin_or_bootstrap) as admin:
+    async with admin_client(admin_or_bootstrap) as admin:
         while True:
             response = await admin._send_request(MetadataRequest(topics=wanted, allow_auto_topic_creation=True))
             counts = {t["topic"]: len(t["partitions"]) for t in response.to_object()["topics"]
@@ -402,7 +402,7 @@ async def create_user_topics(topology: Topology, config: Any, partitions: int = 
     that do not exist yet, with `partitions` each; returns those created. Internal topics are left to
     the application, which creates them with the partition counts it derives."""
     sources, sinks = user_topics(topology)
-    async with _admin_client(client_kwargs(config, ClientRole.ADMIN)) as admin:
+    async with admin_client(client_kwargs(config, ClientRole.ADMIN)) as admin:
         existing = await describe_partition_counts(admin, sources | sinks)
         missing = sorted((sources | sinks) - existing.keys())
         if not missing:
@@ -428,7 +428,7 @@ async def prepare_topics(
 ) -> TopicPlan:
     """Describe the user topics, plan and ensure the internal ones: the whole start-up step in one call.
     A dead-letter topic is used as it is when it exists, else created with one partition."""
-    async with _admin_client(admin_or_bootstrap) as admin:
+    async with admin_client(admin_or_bootstrap) as admin:
         sources, sinks = user_topics(topology)
         wanted = sources | sinks | ({dead_letter_topic} if dead_letter_topic else set())
         counts = await describe_partition_counts(admin, wanted)
