@@ -1,1 +1,1 @@
-"""The live page: its HTML (`live_page`), its data (`status`), and the topology drawing (`topology_svg`)."""
+"""The live page: its HTML (`live_page`) and its data (`status`); the topology is drawn by `topology_render`."""

@@ -1,6 +1,7 @@
 """The live page at `/`: one self-contained HTML document (inline CSS, SVG and JavaScript).
 
-The topology is drawn once, server-side (`topology_svg`); everything else is filled from
+The topology is drawn once, server-side (`streamlet.topology_render.to_svg`, as `streamlet describe --format svg`
+draws it); everything else is filled from
 `status.json` every two seconds: state, tasks (active, restoring with progress, standby), lag per
 partition, throughput / latency / lag charts over the data's last minutes, and the processed,
 dead-lettered and skipped totals. Links are relative, so the page works wherever the app is mounted.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from streamlet.http.page.topology_svg import topology_svg
+from streamlet.topology_render import to_svg
 
 _STYLE = """
 body{font-family:sans-serif;margin:20px;color:#222}h1{font-size:20px;margin:0 0 4px}h2{font-size:15px;margin:18px 0 6px}
@@ -79,5 +80,5 @@ def live_page(streams: Any) -> str:
 <svg class="chart" id="chart-lag" width="360" height="110"></svg></div>
 <div class="row"><div><h2>Tasks</h2><table id="tasks"></table></div>
 <div><h2>Lag per partition</h2><table id="lag"></table></div></div>
-<h2>Topology</h2>{topology_svg(streams.topology)}
+<h2>Topology</h2>{to_svg(streams.topology.describe())}
 <script>{_SCRIPT}</script></body></html>"""
