@@ -95,3 +95,25 @@ def error_summary(error: BaseException) -> str:
     which record: topic, partition, offset), so that a summary says where as well as what."""
     notes = [str(note) for note in getattr(error, "__notes__", ()) or ()]
     return f"{type(error).__name__}: {error}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+class StrayCancellationError(StreamsError):
+    """A cancellation nobody asked for reached the group member: a client library cancelled a future
+    the member was awaiting (seen while the broker was away). Left as a bare cancellation it would
+    pass for a requested stop and end processing silently; as this error the member is replaced,
+    loudly. Its `__cause__` holds the cancellation with the traceback of where it surfaced."""
+
+    @classmethod
+    def check(cls, exc: BaseException, where: str) -> None:
+        """Raise this error from `exc` when `exc` is a cancellation the current task was not asked for
+        (`Task.cancelling()` is 0: no cancel scope or caller cancelled it); return otherwise."""
+        import asyncio
+
+        if not isinstance(exc, asyncio.CancelledError):
+            return
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # not in an event loop
+            return
+        if task is not None and task.cancelling() == 0:
+            raise cls(f"an unexpected cancellation surfaced in {where}") from exc

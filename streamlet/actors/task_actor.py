@@ -23,7 +23,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from streamlet.actors.partition_group import ConsumedRecord
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.actors.stream_task import StreamTask
-from streamlet.errors import StreamsError
+from streamlet.errors import StrayCancellationError, StreamsError
 from streamlet.metrics.counters import TaskCounters
 
 log = logging.getLogger(__name__)
@@ -149,6 +149,7 @@ class TaskActor:
             return
         except BaseException as exc:
             self.error = exc
+            StrayCancellationError.check(exc, f"task {self.task_id}")
             raise
         finally:
             self.closed.set()

@@ -21,6 +21,7 @@ from streamlet.config import StreamsConfig
 from streamlet.errors import (
     ApplicationShutdownError,
     StateStoreNotAvailableError,
+    StrayCancellationError,
     StreamsError,
     StreamsNotStartedError,
     UnknownStateStoreError,
@@ -74,6 +75,21 @@ _TRANSITIONS: dict[State, set[State]] = {
 
 StateListener = Callable[[State, State], None]
 """`listener(new_state, old_state)`, as Kafka Streams' `StateListener.onChange`."""
+
+
+def _unreachable(error: BaseException) -> bool:
+    """True when `error`, or an error it was raised from, says the cluster could not be reached (a
+    refused connection, a timed-out request): a condition that ends when the brokers are back."""
+    from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, KafkaConnectionError | KafkaTimeoutError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def root_error(exc: BaseException) -> BaseException:
@@ -222,20 +238,25 @@ class KafkaStreams:
         import anyio
 
         replacements = 0
+        unreachable = 0  # consecutive replacements that could not reach the cluster
         while True:
-            assert self._supervisor is not None
+            supervisor = self._supervisor
+            assert supervisor is not None
+            member_started = False
             try:
                 async with anyio.create_task_group() as tg:
-                    await tg.start(self._supervisor.run)
+                    await tg.start(supervisor.run)
+                    member_started = True
+                    unreachable = 0
                     if not started.done():
                         started.set_result(None)
-                if not self._supervisor.stop_requested:
+                if not supervisor.stop_requested:
                     # The member ended without being asked to: a cancellation from inside it that the
                     # task group took for its own (see below).
-                    raise asyncio.CancelledError("the group member ended without a stop request")
+                    raise StrayCancellationError("the group member ended without a stop request")
             except BaseException as exc:
                 error = root_error(exc)
-                stray = False
+                stray = isinstance(error, StrayCancellationError)
                 if isinstance(error, asyncio.CancelledError):
                     current = asyncio.current_task()
                     if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING) or (
@@ -249,8 +270,22 @@ class KafkaStreams:
                     # the application's failure: the member is replaced (its state is rebuilt from the
                     # committed offsets and changelogs), loudly, with the traceback in the log.
                     stray = True
-                    error = StreamsError("the group member stopped on an unexpected cancellation")
+                    error = StrayCancellationError("the group member stopped on an unexpected cancellation")
                     error.__cause__ = exc
+                if (started.done() and not member_started and _unreachable(error) and not supervisor.stop_requested
+                        and self._state is not State.PENDING_SHUTDOWN):
+                    # A replacement member starting while the cluster is away (an outage is what often
+                    # makes a member fail). Kafka Streams' stream threads wait for the brokers rather
+                    # than die; so does the replacement: it retries with a capped backoff until the
+                    # cluster answers or the client is closed. Only the first start() raises instead.
+                    unreachable += 1
+                    delay = min(0.5 * 2 ** unreachable, 10.0)
+                    log.warning("the replacement group member cannot reach the cluster (%s); retrying in %.1f s",
+                                error_summary(error), delay)
+                    self._supervisor = self._new_supervisor()
+                    if await self._supervisor.wait_for_stop(delay):
+                        return
+                    continue
                 log.error("streams client failed: %s", error_summary(error), exc_info=error)
                 replace = StreamThreadExceptionResponse.REPLACE_THREAD
                 response = replace if stray else await self._respond(error, started)

@@ -54,7 +54,7 @@ from aiokafka.errors import (
 
 from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_productions
 from streamlet.config import StreamsConfig
-from streamlet.errors import ApplicationShutdownError, StreamsError
+from streamlet.errors import ApplicationShutdownError, StrayCancellationError, StreamsError
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
@@ -221,6 +221,12 @@ class Supervisor:
         """True once `stop()` was called or the member decided to stop (application shutdown, a fatal error)."""
         return self._stop.is_set()
 
+    async def wait_for_stop(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for `stop()`; True if it came."""
+        with anyio.move_on_after(timeout):
+            await self._stop.wait()
+        return self._stop.is_set()
+
     def stop(self) -> None:
         self._stop.set()
         if self._poll_scope is not None:
@@ -307,7 +313,11 @@ class Supervisor:
             self.tasks.bind(tg)
             task_status.started()
             try:
-                await self._poll_loop()
+                try:
+                    await self._poll_loop()
+                except asyncio.CancelledError as exc:
+                    StrayCancellationError.check(exc, "the poll loop")
+                    raise
                 if self._fatal is not None:
                     async with self._dispatch_lock:
                         await self.tasks.close_all(clean=False)

@@ -6,6 +6,7 @@ instant "close"."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from pathlib import Path
@@ -15,6 +16,7 @@ import anyio
 import pytest
 
 from streamlet.runtime.kafka_streams import KafkaStreams, State
+from streamlet.runtime.local_broker import LocalKafkaBroker
 from streamlet.runtime.supervisor import Supervisor
 from tests.integration.kafka_helpers import create_topics, produce, read_until
 from tests.integration.test_runtime_pipe import upper_topology
@@ -48,5 +50,55 @@ async def test_a_stray_cancellation_replaces_the_member_instead_of_stopping_it_s
             assert streams.state is State.RUNNING
     assert len(calls) == 2
     assert sorted(r.value for r in got) == sorted(f"V{i}".encode() for i in range(20))
-    assert "the group member stopped on an unexpected cancellation" in caplog.text
+    assert "StrayCancellationError: an unexpected cancellation surfaced in the poll loop" in caplog.text
     assert "replacing the failed group member" in caplog.text
+
+
+async def test_a_replacement_started_while_the_broker_is_away_waits_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The 60 s outage test once ended in ERROR: a member failed mid-outage, and its replacement's
+    start-up (topic preparation) could not bootstrap, which was taken for a fatal error. Kafka Streams'
+    threads wait for the brokers; the replacement must too, and resume when the broker is back."""
+    sfx = uuid.uuid4().hex[:8]
+    inp, out = f"away-in-{sfx}", f"away-out-{sfx}"
+    real_poll_loop = Supervisor._poll_loop
+    broker_down = asyncio.Event()
+    calls: list[int] = []
+
+    async def poll_loop_cancelled_in_the_outage(self: Supervisor) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            poller = asyncio.ensure_future(real_poll_loop(self))
+            await broker_down.wait()
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+            raise asyncio.CancelledError  # what a cancelled library future delivers to its awaiter
+        await real_poll_loop(self)
+
+    monkeypatch.setattr(Supervisor, "_poll_loop", poll_loop_cancelled_in_the_outage)
+    with LocalKafkaBroker(data_dir=tmp_path / "kafka") as broker:
+        bootstrap = broker.bootstrap_servers
+        await create_topics(bootstrap, {inp: 2, out: 2})
+        streams = KafkaStreams(upper_topology(inp, out), {
+            "application.id": f"away-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / "state"),
+            "commit.interval.ms": 100, "processing.guarantee": "exactly_once_v2"})
+        with caplog.at_level(logging.INFO, logger="streamlet.runtime.kafka_streams"):
+            async with streams:
+                await produce(bootstrap, inp, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(10)])
+                await read_until(bootstrap, out, lambda rs: len(rs) >= 10, timeout=60,
+                                 isolation_level="read_committed")
+                await asyncio.to_thread(broker._stop_process)
+                broker_down.set()
+                deadline = asyncio.get_running_loop().time() + 60
+                while "cannot reach the cluster" not in caplog.text:
+                    assert asyncio.get_running_loop().time() < deadline, caplog.text[-3000:]
+                    assert streams.state is not State.ERROR, caplog.text[-3000:]
+                    await asyncio.sleep(0.2)
+                await asyncio.to_thread(broker.start)
+                await produce(bootstrap, inp, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(10, 20)])
+                got = await read_until(bootstrap, out, lambda rs: len(rs) >= 20, timeout=120,
+                                       isolation_level="read_committed")
+                assert streams.state is State.RUNNING
+    assert len(calls) >= 2
+    assert sorted(r.value for r in got) == sorted(f"V{i}".encode() for i in range(20))
