@@ -289,6 +289,7 @@ class Supervisor:
         self.tasks = TaskManager(self.topology, config, commits, reader,
                                  self._state_root(), self.resolve_topic, self._partition_count)
         self.tasks.on_task_created = self.on_task_created
+        resources.callback(self.tasks.abandon)  # runs last: tasks a failure left open are closed dirty
         if self.producer is not None:
             await self.producer.start()
             resources.push_async_callback(self.producer.stop)

@@ -102,3 +102,52 @@ async def test_a_replacement_started_while_the_broker_is_away_waits_for_it(
                 assert streams.state is State.RUNNING
     assert len(calls) >= 2
     assert sorted(r.value for r in got) == sorted(f"V{i}".encode() for i in range(20))
+
+
+async def test_a_member_that_ends_abruptly_leaves_its_stores_closed_for_the_replacement(
+        kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A member that ended on a failure left its tasks' LevelDB stores open (an actor that was cancelled
+    never closes its task): the replacement could not open them ("lock ... already held by process")
+    and rejoined the group forever, seen in the 60 s outage test. Every task a member leaves open is
+    now closed dirty when it ends, and the replacement restores and continues with exact counts."""
+    from tests.integration.test_restore_waits_for_open_transactions import _count_topology
+
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out = f"abrupt-in-{sfx}", f"abrupt-out-{sfx}"
+    await create_topics(bootstrap, {inp: 2, out: 2})
+    real_poll_loop = Supervisor._poll_loop
+    cancel_now = asyncio.Event()
+    calls: list[int] = []
+
+    async def poll_loop_cancelled_on_request(self: Supervisor) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            poller = asyncio.ensure_future(real_poll_loop(self))
+            await cancel_now.wait()
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+            raise asyncio.CancelledError  # what a cancelled library future delivers to its awaiter
+        await real_poll_loop(self)
+
+    monkeypatch.setattr(Supervisor, "_poll_loop", poll_loop_cancelled_on_request)
+    streams = KafkaStreams(_count_topology(inp, out), {
+        "application.id": f"abrupt-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
+        "commit.interval.ms": 100, "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0})
+    keys = [f"k{i}" for i in range(6)]
+    with caplog.at_level(logging.INFO, logger="streamlet"):
+        async with streams:
+            await produce(bootstrap, inp, [(k.encode(), b"x") for k in keys * 2])
+            await read_until(bootstrap, out, lambda rs: len(rs) >= 12, timeout=60, isolation_level="read_committed")
+            cancel_now.set()
+            await produce(bootstrap, inp, [(k.encode(), b"x") for k in keys * 2])
+            got = await read_until(bootstrap, out, lambda rs: len(rs) >= 24, timeout=90,
+                                   isolation_level="read_committed")
+            assert streams.state is State.RUNNING
+    assert len(calls) == 2
+    assert "already held" not in caplog.text
+    final = {r.key.decode(): int.from_bytes(r.value, "big", signed=True) for r in got}
+    assert final == {k: 4 for k in keys}
+    per_key = {k: [int.from_bytes(r.value, "big", signed=True) for r in got if r.key.decode() == k] for k in keys}
+    assert all(seq == [1, 2, 3, 4] for seq in per_key.values()), per_key
