@@ -54,6 +54,28 @@ async def test_a_stray_cancellation_replaces_the_member_instead_of_stopping_it_s
     assert "replacing the failed group member" in caplog.text
 
 
+def _cancel_poll_loop_once(monkeypatch: pytest.MonkeyPatch, when: asyncio.Event) -> list[int]:
+    """Make the first member's poll loop run normally until `when` is set, then end on a bare
+    CancelledError (what a cancelled library future delivers to its awaiter); later members poll as
+    usual. Returns the list of poll-loop starts."""
+    real_poll_loop = Supervisor._poll_loop
+    calls: list[int] = []
+
+    async def poll_loop(self: Supervisor) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            poller = asyncio.ensure_future(real_poll_loop(self))
+            await when.wait()
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+            raise asyncio.CancelledError
+        await real_poll_loop(self)
+
+    monkeypatch.setattr(Supervisor, "_poll_loop", poll_loop)
+    return calls
+
+
 async def test_a_replacement_started_while_the_broker_is_away_waits_for_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """The 60 s outage test once ended in ERROR: a member failed mid-outage, and its replacement's
@@ -61,22 +83,8 @@ async def test_a_replacement_started_while_the_broker_is_away_waits_for_it(
     threads wait for the brokers; the replacement must too, and resume when the broker is back."""
     sfx = uuid.uuid4().hex[:8]
     inp, out = f"away-in-{sfx}", f"away-out-{sfx}"
-    real_poll_loop = Supervisor._poll_loop
     broker_down = asyncio.Event()
-    calls: list[int] = []
-
-    async def poll_loop_cancelled_in_the_outage(self: Supervisor) -> None:
-        calls.append(1)
-        if len(calls) == 1:
-            poller = asyncio.ensure_future(real_poll_loop(self))
-            await broker_down.wait()
-            poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await poller
-            raise asyncio.CancelledError  # what a cancelled library future delivers to its awaiter
-        await real_poll_loop(self)
-
-    monkeypatch.setattr(Supervisor, "_poll_loop", poll_loop_cancelled_in_the_outage)
+    calls = _cancel_poll_loop_once(monkeypatch, broker_down)
     with LocalKafkaBroker(data_dir=tmp_path / "kafka") as broker:
         bootstrap = broker.bootstrap_servers
         await create_topics(bootstrap, {inp: 2, out: 2})
@@ -116,22 +124,8 @@ async def test_a_member_that_ends_abruptly_leaves_its_stores_closed_for_the_repl
     sfx = uuid.uuid4().hex[:8]
     inp, out = f"abrupt-in-{sfx}", f"abrupt-out-{sfx}"
     await create_topics(bootstrap, {inp: 2, out: 2})
-    real_poll_loop = Supervisor._poll_loop
     cancel_now = asyncio.Event()
-    calls: list[int] = []
-
-    async def poll_loop_cancelled_on_request(self: Supervisor) -> None:
-        calls.append(1)
-        if len(calls) == 1:
-            poller = asyncio.ensure_future(real_poll_loop(self))
-            await cancel_now.wait()
-            poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await poller
-            raise asyncio.CancelledError  # what a cancelled library future delivers to its awaiter
-        await real_poll_loop(self)
-
-    monkeypatch.setattr(Supervisor, "_poll_loop", poll_loop_cancelled_on_request)
+    calls = _cancel_poll_loop_once(monkeypatch, cancel_now)
     streams = KafkaStreams(_count_topology(inp, out), {
         "application.id": f"abrupt-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
         "commit.interval.ms": 100, "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0})
