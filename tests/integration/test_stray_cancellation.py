@@ -145,3 +145,69 @@ async def test_a_member_that_ends_abruptly_leaves_its_stores_closed_for_the_repl
     assert final == {k: 4 for k in keys}
     per_key = {k: [int.from_bytes(r.value, "big", signed=True) for r in got if r.key.decode() == k] for k in keys}
     assert all(seq == [1, 2, 3, 4] for seq in per_key.values()), per_key
+
+
+async def _joined_consumer(bootstrap: str, name: str) -> Any:
+    from aiokafka import AIOKafkaConsumer
+
+    topic = f"{name}-{uuid.uuid4().hex[:8]}"
+    await create_topics(bootstrap, {topic: 1})
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=topic, enable_auto_commit=False)
+    await consumer.start()
+    deadline = asyncio.get_running_loop().time() + 60
+    while not consumer.assignment():
+        assert asyncio.get_running_loop().time() < deadline, "the consumer never joined its group"
+        await consumer.getmany(timeout_ms=200)
+    # The state aiokafka's fetcher reaches while the broker is away (a fetch task per retry, created
+    # and cancelled in quick succession): at close, a pending fetch task that never ran yet.
+    consumer._fetcher._pending_tasks.add(asyncio.ensure_future(asyncio.sleep(3600)))
+    return consumer
+
+
+async def test_stopping_a_client_does_not_pass_its_background_tasks_cancellation_on(
+        kafka_broker: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """aiokafka's stop() cancels its pending fetch tasks and awaits them; one that never ran re-raises
+    CancelledError in the caller of stop(). In the 60 s outage test this ended a failing member's
+    clean-up, the member's task ended "cancelled", and anyio took that for an ordinary end of the
+    member (which then left its stores open). `stop_client` absorbs a cancellation that is the
+    client's own (the caller was not cancelled) and still closes the client's connections."""
+    from streamlet.runtime.client_settings import stop_client
+
+    bootstrap = kafka_broker.bootstrap_servers
+    bare = await _joined_consumer(bootstrap, "bare-stop")
+    with pytest.raises(asyncio.CancelledError):
+        await bare.stop()  # the hazard is aiokafka's own
+    await bare._client.close()
+    guarded = await _joined_consumer(bootstrap, "guarded-stop")
+    with caplog.at_level(logging.INFO, logger="streamlet.runtime.client_settings"):
+        await stop_client(guarded)  # returns normally
+    assert "one of its background tasks ended cancelled" in caplog.text
+    assert not any(conn.connected() for conn in guarded._client._conns.values()), "connections left open"
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
+
+
+async def test_a_cluster_away_longer_than_task_timeout_fails_the_client(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting for the cluster is bounded, as in Kafka Streams, by task.timeout.ms: past it the lost
+    connection is the client's failure (ERROR, with the connection error), not an endless wait."""
+    from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    sfx = uuid.uuid4().hex[:8]
+    inp, out = f"gone-in-{sfx}", f"gone-out-{sfx}"
+    broker_down = asyncio.Event()
+    _cancel_poll_loop_once(monkeypatch, broker_down)
+    with LocalKafkaBroker(data_dir=tmp_path / "kafka") as broker:
+        bootstrap = broker.bootstrap_servers
+        await create_topics(bootstrap, {inp: 1, out: 1})
+        streams = KafkaStreams(upper_topology(inp, out), {
+            "application.id": f"gone-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / "state"),
+            "task.timeout.ms": 3000})
+        async with streams:
+            await asyncio.to_thread(broker._stop_process)
+            broker_down.set()
+            began = asyncio.get_running_loop().time()
+            while streams.state is not State.ERROR:
+                assert asyncio.get_running_loop().time() - began < 60, f"still {streams.state.name}"
+                await asyncio.sleep(0.2)
+            assert isinstance(streams.error, KafkaConnectionError | KafkaTimeoutError), repr(streams.error)
