@@ -132,8 +132,8 @@ def provision_java() -> None:
     build_java()
 
 
-def java_command(main_class: str) -> Callable[[RunSpec], list[str]]:
-    return lambda run: [*build_java(), main_class, *run.cli_args()]
+def java_command(main_class: str, *extra: str) -> Callable[[RunSpec], list[str]]:
+    return lambda run: [*build_java(), main_class, *run.cli_args(), *extra]
 
 
 # --- Python peers, each in its own virtualenv (their pins differ from ours) ----------------------------
@@ -174,6 +174,9 @@ SYSTEMS: dict[str, System] = {s.key: s for s in [
     System("streamlet-2", "streamlet (2 workers)", streamlet_command(2), members=2),
     System("kafka-streams", "Kafka Streams 3.9.1 (Java)", java_command("io.streamlet.bench.Bench"),
            provision_java),
+    # Like with like: as many stream threads as streamlet-2 has workers (ratios pair them, see report.py).
+    System("kafka-streams-2", "Kafka Streams 3.9.1 (Java, 2 threads)",
+           java_command("io.streamlet.bench.Bench", "--threads", "2"), provision_java, members=2),
     # faust runs at ~100 (WordCount) to ~1,700 (pipe) records/s here: 1,000,000 records would take hours.
     System("faust", "faust-streaming 0.15.3", peer_command("faust"), provision_peer("faust"), python_peer=True,
            max_records=20_000),

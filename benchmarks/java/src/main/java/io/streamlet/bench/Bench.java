@@ -34,9 +34,9 @@ import org.apache.kafka.streams.kstream.Windowed;
  * Kafka Streams' side of the benchmark: the workloads of benchmarks/workloads.py as topologies, with the
  * command line of benchmarks/systems.py:
  *
- *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2]
+ *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2] [--threads N]
  *
- * One stream thread, default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
+ * One stream thread (--threads N for more), default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
  */
 public final class Bench {
     static final ObjectMapper JSON = new ObjectMapper();
@@ -52,7 +52,7 @@ public final class Bench {
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args.getOrDefault("guarantee", "at_least_once"));
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.getOrDefault("commit-ms", "1000"));
         props.put(StreamsConfig.STATE_DIR_CONFIG, required(args, "state-dir"));
-        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(args.getOrDefault("threads", "1")));
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
         Topology topology = topology(workload, required(args, "input"), required(args, "output"), args.get("table"));
