@@ -55,6 +55,7 @@ from aiokafka.errors import (
 from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_productions
 from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StrayCancellationError, StreamsError
+from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
@@ -184,6 +185,7 @@ class Supervisor:
         self._paused_full: set[tuple[str, int]] = set()
         self._max_buffered = int(config["buffered.records.per.partition"])
         self.counters = ThreadCounters()  # poll and commit times behind the thread metrics
+        self._trace_uncommitted: list[tuple[str, int]] = []  # (sub-topology, timestamp): see latency_trace
         self.on_loop: Callable[[], None] = lambda: None  # called once per poll loop (metrics sampling)
         self.on_task_created: Callable[[Any], None] = lambda _task: None  # see TaskManager.on_task_created
 
@@ -408,6 +410,10 @@ class Supervisor:
                 if not records:
                     continue
             self._next_offset[key] = (actor, records[-1].offset + 1)
+            if latency_trace.TRACE is not None:
+                sub = latency_trace.sub_topology_of(actor.task_id)
+                latency_trace.TRACE.record(f"{sub}.1-fetched", (r.timestamp for r in records))
+                self._trace_uncommitted.extend((sub, r.timestamp) for r in records)
             caught_up = None
             if key in self._awaited or self._multi_input(actor):
                 caught_up = await self._caught_up(tp)
@@ -495,10 +501,15 @@ class Supervisor:
     async def _commit(self) -> None:
         assert self.tasks is not None
         started = time.perf_counter_ns()
+        covered, self._trace_uncommitted = self._trace_uncommitted, []
         try:
             if await self.tasks.commit():
                 self.commits += 1
                 self.counters.record_commit(time.perf_counter_ns() - started)
+                if latency_trace.TRACE is not None:
+                    latency_trace.TRACE.duration("commit", started)
+                    for sub in {s for s, _ in covered}:
+                        latency_trace.TRACE.record(f"{sub}.3-committed", (ts for s, ts in covered if s == sub))
         except CommitFailed as exc:
             await self._recover_dirty(exc)
             return

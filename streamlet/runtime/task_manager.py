@@ -23,6 +23,7 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor
 from streamlet.config import StreamsConfig
+from streamlet.metrics import latency_trace
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Offsets
 from streamlet.runtime.record_sender import RecordSender
@@ -262,7 +263,10 @@ class TaskManager:
         Raises `CommitFailed` (exactly-once) or the delivery error (at-least-once)."""
         if not self.actors:
             return 0
+        started = time.perf_counter_ns()
         results = await self._flush_running()
+        if latency_trace.TRACE is not None:
+            latency_trace.TRACE.duration("commit.flush-tasks", started)
         acked = await self.commits.commit(results)
         for offsets in results.values():
             self.committed_offsets.update(offsets)
