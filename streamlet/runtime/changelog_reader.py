@@ -155,6 +155,10 @@ class ChangelogReader:
                 cur.end = ends[cur.tp]
                 begin = begins[cur.tp]
                 cur.position = begin if cur.start is None else max(cur.start, begin)
+            pending = sum(max(0, cur.end - cur.position) for cur in job.stores)
+            if pending:
+                log.info("task %s: restoring %d changelog records into %d store(s)", job.task.task_id, pending,
+                         len(job.stores))
         job.prepared = True
 
     def _open(self, task: StreamTask, cur: _StoreRestore) -> None:

@@ -15,6 +15,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -29,6 +30,7 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.StateRestoreListener;
 
 /**
  * Kafka Streams' side of the benchmark: the workloads of benchmarks/workloads.py as topologies, with the
@@ -37,6 +39,7 @@ import org.apache.kafka.streams.kstream.Windowed;
  *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2] [--threads N]
  *
  * One stream thread (--threads N for more), default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
+ * Prints "bench-mark ..." lines (state changes, restore start and end, with epoch ms) for benchmarks/restore.py.
  */
 public final class Bench {
     static final ObjectMapper JSON = new ObjectMapper();
@@ -59,10 +62,26 @@ public final class Bench {
         KafkaStreams streams = new KafkaStreams(topology, props);
         CountDownLatch done = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
+            mark("state " + now);
             if (now == KafkaStreams.State.ERROR) {
                 System.err.println("Kafka Streams went to ERROR; exiting");
                 System.err.flush();
                 Runtime.getRuntime().halt(1);
+            }
+        });
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            @Override
+            public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
+                mark("restore-start " + tp + " " + store + " " + start + " " + end);
+            }
+
+            @Override
+            public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long restored) {
+            }
+
+            @Override
+            public void onRestoreEnd(TopicPartition tp, String store, long restored) {
+                mark("restore-end " + tp + " " + store + " " + restored);
             }
         });
         streams.setUncaughtExceptionHandler(e -> {
@@ -79,6 +98,12 @@ public final class Bench {
         System.out.println(topology.describe());
         System.out.flush();
         done.await();
+    }
+
+    /** A machine-readable line for benchmarks/restore.py: what happened, then epoch ms. */
+    static synchronized void mark(String what) {
+        System.out.println("bench-mark " + what + " " + System.currentTimeMillis());
+        System.out.flush();
     }
 
     static Topology topology(String workload, String input, String output, String table) {
