@@ -143,7 +143,7 @@ async def run_restore(system: System, bootstrap: str, workdir: Path, records: in
     run_id = uuid.uuid4().hex[:6]
     run = RunSpec(workload=WORKLOAD, bootstrap=bootstrap, app_id=f"restore-{system.key}-{run_id}",
                   input=f"restore-in-{system.key}-{run_id}", output=f"restore-out-{system.key}-{run_id}",
-                  guarantee="at_least_once", commit_ms=100, state_dir=workdir / f"state-{run_id}")
+                  guarantee="at_least_once", commit_ms=1000, state_dir=workdir / f"state-{run_id}")
     topic = f"{run.app_id}-{STORE}-changelog"
     await create_topics(bootstrap, {run.input: partitions, run.output: partitions})
     await create_topics(bootstrap, {topic: partitions}, {"cleanup.policy": "compact"})

@@ -71,7 +71,7 @@ class _RestoreJob:
 
 
 class ChangelogReader:
-    def __init__(self, consumer: Any, batch_records: int = 10_000, read_committed: bool = False) -> None:
+    def __init__(self, consumer: Any, batch_records: int = 20_000, read_committed: bool = False) -> None:
         self._consumer = consumer
         self._batch = batch_records
         self._read_committed = read_committed  # the consumer's isolation: wait out open transactions
@@ -201,7 +201,10 @@ class ChangelogReader:
         records = batches.get(cur.tp, [])
         if records:
             # read_committed returns only records below the stable end, which may have moved past `end`.
-            entries = [(r.key, r.value, r.timestamp) for r in records if self._read_committed or r.offset < cur.end]
+            if self._read_committed or records[-1].offset < cur.end:  # offsets ascend: all of them
+                entries = [(r.key, r.value, r.timestamp) for r in records]
+            else:
+                entries = [(r.key, r.value, r.timestamp) for r in records if r.offset < cur.end]
             if entries:
                 task.state.registered[cur.store].restore(entries)
                 cur.progress.restored += len(entries)

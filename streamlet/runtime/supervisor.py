@@ -83,6 +83,11 @@ from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
 
+RESTORE_PARTITION_FETCH_BYTES = 8 << 20
+"""The restore consumer's fetch size per partition (Kafka's default is 1 MiB)."""
+RESTORE_FETCH_BYTES = 64 << 20
+"""The restore consumer's fetch size in all (Kafka's default is 50 MiB)."""
+
 
 _AUTHORIZATION_ERRORS = (TransactionalIdAuthorizationFailed, GroupAuthorizationFailedError,
                          TopicAuthorizationFailedError, ClusterAuthorizationFailedError)
@@ -278,9 +283,13 @@ class Supervisor:
             commits = AtLeastOnceCommits(self.producer, self._commit_offsets, skip_failed_productions(config))
         self.commit_protocol = commits
         # A short fetch wait: restoration reads finite data, and a long-poll still waiting on the
-        # partition restored last would delay the first fetch of the next one.
+        # partition restored last would delay the first fetch of the next one. Large fetches: a
+        # changelog is read from its start, and every round trip to the broker is time not restoring
+        # (`restore.consumer.` settings still win).
         self.restore_consumer = AIOKafkaConsumer(
-            **{"fetch_max_wait_ms": 20, **self._client_kwargs(ClientRole.RESTORE_CONSUMER)}, group_id=None,
+            **{"fetch_max_wait_ms": 20, "max_partition_fetch_bytes": RESTORE_PARTITION_FETCH_BYTES,
+               "fetch_max_bytes": RESTORE_FETCH_BYTES, **self._client_kwargs(ClientRole.RESTORE_CONSUMER)},
+            group_id=None,
             enable_auto_commit=False, auto_offset_reset="earliest",
             isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
         )
@@ -659,17 +668,19 @@ class Supervisor:
         consumer = self.consumer
         actors = {tp: actor for tp in sorted(parts) if (actor := self.tasks.actor_for(*tp) if self.tasks else None)}
         committed = await self._committed([tp for tp, a in actors.items() if self._expected_offset(tp, a) is None])
+        offsets = {tp: self._expected_offset(tp, actor) for tp, actor in actors.items()}
+        offsets = {tp: committed.get(tp) if offset is None else offset for tp, offset in offsets.items()}
+        unset = [TopicPartition(*tp) for tp, offset in offsets.items() if offset is None]
+        if unset:
+            # No commit yet: auto.offset.reset, resolved here as explicit offsets (one request for all
+            # of them), because the fetcher may already have moved past the reset point meanwhile.
+            latest = str(self.config["auto.offset.reset"]) == "latest"
+            ends = await (consumer.end_offsets(unset) if latest else consumer.beginning_offsets(unset))
+            offsets.update({(tp.topic, tp.partition): offset for tp, offset in ends.items()})
         for (topic, partition), actor in actors.items():
             tp = TopicPartition(topic, partition)
-            offset = self._expected_offset((topic, partition), actor)
-            if offset is None:
-                offset = committed.get((topic, partition))
-            if offset is None:
-                # No commit yet: auto.offset.reset, resolved here as an explicit offset, because the
-                # fetcher may already have moved past the reset point while this callback ran.
-                latest = str(self.config["auto.offset.reset"]) == "latest"
-                ends = await (consumer.end_offsets([tp]) if latest else consumer.beginning_offsets([tp]))
-                offset = ends[tp]
+            offset = offsets[(topic, partition)]
+            assert offset is not None
             self._next_offset[(topic, partition)] = (actor, offset)
             consumer.seek(tp, offset)
             if self._multi_input(actor):

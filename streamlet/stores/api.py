@@ -296,6 +296,12 @@ class BytesWriteBatch(ABC):
     def write(self) -> None:
         """Apply the queued writes; called by `__exit__` on success."""
 
+    def put_all(self, writes: list[tuple[bytes, bytes | None]]) -> None:
+        """Queue many writes in order (a restore batch); backends may take the list as it is."""
+        put = self.put
+        for key, value in writes:
+            put(key, value)
+
     def __enter__(self) -> BytesWriteBatch:
         return self
 

@@ -225,6 +225,8 @@ class CachedAccess:
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def forget(self, keys: Iterable[bytes]) -> None:
+        if not len(self._cache):
+            return  # a restore before any processing: nothing is cached, no need to walk the keys
         remove = self._cache.remove
         for key in keys:
             remove(key)

@@ -107,11 +107,10 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
     def _restore(self, entries: list[ChangelogEntry]) -> None:
         """Apply one batch read back from the changelog, straight into the bytes store."""
         assert self._format is not None
-        from_changelog = self._format.from_changelog
+        writes = self._format.from_changelog_entries(entries)
         with self._bytes.batch() as batch:
-            for key, value, timestamp in entries:
-                batch.put(key, from_changelog(value, timestamp))
-        self._access.forget(key for key, _value, _timestamp in entries)
+            batch.put_all(writes)
+        self._access.forget(key for key, _value in writes)
 
     def flush(self) -> None:
         self._access.flush()

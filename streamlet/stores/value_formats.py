@@ -13,7 +13,7 @@ from typing import Any
 
 from streamlet.errors import SerializationError
 from streamlet.serdes import Serde
-from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.api import ChangelogEntry, ValueAndTimestamp
 
 _TIMESTAMP = struct.Struct(">q")
 TIMESTAMP_SIZE = _TIMESTAMP.size
@@ -49,6 +49,10 @@ class PlainValueFormat:
     def from_changelog(self, value: bytes | None, timestamp: int) -> bytes | None:
         return value
 
+    def from_changelog_entries(self, entries: list[ChangelogEntry]) -> list[tuple[bytes, bytes | None]]:
+        """`from_changelog` over a restore batch: (key, local bytes or None for a delete), in order."""
+        return [(key, value) for key, value, _timestamp in entries]
+
 
 class TimestampedValueFormat:
     """`ValueAndTimestamp` <-> timestamp prefix + the value serde's bytes."""
@@ -74,6 +78,11 @@ class TimestampedValueFormat:
 
     def from_changelog(self, value: bytes | None, timestamp: int) -> bytes | None:
         return None if value is None else _TIMESTAMP.pack(timestamp) + value
+
+    def from_changelog_entries(self, entries: list[ChangelogEntry]) -> list[tuple[bytes, bytes | None]]:
+        """`from_changelog` over a restore batch: (key, local bytes or None for a delete), in order."""
+        pack = _TIMESTAMP.pack
+        return [(key, None if value is None else pack(timestamp) + value) for key, value, timestamp in entries]
 
 
 ValueFormat = PlainValueFormat | TimestampedValueFormat

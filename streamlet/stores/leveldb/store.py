@@ -174,12 +174,14 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
         return self._db is not None
 
     def _write_batch(self, writes: list[tuple[bytes, bytes | None]]) -> None:
+        """One LevelDB write batch, not synced (`flush` syncs before a checkpoint is written)."""
         with self._db.write_batch() as wb:
+            put, delete = wb.put, wb.delete
             for key, value in writes:
                 if value is None:
-                    wb.delete(key)
+                    delete(key)
                 else:
-                    wb.put(key, value)
+                    put(key, value)
         self._unsynced_writes = True
 
 
@@ -204,6 +206,12 @@ class _LevelDBWriteBatch(BytesWriteBatch):
 
     def put(self, key: bytes, value: bytes | None) -> None:
         self._writes.append((key, value))
+
+    def put_all(self, writes: list[tuple[bytes, bytes | None]]) -> None:
+        if self._writes:
+            self._writes.extend(writes)
+        else:
+            self._writes = writes  # a restore batch: taken as it is, not copied
 
     def write(self) -> None:
         if self._writes:
