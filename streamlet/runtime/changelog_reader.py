@@ -9,8 +9,13 @@ callback. A restore of millions of records takes seconds; done inside the callba
 member from the group long enough to be evicted, and two instances then took every task from each
 other in turn. `step()` works for a bounded time and returns, so the consumer keeps polling and
 heartbeating, and tasks that did not move keep processing meanwhile. One restore consumer (no group)
-serves every task of the process, one changelog partition at a time. Progress (records restored,
-records/s, remaining) is logged every few seconds and kept in `history`.
+serves every task of the process, with every changelog partition still to restore assigned at once:
+the consumer fetches them together, in the background, while the records already fetched are written
+into the stores (one partition at a time left the reader waiting for a fetch at every partition's
+start and after every fetch-sized stretch). A finished partition is paused rather than unassigned, so
+the data already fetched for the others is kept; the assignment changes only when tasks arrive or
+leave. Progress (records restored, records/s, remaining) is logged every few seconds and kept in
+`history`.
 
 Under exactly-once the consumer reads `read_committed`, which shows a partition only up to its last
 stable offset (LSO): the start of the oldest transaction still open there. Records that later
@@ -60,13 +65,13 @@ class _StoreRestore:
     last_log: float = 0.0
     progress: RestoreProgress | None = None
     waiting_since: float | None = None  # when an open transaction on the changelog was first seen
+    done: bool = False
 
 
 @dataclass
 class _RestoreJob:
     task: StreamTask
-    stores: deque[_StoreRestore] = field(default_factory=deque)
-    current: _StoreRestore | None = None
+    stores: list[_StoreRestore] = field(default_factory=list)
     prepared: bool = False
 
 
@@ -76,6 +81,8 @@ class ChangelogReader:
         self._batch = batch_records
         self._read_committed = read_committed  # the consumer's isolation: wait out open transactions
         self._jobs: deque[_RestoreJob] = deque()
+        self._reading: dict[TopicPartition, tuple[_RestoreJob, _StoreRestore]] = {}
+        self._assigned: set[TopicPartition] | None = None  # what the consumer holds; None: reassign
         self.total_restored = 0
         self.history: list[RestoreProgress] = []
 
@@ -88,14 +95,13 @@ class ChangelogReader:
         the changelogs' ends are not known yet). For the live page; cheap, reads no broker."""
         found: dict[str, tuple[int, int | None]] = {}
         for job in self._jobs:
-            cur = job.current
-            restored = cur.progress.restored if cur is not None and cur.progress is not None else 0
-            restored += sum(p.restored for p in self.history if p.task_id == job.task.task_id)
+            task_id = job.task.task_id
+            restored = sum(s.progress.restored for s in job.stores if s.progress is not None and not s.done)
+            restored += sum(p.restored for p in self.history if p.task_id == task_id)
             remaining: int | None = None
             if job.prepared:
-                remaining = max(0, cur.end - cur.position) if cur is not None else 0
-                remaining += sum(max(0, s.end - (s.start or 0)) for s in job.stores)
-            found[job.task.task_id] = (restored, remaining)
+                remaining = sum(max(0, s.end - s.position) for s in job.stores if not s.done)
+            found[task_id] = (restored, remaining)
         return found
 
     def begin(self, task: StreamTask) -> None:
@@ -113,32 +119,28 @@ class ChangelogReader:
         for job in list(self._jobs):
             if job.task is task:
                 self._jobs.remove(job)
-                if job.current is not None:
-                    self._consumer.assign([])
+                for cur in job.stores:
+                    if self._reading.pop(cur.tp, None) is not None:
+                        self._assigned = None  # the others are reassigned without it
+        if not self._jobs:
+            self._unassign()
 
     async def step(self, max_seconds: float = 0.2) -> list[StreamTask]:
         """Restore for about `max_seconds`; returns the tasks whose stores are now complete."""
         finished: list[StreamTask] = []
         deadline = time.monotonic() + max_seconds
-        while self._jobs and time.monotonic() < deadline:
-            job = self._jobs[0]
-            if not job.prepared:
-                await self._prepare(job)
-            if job.current is None:
-                if not job.stores:
-                    self._jobs.popleft()
-                    finished.append(job.task)
-                    continue
-                job.current = job.stores.popleft()
-                self._open(job.task, job.current)
-            cur = job.current
-            if cur.position < cur.end or not self._stable(job.task, cur):
-                await self._read_batch(job.task, cur)
-            if cur.position >= cur.end and self._stable(job.task, cur):
-                self._close(job.task, cur)
-                job.current = None
+        while self._jobs:
+            for job in self._jobs:
+                if not job.prepared:
+                    await self._prepare(job)
+            self._close_complete(finished)
+            if not self._jobs or time.monotonic() >= deadline:
+                break
+            if self._assigned is None:
+                self._assign()
+            await self._read_batch()
         if not self._jobs:
-            self._consumer.assign([])
+            self._unassign()
         return finished
 
     async def _prepare(self, job: _RestoreJob) -> None:
@@ -159,14 +161,43 @@ class ChangelogReader:
             if pending:
                 log.info("task %s: restoring %d changelog records into %d store(s)", job.task.task_id, pending,
                          len(job.stores))
+        now = time.monotonic()
+        for cur in job.stores:
+            cur.began = cur.last_log = now
+            cur.progress = RestoreProgress(job.task.task_id, cur.store)
+            if cur.position < cur.end or self._read_committed:  # read_committed: fetch to learn LSO and end
+                self._reading[cur.tp] = (job, cur)
+                self._assigned = None
         job.prepared = True
 
-    def _open(self, task: StreamTask, cur: _StoreRestore) -> None:
-        cur.began = cur.last_log = time.monotonic()
-        cur.progress = RestoreProgress(task.task_id, cur.store)
-        if cur.position < cur.end or self._read_committed:  # read_committed: fetch to learn LSO and end
-            self._consumer.assign([cur.tp])
-            self._consumer.seek(cur.tp, cur.position)
+    def _assign(self) -> None:
+        """Assign every changelog partition being read, each at its position (what was fetched for the
+        previous assignment is dropped by the consumer and fetched again from there)."""
+        tps = set(self._reading)
+        self._consumer.assign(sorted(tps, key=lambda tp: (tp.topic, tp.partition)))
+        for tp, (_job, cur) in self._reading.items():
+            self._consumer.seek(tp, cur.position)
+        self._assigned = tps
+
+    def _unassign(self) -> None:
+        if self._assigned != set():
+            self._consumer.assign([])
+            self._assigned = set()
+
+    def _close_complete(self, finished: list[StreamTask]) -> None:
+        """Close the stores that are complete and hand back the tasks whose stores all are."""
+        for job in list(self._jobs):
+            if not job.prepared:
+                continue
+            for cur in job.stores:
+                if not cur.done and (cur.tp not in self._reading or self._complete(job.task, cur)):
+                    self._close(job.task, cur)
+            if all(cur.done for cur in job.stores):
+                self._jobs.remove(job)
+                finished.append(job.task)
+
+    def _complete(self, task: StreamTask, cur: _StoreRestore) -> bool:
+        return cur.position >= cur.end and self._stable(task, cur)
 
     def _stable(self, task: StreamTask, cur: _StoreRestore) -> bool:
         """True unless the consumer reads `read_committed` and a transaction is open on the changelog
@@ -174,6 +205,8 @@ class ChangelogReader:
         `cur.end` to the stable end as it moves, so what the ended transaction revealed is restored."""
         if not self._read_committed:
             return True
+        if self._assigned is None or cur.tp not in self._assigned:
+            return False  # not fetched yet: its stable end is unknown
         consumer = self._consumer
         lso, high = consumer.last_stable_offset(cur.tp), consumer.highwater(cur.tp)
         if lso is None or high is None or lso < 0 or high < 0:
@@ -194,21 +227,32 @@ class ChangelogReader:
                      "out", task.task_id, cur.store, cur.tp.topic, cur.tp.partition, lso, high)
         return False
 
-    async def _read_batch(self, task: StreamTask, cur: _StoreRestore) -> None:
-        assert cur.progress is not None
+    async def _read_batch(self) -> None:
+        """One fetch's worth: records of any partition being read, each into its store."""
         consumer = self._consumer
-        batches = await consumer.getmany(cur.tp, timeout_ms=100, max_records=self._batch)
-        records = batches.get(cur.tp, [])
-        if records:
+        batches = await consumer.getmany(timeout_ms=100, max_records=self._batch)
+        for tp, records in batches.items():
+            reading = self._reading.get(tp)
+            if reading is None or not records:
+                continue
+            job, cur = reading
+            assert cur.progress is not None
             # read_committed returns only records below the stable end, which may have moved past `end`.
             if self._read_committed or records[-1].offset < cur.end:  # offsets ascend: all of them
                 entries = [(r.key, r.value, r.timestamp) for r in records]
             else:
                 entries = [(r.key, r.value, r.timestamp) for r in records if r.offset < cur.end]
             if entries:
-                task.state.registered[cur.store].restore(entries)
+                job.task.state.registered[cur.store].restore(entries)
                 cur.progress.restored += len(entries)
-        cur.position = await consumer.position(cur.tp)
+            self._log_progress(job.task, cur)
+        for tp, (_job, cur) in list(self._reading.items()):
+            # Re-checked after every await: a task cancelled meanwhile has left the assignment.
+            if self._assigned is not None and tp in self._assigned and tp in self._reading:
+                cur.position = await consumer.position(tp)
+
+    def _log_progress(self, task: StreamTask, cur: _StoreRestore) -> None:
+        assert cur.progress is not None
         now = time.monotonic()
         if now - cur.last_log > 5:
             cur.last_log = now
@@ -217,6 +261,11 @@ class ChangelogReader:
                      cur.progress.restored / (now - cur.began))
 
     def _close(self, task: StreamTask, cur: _StoreRestore) -> None:
+        """A store is complete: stop reading its changelog (paused, so the others keep what was
+        fetched for them) and record its progress."""
+        cur.done = True
+        if self._reading.pop(cur.tp, None) is not None and self._assigned is not None and cur.tp in self._assigned:
+            self._consumer.pause(cur.tp)
         progress = cur.progress
         assert progress is not None
         progress.seconds = time.monotonic() - cur.began

@@ -83,10 +83,11 @@ from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
 
-RESTORE_PARTITION_FETCH_BYTES = 8 << 20
-"""The restore consumer's fetch size per partition (Kafka's default is 1 MiB)."""
-RESTORE_FETCH_BYTES = 64 << 20
-"""The restore consumer's fetch size in all (Kafka's default is 50 MiB)."""
+RESTORE_PARTITION_FETCH_BYTES = 4 << 20
+"""The restore consumer's fetch size per partition (Kafka's default is 1 MiB). Every changelog partition
+still to restore is fetched at once (see `ChangelogReader`): `RESTORE_FETCH_BYTES` bounds the total."""
+RESTORE_FETCH_BYTES = 50 << 20
+"""The restore consumer's fetch size in all (Kafka's default)."""
 
 
 _AUTHORIZATION_ERRORS = (TransactionalIdAuthorizationFailed, GroupAuthorizationFailedError,
