@@ -21,24 +21,14 @@ from typing import Any
 
 import pytest
 
-from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
 from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.integration.test_restore_waits_for_open_transactions import _count_topology  # store "counts"
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 PARTITIONS = 3
 KEYS = 60
-
-
-def _count_topology(inp: str, out: str) -> Topology:
-    builder = StreamsBuilder()
-    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .group_by_key()
-     .count(Materialized("counts"))
-     .to_stream()
-     .to(out, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
-    return builder.build()
 
 
 def _changelog(records: int) -> tuple[list[tuple[bytes, bytes | None]], dict[bytes, int]]:
