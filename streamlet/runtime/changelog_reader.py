@@ -38,6 +38,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from streamlet.actors.stream_task import StreamTask
+from streamlet.runtime.restore_records import hand_out_as_decoded
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +231,7 @@ class ChangelogReader:
     async def _read_batch(self) -> None:
         """One fetch's worth: records of any partition being read, each into its store."""
         consumer = self._consumer
+        hand_out_as_decoded(consumer)  # key, value, timestamp, offset: no ConsumerRecord needed
         batches = await consumer.getmany(timeout_ms=100, max_records=self._batch)
         for tp, records in batches.items():
             reading = self._reading.get(tp)
