@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-report chaos chaos-repeat soak fidelity venv clean distclean
+.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-restore bench-report chaos chaos-repeat soak fidelity venv clean distclean
 
 all: test
 
@@ -119,6 +119,11 @@ bench-spark: broker-jars spark-jars
 
 bench-quick: broker-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks --quick
+
+# Restoring a 1,000,000-record count-store changelog, streamlet (1 worker) beside Kafka Streams (1 thread)
+# (benchmarks/restore.py; writes benchmarks/results/restore.json). Not part of make bench.
+bench-restore: broker-jars $(BENCH_INSTALLED)
+	$(BIN)/python -m benchmarks.restore
 
 # RESULTS.md's generated part and the charts, from the JSON in benchmarks/results/ (runs nothing).
 bench-report: $(BENCH_INSTALLED)
