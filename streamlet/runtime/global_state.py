@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -93,34 +94,33 @@ class GlobalStreamThread:
     of every global topic. `start()` returns once each partition is read up to the end offset it had at
     start-up (the stream tasks must not run before), then a background loop goes on polling."""
 
-    def __init__(self, updater: GlobalStateUpdater, consumer: Any, commit_interval_ms: int) -> None:
+    def __init__(self, updater: GlobalStateUpdater, consumer: Any, commit_interval_ms: int,
+                 on_failure: Callable[[BaseException], None] = lambda _exc: None) -> None:
         self._updater = updater
+        self._on_failure = on_failure
         self._consumer = consumer
         self._commit_interval_s = max(commit_interval_ms, 1) / 1000
         self._loop_task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
 
     @property
+    def stores(self) -> Mapping[str, StateStore]:
+        """The global stores it keeps."""
+        return self._updater.stores
+
+    @property
     def failure(self) -> BaseException | None:
         """The error that stopped the background loop, if one did."""
         return self._failure
 
-    async def start(self) -> None:
+    async def start(self, partition_counts: Mapping[str, int]) -> None:
+        """Assign every partition of the global topics (`partition_counts`: topic -> count), restore them
+        to their current end, then start the background loop."""
         from aiokafka import TopicPartition
 
         consumer = self._consumer
         await consumer.start()
-        partitions = []
-        for topic in self._updater.topics:
-            found = consumer.partitions_for_topic(topic)
-            if not found:
-                await consumer.topics()  # refresh the metadata once
-                found = consumer.partitions_for_topic(topic)
-            if not found:
-                from streamlet.runtime.topic_manager import MissingSourceTopicError
-
-                raise MissingSourceTopicError({topic})
-            partitions += [TopicPartition(topic, p) for p in sorted(found)]
+        partitions = [TopicPartition(t, p) for t in self._updater.topics for p in range(partition_counts[t])]
         consumer.assign(partitions)
         for tp in partitions:
             offset = self._updater.offsets.get((tp.topic, tp.partition))
@@ -164,6 +164,7 @@ class GlobalStreamThread:
         except BaseException as exc:  # surfaced by the supervisor
             log.exception("the global stream thread failed")
             self._failure = exc
+            self._on_failure(exc)
 
     async def close(self) -> None:
         if self._loop_task is not None:
@@ -174,3 +175,35 @@ class GlobalStreamThread:
             await self._consumer.stop()
         finally:
             self._updater.close()
+
+
+async def start_global_thread(topology: Topology, config: StreamsConfig, state_root: Path,
+                              consumer_kwargs: Mapping[str, Any], admin_kwargs: Mapping[str, Any],
+                              on_failure: Callable[[BaseException], None]) -> GlobalStreamThread | None:
+    """The instance's global thread, its stores restored, or None when the topology has no global store.
+    `on_failure` hears of an error that stops it later (the member then fails, as Kafka Streams does)."""
+    if not topology.global_stores:
+        return None
+    from aiokafka import AIOKafkaConsumer
+
+    from streamlet.runtime.topic_manager import MissingSourceTopicError, admin_client, describe_partition_counts
+
+    topics = set(topology.global_stores.values())
+    async with admin_client(admin_kwargs) as admin:
+        counts = await describe_partition_counts(admin, topics)
+    if topics - counts.keys():
+        raise MissingSourceTopicError(topics - counts.keys())
+
+    updater = GlobalStateUpdater(topology, config, state_root, clock=lambda: int(time.time() * 1000),
+                                 cache_bytes=int(config["statestore.cache.max.bytes"]))
+    consumer = AIOKafkaConsumer(
+        **{"fetch_max_wait_ms": 100, **consumer_kwargs}, group_id=None, enable_auto_commit=False,
+        auto_offset_reset="earliest", isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
+    )
+    thread = GlobalStreamThread(updater, consumer, int(config["commit.interval.ms"]), on_failure)
+    try:
+        await thread.start(counts)
+    except BaseException:
+        await thread.close()
+        raise
+    return thread
