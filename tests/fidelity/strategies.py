@@ -10,6 +10,7 @@ and late records), both sides of a join interleaved, and a rare wall-clock advan
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import strategies as st
@@ -17,6 +18,8 @@ from hypothesis import strategies as st
 from tests.fidelity.topology import Case
 
 KEYS = ["a", "b", "c", "d"]
+FOCUS = frozenset(filter(None, os.environ.get("FIDELITY_FOCUS", "").split(",")))
+"""Ops every generated case must contain ("fk_join", "global_join"): a run focused on them."""
 _VALUE = st.one_of(st.none(), st.text(alphabet="0123456789", min_size=1, max_size=3))
 _STORE_TYPES = [None, "persistent", "in_memory"]
 
@@ -113,11 +116,12 @@ def cases(draw: Draw) -> Case:
     key: Any = "string"
     value = "string"
     topics = {"in"}
-    if draw(st.integers(0, 4)) == 0:  # a table pipeline
+    table_pipeline = "fk_join" in FOCUS if len(FOCUS) == 1 else draw(st.integers(0, 1 if FOCUS else 4)) == 0
+    if table_pipeline:
         topics = {"tbl"}
         ops.append({"op": "table", "topic": "tbl", "store": _store(draw, names)})
         ops += _table_ops(draw, names, for_join=False)
-        if draw(st.integers(0, 2)) == 0:  # a foreign-key join
+        if "fk_join" in FOCUS or draw(st.integers(0, 2)) == 0:  # a foreign-key join
             ops.append(draw(_fk_join(names)))
             topics.add("tbl2")
             ops += _table_ops(draw, names, for_join=False)
@@ -159,7 +163,7 @@ def cases(draw: Draw) -> Case:
                         "fn": "pair"})
             topics.add("tbl")
             ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
-        if draw(st.integers(0, 4)) == 0:  # a global table join
+        if "global_join" in FOCUS or draw(st.integers(0, 4)) == 0:  # a global table join
             ops.append(draw(_global_join(names)))
             topics.add("glb")
             ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
