@@ -50,6 +50,9 @@ class GlobalStateUpdater:
         # a collector nothing is sent to: global processors forward nothing, global stores log nothing
         self._task = StreamTask(topology, sub, 0, config, RecordCollector(lambda _topic: 1), state_root, clock,
                                 resolve_topic=lambda t: t, cache_bytes=cache_bytes, task_id=GLOBAL_TASK_ID)
+        if self._task.state.task_dir.exists() and not self._task.state.read_checkpoint():
+            log.info("global stores: local state without a checkpoint is not trusted; wiping it")
+            self._task.state.wipe_local_state()
         self._task.initialize_stores()
         self._task.initialize_processors()
         self._task.global_stores = self._task.stores
