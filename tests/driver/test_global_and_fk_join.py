@@ -138,12 +138,15 @@ class _ReadOther(Processor):
         context.get_state_store("no-such-store")
 
 
-def test_the_global_position_is_checkpointed_and_resumed(tmp_path: Path) -> None:
+def _global_only(tmp_path: Path) -> tuple[Topology, StreamsConfig]:
     builder = StreamsBuilder()
     builder.global_table("customers", Consumed(S, S), Materialized("customers-store"))
     builder.stream("orders").to("out")
-    topology = builder.build()
-    config = StreamsConfig({**CONFIG, "application.id": "gs", "state.dir": str(tmp_path)})
+    return builder.build(), StreamsConfig({**CONFIG, "application.id": "gs", "state.dir": str(tmp_path)})
+
+
+def test_the_global_position_is_checkpointed_and_resumed(tmp_path: Path) -> None:
+    topology, config = _global_only(tmp_path)
     updater = GlobalStateUpdater(topology, config, tmp_path / "gs", clock=lambda: 0)
     records = [RawRecord("customers", 1, off, 5, f"c{off}".encode(), b"v", ()) for off in range(3)]
     assert updater.update("customers", 1, records) == 3
@@ -201,11 +204,7 @@ def test_fk_join_topics_are_partitioned_like_the_tables_they_pair_with() -> None
 def test_global_state_without_a_checkpoint_is_rebuilt_from_the_topic(tmp_path: Path) -> None:
     """A crash before the first checkpoint leaves store files no position vouches for: they are wiped
     and the topic is read from the beginning (a key deleted meanwhile must not survive)."""
-    builder = StreamsBuilder()
-    builder.global_table("customers", Consumed(S, S), Materialized("customers-store"))
-    builder.stream("orders").to("out")
-    topology = builder.build()
-    config = StreamsConfig({**CONFIG, "application.id": "gs", "state.dir": str(tmp_path)})
+    topology, config = _global_only(tmp_path)
     updater = GlobalStateUpdater(topology, config, tmp_path / "gs", clock=lambda: 0)
     updater.update("customers", 0, [RawRecord("customers", 0, 0, 5, b"c1", b"v", ())])
     updater._task.prepare_commit()  # the store holds c1, but no checkpoint was written (a crash)
