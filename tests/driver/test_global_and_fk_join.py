@@ -215,3 +215,18 @@ def test_global_state_without_a_checkpoint_is_rebuilt_from_the_topic(tmp_path: P
         assert again.stores["customers-store"].get("c1") is None  # type: ignore[attr-defined]
     finally:
         again.close()
+
+
+def test_a_response_for_an_older_left_value_is_dropped() -> None:
+    """The response topic is read like any topic: a response whose hash is not the hash of the left
+    row's current value answers a superseded subscription and gives no result (KIP-213)."""
+    with TopologyTestDriver(_fk_topology(False), {**CONFIG, "application.id": "app"}) as driver:
+        driver.create_input_topic("customers").pipe_input("c1", "Ann", 1)
+        driver.create_input_topic("orders").pipe_input("o1", "c1:x", 2)
+        out = driver.create_output_topic("out")
+        assert out.read_key_values_to_list() == [("o1", "c1:x|Ann")]
+        responses = driver.create_input_topic("app-fk-subscription-response-topic", S, ResponseWrapperSerializer(S))
+        responses.pipe_input("o1", SubscriptionResponseWrapper(murmur3_hash128(b"c1:old"), "Stale"), 3)
+        assert out.is_empty()
+        responses.pipe_input("o1", SubscriptionResponseWrapper(murmur3_hash128(b"c1:x"), "Fresh"), 4)
+        assert out.read_key_values_to_list() == [("o1", "c1:x|Fresh")]
