@@ -214,10 +214,12 @@ class Topology:
     ) -> Topology:
         """Add a global store: every instance keeps a full copy of `topic` (all partitions) in it, through the
         processor `supplier` makes (which puts the records it gets into the store and forwards nothing).
-        The topic is the store's changelog, so the store is never change-logged. Any processor of the
-        topology can read it with `context.get_state_store(name)` without being connected to it."""
-        store_builder.with_logging_disabled()
+        The topic is the store's changelog, so the store must not be change-logged
+        (`with_logging_disabled()`, as Kafka Streams requires). Any processor of the topology can read it
+        with `context.get_state_store(name)` without being connected to it."""
         name = store_builder.name
+        if store_builder.logging_enabled:
+            raise TopologyError(f"StateStore {name} for global table must not have logging enabled.")
         if name in self.store_builders:
             raise TopologyError(f"a state store named {name!r} is already in the topology")
         self.add_source(source_name, topic, key_deserializer=key_deserializer,

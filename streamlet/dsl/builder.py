@@ -87,6 +87,7 @@ class StreamsBuilder:
             raise TypeError(f"add_global_store() takes a store builder, got {store_builder!r}")
         if not callable(supplier):
             raise TypeError(f"supplier must be callable, got {supplier!r}")
+        store_builder.with_logging_disabled()  # as Kafka Streams' DSL does for a global store
         names = self._internal.names
         consumed = consumed or Consumed()
         source_name = names.suffixed_or_generate(consumed.name, naming.TABLE_SOURCE_SUFFIX, naming.SOURCE)

@@ -24,7 +24,7 @@ from streamlet.dsl.processors.fk_wire import (
     SubscriptionWrapperSerializer,
     murmur3_hash128,
 )
-from streamlet.errors import InvalidStateStoreError
+from streamlet.errors import InvalidStateStoreError, TopologyError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.runtime.global_state import GlobalStateUpdater
@@ -108,7 +108,9 @@ class _ReadGlobal(Processor):
 def _processor_api_global_store() -> Topology:
     topology = Topology()
     store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("global-kv"), S, S)
-    topology.add_global_store(store, "g-source", "global-input", "g-proc", _PutInStore,
+    with pytest.raises(TopologyError, match="must not have logging enabled"):  # Kafka Streams' rule
+        topology.add_global_store(store, "g-source", "global-input", "g-proc", _PutInStore)
+    topology.add_global_store(store.with_logging_disabled(), "g-source", "global-input", "g-proc", _PutInStore,
                               key_deserializer=S.deserializer, value_deserializer=S.deserializer)
     topology.add_source("in", "input", key_deserializer=S.deserializer, value_deserializer=S.deserializer)
     topology.add_processor("read", _ReadGlobal, "in")
@@ -118,7 +120,6 @@ def _processor_api_global_store() -> Topology:
 
 def test_add_global_store_runs_the_given_processor_and_every_processor_reads_the_store() -> None:
     topology = _processor_api_global_store()
-    assert not topology.store_builders["global-kv"].logging_enabled  # the topic is its changelog
     assert [s.id for s in topology.sub_topologies()] == [1]  # the global group is numbered, makes no tasks
     with TopologyTestDriver(topology, CONFIG) as driver:
         driver.create_input_topic("global-input").pipe_input("k", "value")
