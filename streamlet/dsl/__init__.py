@@ -3,6 +3,7 @@
 from streamlet.dsl.branched import Branched, BranchedKStream
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
+from streamlet.dsl.global_ktable import GlobalKTable
 from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.grouped_table import KGroupedTable
 from streamlet.dsl.join_windows import JoinWindows
@@ -21,6 +22,7 @@ from streamlet.dsl.options import (
 from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
 from streamlet.dsl.suppressed import BufferConfig, Suppressed
+from streamlet.dsl.table_joined import TableJoined
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
@@ -30,6 +32,7 @@ __all__ = [
     "BufferConfig",
     "Change",
     "Consumed",
+    "GlobalKTable",
     "Grouped",
     "JoinWindows",
     "Joined",
@@ -46,6 +49,7 @@ __all__ = [
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

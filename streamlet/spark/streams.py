@@ -20,7 +20,7 @@ from typing import Any
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
-from streamlet.errors import StreamsError
+from streamlet.errors import StreamsError, TopologyError
 from streamlet.runtime.client_settings import ClientRole, client_kwargs
 from streamlet.runtime.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
 from streamlet.spark.grouping import task_keys
@@ -73,6 +73,9 @@ class SparkStreams:
 
     def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any], spark: Any = None) -> None:
         topology.validate()
+        if topology.global_stores:  # a global consumer beside the micro-batches is not built yet
+            raise TopologyError(f"the Spark engine does not run global stores yet ({sorted(topology.global_stores)}); "
+                                "use KafkaStreams")
         self.topology = topology
         self.config = StreamsConfig.of(config)
         self._spark = spark
