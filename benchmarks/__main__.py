@@ -76,7 +76,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                                 await topic_of("events", n) if wl.INPUT_OF[workload] == "events" else "",
                                 await topic_of("users", wl.USERS), n)
                 if (workload, n) not in expectations:
-                    expectations[(workload, n)] = wl.Expected(workload, n)
+                    expectations[(workload, n)] = wl.Expected(workload, n, partitions=args.partitions)
                 row: dict[str, Any]
                 try:
                     row = await run_throughput(system, workload, inputs, bootstrap, workdir,
@@ -86,7 +86,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                     row = {"system": system.label, "system_key": system.key, "workload": workload,
                            "records": n, "correct": False, "error": str(exc)[-2000:]}
                 print(json.dumps({k: v for k, v in row.items() if k != "latency_cdf_ms"}), flush=True)
-                if args.latency_seconds > 0 and "error" not in row:
+                if workload in wl.NO_LATENCY:
+                    row["latency_na"] = wl.NO_LATENCY[workload]
+                elif args.latency_seconds > 0 and "error" not in row:
                     try:
                         row.update(await run_latency(system, workload, inputs, bootstrap, workdir, args.partitions,
                                                      seconds=args.latency_seconds,

@@ -58,7 +58,7 @@ def _workloads_order() -> list[str]:
     try:
         from benchmarks.workloads import WORKLOADS
     except Exception:
-        return ["pipe", "wordcount_alos", "wordcount_eos", "window_count", "join"]
+        return ["pipe", "wordcount_alos", "wordcount_eos", "window_count", "join", "session_count", "stream_join"]
     return list(WORKLOADS)
 
 
@@ -71,6 +71,8 @@ WORKLOAD_TITLES = {
     "wordcount_eos": "WordCount exactly-once",
     "window_count": "count per user in 1-minute tumbling windows",
     "join": "stream-table join (events ⋈ users)",
+    "session_count": "final session counts per user (30 s gap, suppressed until the session closes)",
+    "stream_join": "stream-stream join (clicks ⋈ views of the same user within 10 s)",
 }
 
 #: streamlet in one highlighted hue (two shades: 1 and 2 workers), the others in calmer distinct colors.
@@ -432,6 +434,11 @@ def table(w: Workload) -> list[str]:
             notes.append(f"{r.label} could not keep up with the {OFFERED_PER_S:,} records/s offered in the latency "
                          "run: " + (f"its latencies ({samples:,} samples) are a lower bound." if samples else
                                     "none of the measured window's output arrived in time."))
+        if "latency_na" in r.raw:
+            p50 = p99 = "n/a"
+            note = f"No latency run for this workload: {_cell(str(r.raw['latency_na']), 200)}."
+            if note not in notes:
+                notes.append(note)
         if "latency_error" in r.raw:
             p50 = p99 = "error"
             notes.append(f"{r.label}'s latency run failed: {_cell(_last_line(str(r.raw['latency_error'])), 200)}")
