@@ -86,7 +86,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                     row = {"system": system.label, "system_key": system.key, "workload": workload,
                            "records": n, "correct": False, "error": str(exc)[-2000:]}
                 print(json.dumps({k: v for k, v in row.items() if k != "latency_cdf_ms"}), flush=True)
-                if args.latency_seconds > 0 and "error" not in row:
+                if system.latency_na and args.latency_seconds > 0:
+                    row["latency_na"] = system.latency_na
+                elif args.latency_seconds > 0 and "error" not in row:
                     try:
                         row.update(await run_latency(system, workload, inputs, bootstrap, workdir, args.partitions,
                                                      seconds=args.latency_seconds,

@@ -33,6 +33,7 @@ END = "<!-- generated:end -->"
 
 KAFKA_STREAMS = "kafka-streams"
 STREAMLET_KEYS = ("streamlet", "streamlet-2")
+STREAMLET_SPARK, NATIVE_SPARK = "streamlet-spark", "native-spark"
 EOS_WORKLOAD = "wordcount_eos"
 OFFERED_PER_S = 10_000
 
@@ -412,6 +413,9 @@ def table(w: Workload) -> list[str]:
             notes.append(f"{r.label} could not keep up with the {OFFERED_PER_S:,} records/s offered in the latency "
                          "run: " + (f"its latencies ({samples:,} samples) are a lower bound." if samples else
                                     "none of the measured window's output arrived in time."))
+        if r.raw.get("latency_na"):
+            p50 = p99 = "n/a"
+            notes.append(f"{r.label}: latency not measured: {_cell(str(r.raw['latency_na']), 200)}.")
         if "latency_error" in r.raw:
             p50 = p99 = "error"
             notes.append(f"{r.label}'s latency run failed: {_cell(_last_line(str(r.raw['latency_error'])), 200)}")
@@ -426,6 +430,10 @@ def table(w: Workload) -> list[str]:
         lines.append(f"| {name} | {rate} | {fmt_ratio(ratio(r, ks))} | {fmt_ratio(ratio(r, peer))} | {p50} | {p99} "
                      f"| {fmt_int(rss if isinstance(rss, int | float) else None)} "
                      f"| {f'{cpu:.1f}' if isinstance(cpu, int | float) else NONE} | {verdict} |")
+    on_spark, native = w.row(STREAMLET_SPARK), w.row(NATIVE_SPARK)
+    if on_spark is not None and native is not None and on_spark.correct and native.correct:
+        notes.append(f"{on_spark.label}: {fmt_ratio(ratio(on_spark, native))} {native.label}'s records/s "
+                     f"(issue #12's target: at least 0.5{TIMES}).")
     baselines = (f"Kafka Streams {fmt_int(ks.rate)} records/s" if ks else "Kafka Streams: no correct result",
                  f"best Python peer {peer.label} {fmt_int(peer.rate)} records/s" if peer
                  else "best Python peer: no correct result")
