@@ -12,9 +12,8 @@ The runner (benchmarks/measure.py) follows a system through its consumer group: 
 the group is Stable, and a run is over once the group has committed the whole input. Spark's Kafka
 source belongs to no group and commits nothing (its offsets live in the checkpoint), so a stand-in
 member joins the group once the queries run, holds the input's partitions paused (it never fetches),
-and every half second commits the offsets that the query reading the input has finished
-(`endOffset` of its last completed micro-batch), as a Kafka Streams application commits what it has
-processed.
+and every half second commits the input offsets whose effects have all been written (see
+`done_offsets`: with a repartition topic in between, the query reading it must have caught up too).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+from datetime import datetime
 from typing import Any
 
 from benchmarks.run_args import parse_run_args
@@ -36,16 +36,39 @@ CAP_PER_TRIGGER = 100_000
 TOPOLOGY = {"wordcount_alos": "wordcount", "window_count": "window_count", "join": "join", "pipe": "pipe"}
 
 
-def _done_offsets(queries: list[Any], topic: str) -> dict[int, int]:
-    """Partition -> the next offset of `topic` that no completed micro-batch has yet (what to commit)."""
+def _progress_ms(progress: Any) -> tuple[int, int]:
+    """A micro-batch's (start, end) in epoch ms, from its progress report."""
+    start = int(datetime.fromisoformat(str(progress["timestamp"]).replace("Z", "+00:00")).timestamp() * 1000)
+    return start, start + int((progress["durationMs"] or {}).get("triggerExecution", 0))
+
+
+def _end_offsets_of(progress: Any, topic: str) -> dict[int, int]:
+    found: dict[int, int] = {}
+    for source in progress["sources"] or []:
+        end = source["endOffset"]
+        offsets = json.loads(end) if isinstance(end, str) else end
+        for partition, offset in ((offsets or {}).get(topic) or {}).items():
+            found[int(partition)] = int(offset)
+    return found
+
+
+def done_offsets(readers: list[Any], downstream: list[Any], topic: str) -> dict[int, int]:
+    """Partition -> the next offset of `topic` whose effects are all written: what the queries reading the
+    input (`readers`) had finished by the time the last completed micro-batch of every query reading a
+    repartition topic (`downstream`) started, since that batch read everything written before."""
+    horizon = None
+    for query in downstream:
+        progress = query.recentProgress
+        if not progress:
+            return {}
+        started = _progress_ms(progress[-1])[0]
+        horizon = started if horizon is None else min(horizon, started)
     done: dict[int, int] = {}
-    for query in queries:
-        progress = query.lastProgress
-        for source in (progress or {}).get("sources", []) if progress else []:
-            end = source.get("endOffset") if isinstance(source, dict) else source["endOffset"]
-            offsets = json.loads(end) if isinstance(end, str) else end
-            for partition, offset in ((offsets or {}).get(topic) or {}).items():
-                done[int(partition)] = max(done.get(int(partition), 0), int(offset))
+    for query in readers:
+        for progress in query.recentProgress:
+            if horizon is None or _progress_ms(progress)[1] <= horizon:
+                for partition, offset in _end_offsets_of(progress, topic).items():
+                    done[partition] = max(done.get(partition, 0), offset)
     return done
 
 
@@ -135,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = spark_session(own.master, f"bench-{run.app_id}", {"spark.sql.shuffle.partitions": str(partitions)})
     checkpoint = os.path.join(run.state_dir, "spark")
     if own.engine == "native":
-        queries = _native_wordcount(spark, run, checkpoint)
+        queries = readers = _native_wordcount(spark, run, checkpoint)
+        downstream: list[Any] = []
         streams = None
     else:
         from benchmarks.apps import streamlet_app
@@ -147,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             "spark.checkpoint.location": checkpoint, "spark.max.offsets.per.trigger": CAP_PER_TRIGGER}, spark=spark)
         streams.start()
         queries = streams.queries
+        readers = [q for q, plan in zip(queries, streams.plans, strict=True) if not plan.reads_internal_topics]
+        downstream = [q for q, plan in zip(queries, streams.plans, strict=True) if plan.reads_internal_topics]
     member = _GroupStandIn(run.bootstrap, run.app_id, run.input)
     member.start()
     print(f"spark ({own.engine}, {own.master}): {len(queries)} queries running", file=sys.stderr, flush=True)
@@ -156,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 streams.await_termination(0)  # raises if a query failed
             elif any(q.exception() is not None for q in queries):
                 raise RuntimeError(str(queries[0].exception()))
-            member.commit(_done_offsets(queries, run.input))
+            member.commit(done_offsets(readers, downstream, run.input))
     finally:
         for query in queries:
             if query.isActive:
