@@ -15,8 +15,10 @@ robin over partitions for records whose key is null (it starts again at each bat
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from streamlet.actors.record_collector import RecordCollector
@@ -26,7 +28,8 @@ from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.rows import ByPartition, by_offset, from_arrow
 from streamlet.spark.sink import send_output
 
-_STATE_ROOT_NAME = "streamlet-spark-stateless"
+_STATE_ROOT = Path(tempfile.gettempdir()) / "streamlet-spark-stateless"
+"""Handed to tasks as their state root; a task without stores never writes there."""
 
 
 def is_stateless(plan: SubTopologyPlan, probed: TaskProgress) -> bool:
@@ -38,13 +41,10 @@ def is_stateless(plan: SubTopologyPlan, probed: TaskProgress) -> bool:
 
 
 def _run_task(plan: SubTopologyPlan, partition: int, found: ByPartition) -> int:
-    import tempfile
-    from pathlib import Path
-
     counts = plan.partition_counts
     now = int(time.time() * 1000)
     task = StreamTask(plan.topology, plan.subtopology, partition, plan.config(), RecordCollector(counts.__getitem__),
-                      Path(tempfile.gettempdir()) / _STATE_ROOT_NAME, clock=lambda: now,
+                      _STATE_ROOT, clock=lambda: now,
                       resolve_topic=plan.resolve_topic, cache_bytes=0)
     try:
         task.initialize_stores()
