@@ -32,7 +32,8 @@ SCAN_AFTER_KEY = "spark.store.scan.after"
 """After this many single reads in a batch, a small key-value store is read whole (default 256)."""
 MAX_OFFSETS_KEY = "spark.max.offsets.per.trigger"
 """Caps a micro-batch's input from the application's input topics (the connector's `maxOffsetsPerTrigger`):
-smaller batches, lower latency. Queries reading repartition topics are not capped (see `query`)."""
+smaller batches, lower latency. Queries reading repartition topics or several topics are not capped
+(see `query`)."""
 
 
 @dataclass
