@@ -3,6 +3,8 @@
 from streamlet.dsl.branched import Branched, BranchedKStream
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
+from streamlet.dsl.cogrouped_stream import CogroupedKStream, WindowedCogroupedKStream
+from streamlet.dsl.emit_strategy import EmitStrategy
 from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.grouped_table import KGroupedTable
 from streamlet.dsl.join_windows import JoinWindows
@@ -20,6 +22,8 @@ from streamlet.dsl.options import (
 )
 from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
+from streamlet.dsl.sliding_windowed_stream import SlidingWindowedKStream
+from streamlet.dsl.sliding_windows import SlidingWindows
 from streamlet.dsl.suppressed import BufferConfig, Suppressed
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
@@ -29,7 +33,9 @@ __all__ = [
     "BranchedKStream",
     "BufferConfig",
     "Change",
+    "CogroupedKStream",
     "Consumed",
+    "EmitStrategy",
     "Grouped",
     "JoinWindows",
     "Joined",
@@ -43,9 +49,12 @@ __all__ = [
     "Repartitioned",
     "SessionWindowedKStream",
     "SessionWindows",
+    "SlidingWindowedKStream",
+    "SlidingWindows",
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",
     "TimeWindows",
+    "WindowedCogroupedKStream",
 ]

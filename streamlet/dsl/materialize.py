@@ -18,6 +18,7 @@ from streamlet.stores.window.api import WindowBytesStoreSupplier
 if TYPE_CHECKING:
     from streamlet.dsl.join_windows import JoinWindows
     from streamlet.dsl.session_windows import SessionWindows
+    from streamlet.dsl.sliding_windows import SlidingWindows
     from streamlet.dsl.time_windows import TimeWindows
 
 
@@ -67,6 +68,39 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
                             f"windows are {windows.size_ms} ms")
     builder = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
     return _logging_and_caching(builder, materialized)
+
+
+def sliding_window_retention_ms(materialized: Materialized, windows: SlidingWindows, store_name: str) -> int:
+    """Kafka Streams' rule: the given retention, else twice the time difference plus grace (a record may
+    need the windows of a record 2d before it); never less than that."""
+    needed = 2 * windows.time_difference_ms + windows.grace_ms
+    retention = needed if materialized.retention_ms is None else materialized.retention_ms
+    if retention < needed:
+        raise TopologyError(
+            f"The retention period of the window store {store_name} must be no smaller than 2 * time difference "
+            f"plus the grace period. Got time difference=[{windows.time_difference_ms}], grace=[{windows.grace_ms}], "
+            f"retention=[{retention}]")
+    return retention
+
+
+def sliding_window_store_builder(materialized: Materialized, store_name: str, windows: SlidingWindows,
+                                 emit_final: bool) -> StoreBuilder:
+    """The window store of a sliding-window aggregation: window size = the time difference; never cached
+    when it emits final results only, as in Kafka Streams."""
+    from streamlet.stores.factory import Stores
+
+    supplier = materialized.store_supplier
+    if isinstance(supplier, KeyValueBytesStoreSupplier):
+        raise TopologyError(f"store {store_name!r}: a windowed aggregation needs a window store supplier, "
+                            f"got the key-value store supplier {supplier!r}")
+    if supplier is None:
+        retention = sliding_window_retention_ms(materialized, windows, store_name)
+        factory = (Stores.in_memory_window_store if materialized.in_memory
+                   else Stores.persistent_timestamped_window_store)
+        supplier = factory(store_name, retention, windows.time_difference_ms, False)
+    plain = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    builder = _logging_and_caching(plain, materialized)
+    return builder.with_caching_disabled() if emit_final else builder
 
 
 def session_store_builder(materialized: Materialized, store_name: str, windows: SessionWindows) -> StoreBuilder:

@@ -21,7 +21,7 @@ from typing import Any
 from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import ProducedRecord, RecordCollector
 from streamlet.actors.stream_task import StreamTask
-from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, StreamsConfig
+from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
@@ -212,6 +212,7 @@ class TopologyTestDriver:
             base["application.id"] = DEFAULT_APP_ID
         # As Kafka Streams' driver: no wall-clock throttling of a left/outer stream join's late results.
         base.setdefault(OUTER_JOIN_EMIT_INTERVAL_MS, 0)
+        base.setdefault(WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, 0)  # nor of on_window_close final results
         self._tmp_state: str | None = None
         if not base.get("state.dir"):  # not the shared <tmp>/streamlet: each driver its own directory
             self._tmp_state = tempfile.mkdtemp(prefix="streamlet-driver-")

@@ -164,6 +164,10 @@ class TypedWindowStore(WindowStore):
             raise StreamsError(f"window store {self.name!r}: a key must not be None")
         return data
 
+    def serialized_key(self, key: Any) -> bytes:
+        """`key` as this store keeps it (what orders the windows of one start time)."""
+        return self._key(key)
+
     def put(self, key: Any, value: Any, window_start: int) -> None:
         data = self._key(key)
         if self.retain_duplicates:
