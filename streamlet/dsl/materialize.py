@@ -50,8 +50,10 @@ def window_retention_ms(materialized: Materialized, windows: TimeWindows, store_
     return retention
 
 
-def timestamped_window_store_builder(materialized: Materialized, store_name: str, windows: TimeWindows) -> StoreBuilder:
-    """The window store of a windowed aggregation (its own supplier, or LevelDB / memory by `store_type`)."""
+def timestamped_window_store_builder(materialized: Materialized, store_name: str, windows: TimeWindows,
+                                     emit_final: bool = False) -> StoreBuilder:
+    """The window store of a windowed aggregation (its own supplier, or LevelDB / memory by `store_type`;
+    LevelDB time-ordered for final results, as Kafka Streams' RocksDB one)."""
     from streamlet.stores.factory import Stores
 
     supplier = materialized.store_supplier
@@ -62,7 +64,7 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
         retention = window_retention_ms(materialized, windows, store_name)
         factory = (Stores.in_memory_window_store if materialized.in_memory
                    else Stores.persistent_timestamped_window_store)
-        supplier = factory(store_name, retention, windows.size_ms, False)
+        supplier = _time_first(factory(store_name, retention, windows.size_ms, False), emit_final)
     elif supplier.window_size_ms != windows.size_ms:
         raise TopologyError(f"window store {store_name!r} has window size {supplier.window_size_ms} ms but the "
                             f"windows are {windows.size_ms} ms")
@@ -97,14 +99,16 @@ def sliding_window_store_builder(materialized: Materialized, store_name: str, wi
         retention = sliding_window_retention_ms(materialized, windows, store_name)
         factory = (Stores.in_memory_window_store if materialized.in_memory
                    else Stores.persistent_timestamped_window_store)
-        supplier = factory(store_name, retention, windows.time_difference_ms, False)
+        supplier = _time_first(factory(store_name, retention, windows.time_difference_ms, False), emit_final)
     plain = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
     builder = _logging_and_caching(plain, materialized)
     return builder.with_caching_disabled() if emit_final else builder
 
 
-def session_store_builder(materialized: Materialized, store_name: str, windows: SessionWindows) -> StoreBuilder:
-    """The session store of a session aggregation (its own supplier, or LevelDB / memory by `store_type`)."""
+def session_store_builder(materialized: Materialized, store_name: str, windows: SessionWindows,
+                          emit_final: bool = False) -> StoreBuilder:
+    """The session store of a session aggregation (its own supplier, or LevelDB / memory by `store_type`);
+    never cached when it emits final results only, as in Kafka Streams."""
     from streamlet.stores.factory import Stores
     from streamlet.stores.session.api import SessionBytesStoreSupplier
 
@@ -116,8 +120,9 @@ def session_store_builder(materialized: Materialized, store_name: str, windows: 
         retention = session_retention_ms(materialized, windows, store_name)
         factory = Stores.in_memory_session_store if materialized.in_memory else Stores.persistent_session_store
         supplier = factory(store_name, retention)
-    builder = Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde)
-    return _logging_and_caching(builder, materialized)
+    builder = _logging_and_caching(
+        Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde), materialized)
+    return builder.with_caching_disabled() if emit_final else builder
 
 
 def session_retention_ms(materialized: Materialized, windows: SessionWindows, store_name: str) -> int:
@@ -162,6 +167,15 @@ def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: 
         outer = (outer_builder.with_logging_enabled(options.log_config) if options.logging
                  else outer_builder.with_logging_disabled())
     return sides[0], sides[1], outer
+
+
+def _time_first(supplier: WindowBytesStoreSupplier, emit_final: bool) -> WindowBytesStoreSupplier:
+    """Kafka Streams keeps an `on_window_close` aggregation's windows in a time-ordered RocksDB store."""
+    from streamlet.stores.window.suppliers import LevelDBWindowBytesStoreSupplier
+
+    if emit_final and isinstance(supplier, LevelDBWindowBytesStoreSupplier):
+        supplier.time_first = True
+    return supplier
 
 
 def _logging_and_caching(builder: StoreBuilder, materialized: Materialized) -> StoreBuilder:

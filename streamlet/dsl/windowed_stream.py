@@ -107,9 +107,11 @@ class TimeWindowedKStream(WindowedAggregations):
         if materialized.store_supplier is None:
             window_retention_ms(materialized, windows, store_name)  # fail here, as Kafka Streams does
         name = grouped._builder.names.name_or_generate(Named.resolve(named), prefix)
-        supplier = WindowAggregateSupplier(store_name, windows, initializer, aggregator, self._emit_strategy)
-        node = grouped._aggregation_node(name, store_name, supplier,
-                                        lambda: timestamped_window_store_builder(materialized, store_name, windows))
+        emit = self._emit_strategy
+        supplier = WindowAggregateSupplier(store_name, windows, initializer, aggregator, emit)
+        node = grouped._aggregation_node(
+            name, store_name, supplier,
+            lambda: timestamped_window_store_builder(materialized, store_name, windows, emit.on_close))
         key_serde = materialized.key_serde
         windowed_serde = None if key_serde is None else TimeWindowedSerde(key_serde, windows.size_ms)
         return KTable(grouped._builder, name, windowed_serde, materialized.value_serde, materialized.name,

@@ -232,10 +232,13 @@ class TopologyTestDriver:
         subs = topology.sub_topologies()
         self._tasks: list[StreamTask] = []
         self._task_by_topic: dict[str, StreamTask] = {}
+        # Kafka Streams' driver has one task and one cache for all stores: each store gets an equal share
+        # of the whole (a store alone gets all of it, whatever other sub-topologies there are).
+        all_stores = max(1, sum(len(sub.stores) for sub in subs))
         for sub in subs:
             task = StreamTask(topology, sub, 0, self.config, self._collector, state_root,
                               clock=lambda: self._wall_ms, resolve_topic=self._resolve,
-                              cache_bytes=cache_total // max(1, len(subs)))
+                              cache_bytes=cache_total * len(sub.stores) // all_stores)
             self._tasks.append(task)
             for t in task.sources_by_topic:
                 self._task_by_topic[t] = task

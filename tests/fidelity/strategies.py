@@ -225,7 +225,7 @@ def cases(draw: Draw) -> Case:
             else:
                 if window is not None:
                     ops.append({"op": "windowed_by", "window": window})
-                    if window.get("type") != "session" and draw(st.integers(0, 2)) == 0:
+                    if draw(st.integers(0, 2)) == 0:
                         ops.append({"op": "emit_strategy", "kind": draw(st.sampled_from(
                             ["on_window_close", "on_window_close", "on_window_update"]))})
                 kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))

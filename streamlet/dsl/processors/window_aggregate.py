@@ -25,7 +25,7 @@ from streamlet.dsl.processors.window_emit import NO_TIMESTAMP, FinalResultEmitte
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorContext
-from streamlet.record import Record
+from streamlet.record import KeyValue, Record
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.window.api import TimestampedWindowStore
 from streamlet.windowed import TimeWindow, Windowed
@@ -117,9 +117,22 @@ class WindowedAggregation(Processor):
         lower = self._emit_range_lower_bound(emitter.last_emit_close_time)
         if not self._should_range_fetch(emitter.last_emit_close_time, lower, upper):
             return
+        emitter.emit(record, self._closed_windows(lower, upper), window_close_time, self._emitted_timestamp,
+                     self._emitted_value)
+
+    def _closed_windows(self, lower: int, upper: int) -> list[KeyValue]:
+        """The windows starting in `[lower, upper]`, in a time-ordered store's order."""
+        time_ordered_fetch = getattr(self._store, "fetch_all_time_ordered", None)
+        if time_ordered_fetch is not None:
+            return time_ordered_fetch(lower, upper)
         with self._store.fetch_all(lower, upper) as entries:
-            closed = time_ordered(entries, getattr(self._store, "serialized_key", lambda key: key))
-        emitter.emit(record, closed, window_close_time, lambda kv: kv.value.timestamp, lambda kv: kv.value.value)
+            return time_ordered(entries, getattr(self._store, "serialized_key", lambda key: key))
+
+    def _emitted_timestamp(self, kv: KeyValue) -> int:
+        return int(kv.value.timestamp)
+
+    def _emitted_value(self, kv: KeyValue) -> Any:
+        return kv.value.value
 
     def _emit_range_lower_bound(self, last_emit_close_time: int) -> int:
         raise NotImplementedError
