@@ -12,6 +12,7 @@ with its end). Kafka Streams then keeps the window store uncached for sliding an
 from __future__ import annotations
 
 from enum import Enum
+from typing import Self
 
 
 class StrategyType(Enum):
@@ -55,3 +56,17 @@ class EmitStrategy:
 
     def __repr__(self) -> str:
         return f"EmitStrategy.{self._type.name.lower()}()"
+
+
+class ChoosesEmitStrategy:
+    """What a windowed stream has for `emit_strategy(...)` (updates by default)."""
+
+    _emit_strategy: EmitStrategy = EmitStrategy.on_window_update()
+
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> Self:
+        """When the aggregations made after this call send results: each update (the default) or each
+        window's final result once it closed (`EmitStrategy.on_window_close()`). Returns this stream."""
+        if not isinstance(emit_strategy, EmitStrategy):
+            raise TypeError(f"emit_strategy() takes an EmitStrategy, got {emit_strategy!r}")
+        self._emit_strategy = emit_strategy
+        return self

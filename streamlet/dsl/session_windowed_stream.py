@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
-from streamlet.dsl.emit_strategy import EmitStrategy
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.materialize import session_retention_ms, session_store_builder
 from streamlet.dsl.options import Materialized, Named
@@ -33,18 +32,9 @@ class SessionWindowedKStream(WindowedAggregations):
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
         self._grouped = grouped
         self.windows = windows
-        self._emit_strategy = EmitStrategy.on_window_update()
 
     def __repr__(self) -> str:
         return f"SessionWindowedKStream({self._grouped.name!r}, {self.windows!r})"
-
-    def emit_strategy(self, emit_strategy: EmitStrategy) -> SessionWindowedKStream:
-        """When the aggregations made after this call send results: each update (the default) or each
-        session's final result once it closed (`EmitStrategy.on_window_close()`). Returns this stream."""
-        if not isinstance(emit_strategy, EmitStrategy):
-            raise TypeError(f"emit_strategy() takes an EmitStrategy, got {emit_strategy!r}")
-        self._emit_strategy = emit_strategy
-        return self
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   merger: Callable[[Any, Any, Any], Any], materialized: Materialized | None = None,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
-from streamlet.dsl.emit_strategy import EmitStrategy
+from streamlet.dsl.emit_strategy import ChoosesEmitStrategy
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.materialize import sliding_window_retention_ms, sliding_window_store_builder
 from streamlet.dsl.options import Materialized, Named
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from streamlet.dsl.grouped_stream import KGroupedStream
 
 
-class SlidingWindowedKStream:
+class SlidingWindowedKStream(ChoosesEmitStrategy):
     """A grouped stream aggregated per sliding window (`KGroupedStream.windowed_by(SlidingWindows...)`):
     `count`, `reduce` and `aggregate` keep one result per key and window `[start, start + d]`, keyed by
     `Windowed(key, TimeWindow(start, start + d))`; `emit_strategy` chooses updates or final results."""
@@ -40,17 +40,9 @@ class SlidingWindowedKStream:
     def __init__(self, grouped: KGroupedStream, windows: SlidingWindows) -> None:
         self._grouped = grouped
         self.windows = windows
-        self._emit_strategy = EmitStrategy.on_window_update()
 
     def __repr__(self) -> str:
         return f"SlidingWindowedKStream({self._grouped.name!r}, {self.windows!r})"
-
-    def emit_strategy(self, emit_strategy: EmitStrategy) -> SlidingWindowedKStream:
-        """When the aggregations made after this call send results (see `EmitStrategy`). Returns this stream."""
-        if not isinstance(emit_strategy, EmitStrategy):
-            raise TypeError(f"emit_strategy() takes an EmitStrategy, got {emit_strategy!r}")
-        self._emit_strategy = emit_strategy
-        return self
 
     def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """The number of records per key and window (records with a None value are dropped)."""

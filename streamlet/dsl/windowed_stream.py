@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
-from streamlet.dsl.emit_strategy import EmitStrategy
+from streamlet.dsl.emit_strategy import ChoosesEmitStrategy
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.materialize import timestamped_window_store_builder, window_retention_ms
 from streamlet.dsl.options import Materialized, Named
@@ -45,7 +45,7 @@ def _reducing_merger(reducer: Callable[[Any, Any], Any]) -> Merger:
     return merge
 
 
-class WindowedAggregations:
+class WindowedAggregations(ChoosesEmitStrategy):
     """`count` and `reduce` of a windowed grouping (time or session windows: `_aggregation` builds the
     node); the merger is what a session aggregation combines two sessions with."""
 
@@ -78,18 +78,9 @@ class TimeWindowedKStream(WindowedAggregations):
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
         self._grouped = grouped
         self.windows = windows
-        self._emit_strategy = EmitStrategy.on_window_update()
 
     def __repr__(self) -> str:
         return f"TimeWindowedKStream({self._grouped.name!r}, {self.windows!r})"
-
-    def emit_strategy(self, emit_strategy: EmitStrategy) -> TimeWindowedKStream:
-        """When the aggregations made after this call send results: each update (the default) or each
-        window's final result once it closed (`EmitStrategy.on_window_close()`). Returns this stream."""
-        if not isinstance(emit_strategy, EmitStrategy):
-            raise TypeError(f"emit_strategy() takes an EmitStrategy, got {emit_strategy!r}")
-        self._emit_strategy = emit_strategy
-        return self
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
