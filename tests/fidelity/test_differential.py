@@ -6,7 +6,9 @@ logging) and the records to pipe; each case runs on Kafka Streams' own TopologyT
 the whole run, see harness.py) and on streamlet's, and describe(), every output record (key and value
 bytes, timestamp, order, and after which input it came out) and any processing error must be equal.
 
-`FIDELITY_CASES` sets the number of cases (2,000 by default; `make fidelity` runs 50,000).
+`FIDELITY_CASES` sets the number of cases (2,000 by default; `make fidelity` runs 50,000);
+`FIDELITY_FOCUS=windows` makes every case a windowed aggregation (time, sliding or session windows, emit
+strategies) or a cogroup.
 """
 
 from __future__ import annotations
