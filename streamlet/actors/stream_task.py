@@ -40,6 +40,12 @@ def task_id_str(subtopology: int, partition: int) -> str:
     return f"{subtopology}_{partition}"
 
 
+def caching_stores(topology: Topology, store_names: Iterable[str]) -> list[str]:
+    """The stores among `store_names` built with a record cache: they share the task's cache budget."""
+    builders = topology.store_builders
+    return [name for name in store_names if getattr(builders.get(name), "caching_enabled", False)]
+
+
 def _build_store(builder: StoreBuilder) -> StateStore:
     return builder.build()
 
@@ -77,7 +83,7 @@ class StreamTask:
         self._wall_queue = PunctuationQueue()
         self._next_stream_punct = NO_PUNCTUATION
 
-        n_stores = max(1, len(subtopology.stores))
+        n_stores = max(1, len(caching_stores(topology, subtopology.stores)))  # the stores that share the cache
         self.state = ProcessorStateManager(
             self.application_id, self.task_id, partition, config, state_root / self.task_id, collector,
             record_context=lambda: self.record_ctx,

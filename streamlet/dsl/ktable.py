@@ -17,6 +17,7 @@ from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.materialize import timestamped_store_builder
 from streamlet.dsl.options import Grouped, Materialized, Named
 from streamlet.dsl.processors.aggregate import StreamAggregateSupplier, StreamReduceSupplier
+from streamlet.dsl.processors.cogroup import CogroupMergeSupplier
 from streamlet.dsl.processors.session_aggregate import SessionAggregateSupplier
 from streamlet.dsl.processors.suppress import TableSuppressSupplier
 from streamlet.dsl.processors.table import (
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
 TableSupplier = (
     TableSourceSupplier | StreamAggregateSupplier | StreamReduceSupplier | TableFilterSupplier
-    | TableMapValuesSupplier | TableSuppressSupplier | TableJoinMergerSupplier
+    | TableMapValuesSupplier | TableSuppressSupplier | TableJoinMergerSupplier | CogroupMergeSupplier
 )
 
 
@@ -115,6 +116,10 @@ class KTable:
         supplier = self._supplier
         if isinstance(supplier, WindowAggregateSupplier | SessionAggregateSupplier):
             raise TopologyError(f"cannot join with the windowed table {self.name!r}: its keys are Windowed")
+        if isinstance(supplier, CogroupMergeSupplier):  # a cogroup is read from its shared store
+            if supplier.windowed:
+                raise TopologyError(f"cannot join with the windowed table {self.name!r}: its keys are Windowed")
+            return StoreValueGetterSupplier(supplier.store_name)
         if isinstance(supplier, TableSourceSupplier):
             supplier.materialize()
             return StoreValueGetterSupplier(supplier.store_name)
@@ -328,6 +333,8 @@ class KTable:
                 return table._supplier.windows.grace_ms
             if isinstance(table._supplier, SessionAggregateSupplier):  # a session closes a gap after its end
                 return table._supplier.windows.grace_ms + table._supplier.windows.gap_ms
+            if isinstance(table._supplier, CogroupMergeSupplier) and table._supplier.grace_ms is not None:
+                return table._supplier.grace_ms
             table = table._parent
         raise TopologyError("Window close time is only defined for windowed computations: until_window_closes() "
                             f"needs a windowed aggregation upstream of {self.name!r}")

@@ -20,8 +20,8 @@ from typing import Any
 
 from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import ProducedRecord, RecordCollector
-from streamlet.actors.stream_task import StreamTask
-from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, StreamsConfig
+from streamlet.actors.stream_task import StreamTask, caching_stores
+from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
@@ -213,6 +213,7 @@ class TopologyTestDriver:
             base["application.id"] = DEFAULT_APP_ID
         # As Kafka Streams' driver: no wall-clock throttling of a left/outer stream join's late results.
         base.setdefault(OUTER_JOIN_EMIT_INTERVAL_MS, 0)
+        base.setdefault(WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, 0)  # nor of on_window_close final results
         self._tmp_state: str | None = None
         if not base.get("state.dir"):  # not the shared <tmp>/streamlet: each driver its own directory
             self._tmp_state = tempfile.mkdtemp(prefix="streamlet-driver-")
@@ -232,10 +233,13 @@ class TopologyTestDriver:
         subs = topology.sub_topologies()
         self._tasks: list[StreamTask] = []
         self._task_by_topic: dict[str, StreamTask] = {}
-        for sub in subs:
+        # Kafka Streams' driver has one task and one cache for all caching stores: each gets an equal share
+        # of the whole (a caching store alone gets all of it, whatever other sub-topologies there are).
+        caching = [len(caching_stores(topology, sub.stores)) for sub in subs]
+        for sub, n_caching in zip(subs, caching, strict=True):
             task = StreamTask(topology, sub, 0, self.config, self._collector, state_root,
                               clock=lambda: self._wall_ms, resolve_topic=self._resolve,
-                              cache_bytes=cache_total // max(1, len(subs)))
+                              cache_bytes=cache_total * n_caching // max(1, sum(caching)))
             self._tasks.append(task)
             for t in task.sources_by_topic:
                 self._task_by_topic[t] = task

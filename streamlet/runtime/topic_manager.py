@@ -179,7 +179,10 @@ def plan_internal_topics(
         for sub in subs:
             if sub.id in tasks:
                 continue
-            counts = [count_of(t) for t in sub.source_topics]
+            # A repartition topic the sub-topology writes itself (a cogroup's regrouped stream) follows its
+            # other sources, as in Kafka Streams.
+            counts = [count_of(t) for t in sub.source_topics
+                      if not (t in topology.internal_topics and t in sub.sink_topics)]
             if counts and all(c is not None for c in counts):
                 tasks[sub.id] = max(c for c in counts if c is not None)
                 changed = True

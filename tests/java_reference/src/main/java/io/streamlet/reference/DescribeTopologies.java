@@ -96,6 +96,7 @@ public final class DescribeTopologies {
         all.put("processor_api_numbering", DescribeTopologies::processorApiNumbering);
         all.putAll(WindowJoinTopologies.topologies());
         all.putAll(GlobalFkTopologies.topologies());
+        all.putAll(WindowCogroupTopologies.topologies());
         return all;
     }
 
