@@ -36,6 +36,7 @@ KAFKA_STREAMS = "kafka-streams"
 #: threads as it has workers; every other row's is over one stream thread.
 KAFKA_STREAMS_PAIR = {"streamlet": KAFKA_STREAMS, "streamlet-2": "kafka-streams-2"}
 STREAMLET_KEYS = ("streamlet", "streamlet-2")
+STREAMLET_SPARK, NATIVE_SPARK = "streamlet-spark", "native-spark"
 EOS_WORKLOAD = "wordcount_eos"
 OFFERED_PER_S = 10_000
 
@@ -54,11 +55,22 @@ def _systems_order() -> tuple[list[str], dict[str, str], set[str]]:
     return list(SYSTEMS), {k: s.label for k, s in SYSTEMS.items()}, {k for k, s in SYSTEMS.items() if s.python_peer}
 
 
+def _no_latency_workloads() -> set[str]:
+    try:
+        from benchmarks.workloads import NO_LATENCY
+    except Exception:
+        return {"session_count"}
+    return set(NO_LATENCY)
+
+
+NO_LATENCY_WORKLOADS = _no_latency_workloads()
+
+
 def _workloads_order() -> list[str]:
     try:
         from benchmarks.workloads import WORKLOADS
     except Exception:
-        return ["pipe", "wordcount_alos", "wordcount_eos", "window_count", "join"]
+        return ["pipe", "wordcount_alos", "wordcount_eos", "window_count", "join", "session_count", "stream_join"]
     return list(WORKLOADS)
 
 
@@ -71,6 +83,8 @@ WORKLOAD_TITLES = {
     "wordcount_eos": "WordCount exactly-once",
     "window_count": "count per user in 1-minute tumbling windows",
     "join": "stream-table join (events ⋈ users)",
+    "session_count": "final session counts per user (30 s gap, suppressed until the session closes)",
+    "stream_join": "stream-stream join (clicks ⋈ views of the same user within 10 s)",
 }
 
 #: streamlet in one highlighted hue (two shades: 1 and 2 workers), the others in calmer distinct colors.
@@ -432,6 +446,14 @@ def table(w: Workload) -> list[str]:
             notes.append(f"{r.label} could not keep up with the {OFFERED_PER_S:,} records/s offered in the latency "
                          "run: " + (f"its latencies ({samples:,} samples) are a lower bound." if samples else
                                     "none of the measured window's output arrived in time."))
+        if r.raw.get("latency_na"):
+            p50 = p99 = "n/a"
+            reason = _cell(str(r.raw["latency_na"]), 200)
+            # A workload's own reason is said once; a system's, with its name.
+            note = (f"No latency run for this workload: {reason}." if w.name in NO_LATENCY_WORKLOADS
+                    else f"{r.label}: latency not measured: {reason}.")
+            if note not in notes:
+                notes.append(note)
         if "latency_error" in r.raw:
             p50 = p99 = "error"
             notes.append(f"{r.label}'s latency run failed: {_cell(_last_line(str(r.raw['latency_error'])), 200)}")
@@ -447,6 +469,10 @@ def table(w: Workload) -> list[str]:
         lines.append(f"| {name} | {rate} | {ks_ratio} | {fmt_ratio(ratio(r, peer))} | {p50} | {p99} "
                      f"| {fmt_int(rss if isinstance(rss, int | float) else None)} "
                      f"| {f'{cpu:.1f}' if isinstance(cpu, int | float) else NONE} | {verdict} |")
+    on_spark, native = w.row(STREAMLET_SPARK), w.row(NATIVE_SPARK)
+    if on_spark is not None and native is not None and on_spark.correct and native.correct:
+        notes.append(f"{on_spark.label}: {fmt_ratio(ratio(on_spark, native))} {native.label}'s records/s "
+                     f"(issue #12's target: at least 0.5{TIMES}).")
     baselines = (f"Kafka Streams {fmt_int(ks.rate)} records/s" if ks else "Kafka Streams: no correct result",
                  f"best Python peer {peer.label} {fmt_int(peer.rate)} records/s" if peer
                  else "best Python peer: no correct result")

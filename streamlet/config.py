@@ -18,6 +18,8 @@ from streamlet.serdes import Serde, resolve_serde
 AT_LEAST_ONCE = "at_least_once"
 OUTER_JOIN_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
 """Kafka Streams' internal setting: how often (wall-clock ms) a left/outer stream join looks for late results."""
+WINDOWED_AGGREGATION_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.windowed.aggregation__"
+"""Kafka Streams' internal setting: how often (wall-clock ms) an `on_window_close` aggregation emits."""
 EXACTLY_ONCE_V2 = "exactly_once_v2"
 
 DEFAULTS: dict[str, Any] = {

@@ -3,6 +3,9 @@
 from streamlet.dsl.branched import Branched, BranchedKStream
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
+from streamlet.dsl.cogrouped_stream import CogroupedKStream, WindowedCogroupedKStream
+from streamlet.dsl.emit_strategy import EmitStrategy
+from streamlet.dsl.global_ktable import GlobalKTable
 from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.grouped_table import KGroupedTable
 from streamlet.dsl.join_windows import JoinWindows
@@ -20,7 +23,10 @@ from streamlet.dsl.options import (
 )
 from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
+from streamlet.dsl.sliding_windowed_stream import SlidingWindowedKStream
+from streamlet.dsl.sliding_windows import SlidingWindows
 from streamlet.dsl.suppressed import BufferConfig, Suppressed
+from streamlet.dsl.table_joined import TableJoined
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
@@ -29,7 +35,10 @@ __all__ = [
     "BranchedKStream",
     "BufferConfig",
     "Change",
+    "CogroupedKStream",
     "Consumed",
+    "EmitStrategy",
+    "GlobalKTable",
     "Grouped",
     "JoinWindows",
     "Joined",
@@ -43,9 +52,13 @@ __all__ = [
     "Repartitioned",
     "SessionWindowedKStream",
     "SessionWindows",
+    "SlidingWindowedKStream",
+    "SlidingWindows",
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindowedKStream",
     "TimeWindows",
+    "WindowedCogroupedKStream",
 ]

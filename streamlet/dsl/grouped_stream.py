@@ -25,6 +25,7 @@ from streamlet.dsl.processors.aggregate import (
 )
 from streamlet.dsl.repartition import repartition_node
 from streamlet.dsl.session_windows import SessionWindows
+from streamlet.dsl.sliding_windows import SlidingWindows
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.processor import ProcessorSupplier
 from streamlet.serdes import Serdes
@@ -32,14 +33,17 @@ from streamlet.stores.api import StoreBuilder
 from streamlet.topology import Topology
 
 if TYPE_CHECKING:
+    from streamlet.dsl.cogrouped_stream import CogroupedKStream
     from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
+    from streamlet.dsl.sliding_windowed_stream import SlidingWindowedKStream
     from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 
 class KGroupedStream:
     """A stream grouped by key, ready to aggregate (`KStream.group_by_key` / `group_by`): `count`, `reduce` and
     `aggregate` give a `KTable` of the running result per key, kept in a state store;
-    `windowed_by(TimeWindows | SessionWindows)` aggregates per window instead."""
+    `windowed_by(TimeWindows | SlidingWindows | SessionWindows)` aggregates per window instead, and
+    `cogroup(aggregator)` starts an aggregation together with other grouped streams."""
     def __init__(self, builder: InternalBuilder, name: str, grouped: Grouped, repartition_required: bool,
                  graph_node: GraphNode) -> None:
         self._builder = builder
@@ -86,17 +90,31 @@ class KGroupedStream:
     @overload
     def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
 
-    def windowed_by(self, windows: TimeWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
-        """Aggregate per key and time window (`TimeWindows`) or session (`SessionWindows`); results are
-        keyed by `Windowed`."""
+    @overload
+    def windowed_by(self, windows: SlidingWindows) -> SlidingWindowedKStream: ...
+
+    def windowed_by(self, windows: TimeWindows | SessionWindows | SlidingWindows
+                    ) -> TimeWindowedKStream | SessionWindowedKStream | SlidingWindowedKStream:
+        """Aggregate per key and time window (`TimeWindows`), sliding window (`SlidingWindows`) or session
+        (`SessionWindows`); results are keyed by `Windowed`."""
         from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
+        from streamlet.dsl.sliding_windowed_stream import SlidingWindowedKStream
         from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
+        if isinstance(windows, SlidingWindows):
+            return SlidingWindowedKStream(self, windows)
         if not isinstance(windows, TimeWindows):
-            raise TypeError(f"windowed_by() takes TimeWindows or SessionWindows, got {windows!r}")
+            raise TypeError(f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
         return TimeWindowedKStream(self, windows)
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogrouped aggregation with this stream folded by `aggregator(key, value, aggregate)`;
+        add other grouped streams with `.cogroup(grouped, aggregator)`, finish with `.aggregate(...)`."""
+        from streamlet.dsl.cogrouped_stream import CogroupedKStream
+
+        return CogroupedKStream(self._builder, self, aggregator)
 
     # -- shared with the windowed aggregations: store names and serdes, in Kafka Streams' index order --
     def _count_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:

@@ -18,6 +18,7 @@ from streamlet.stores.window.api import WindowBytesStoreSupplier
 if TYPE_CHECKING:
     from streamlet.dsl.join_windows import JoinWindows
     from streamlet.dsl.session_windows import SessionWindows
+    from streamlet.dsl.sliding_windows import SlidingWindows
     from streamlet.dsl.time_windows import TimeWindows
 
 
@@ -49,8 +50,10 @@ def window_retention_ms(materialized: Materialized, windows: TimeWindows, store_
     return retention
 
 
-def timestamped_window_store_builder(materialized: Materialized, store_name: str, windows: TimeWindows) -> StoreBuilder:
-    """The window store of a windowed aggregation (its own supplier, or LevelDB / memory by `store_type`)."""
+def timestamped_window_store_builder(materialized: Materialized, store_name: str, windows: TimeWindows,
+                                     emit_final: bool = False) -> StoreBuilder:
+    """The window store of a windowed aggregation (its own supplier, or LevelDB / memory by `store_type`;
+    LevelDB time-ordered for final results, as Kafka Streams' RocksDB one)."""
     from streamlet.stores.factory import Stores
 
     supplier = materialized.store_supplier
@@ -61,7 +64,7 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
         retention = window_retention_ms(materialized, windows, store_name)
         factory = (Stores.in_memory_window_store if materialized.in_memory
                    else Stores.persistent_timestamped_window_store)
-        supplier = factory(store_name, retention, windows.size_ms, False)
+        supplier = _time_first(factory(store_name, retention, windows.size_ms, False), emit_final)
     elif supplier.window_size_ms != windows.size_ms:
         raise TopologyError(f"window store {store_name!r} has window size {supplier.window_size_ms} ms but the "
                             f"windows are {windows.size_ms} ms")
@@ -69,8 +72,43 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
     return _logging_and_caching(builder, materialized)
 
 
-def session_store_builder(materialized: Materialized, store_name: str, windows: SessionWindows) -> StoreBuilder:
-    """The session store of a session aggregation (its own supplier, or LevelDB / memory by `store_type`)."""
+def sliding_window_retention_ms(materialized: Materialized, windows: SlidingWindows, store_name: str) -> int:
+    """Kafka Streams' rule: the given retention, else twice the time difference plus grace (a record may
+    need the windows of a record 2d before it); never less than that."""
+    needed = 2 * windows.time_difference_ms + windows.grace_ms
+    retention = needed if materialized.retention_ms is None else materialized.retention_ms
+    if retention < needed:
+        raise TopologyError(
+            f"The retention period of the window store {store_name} must be no smaller than 2 * time difference "
+            f"plus the grace period. Got time difference=[{windows.time_difference_ms}], grace=[{windows.grace_ms}], "
+            f"retention=[{retention}]")
+    return retention
+
+
+def sliding_window_store_builder(materialized: Materialized, store_name: str, windows: SlidingWindows,
+                                 emit_final: bool) -> StoreBuilder:
+    """The window store of a sliding-window aggregation: window size = the time difference; never cached
+    when it emits final results only, as in Kafka Streams."""
+    from streamlet.stores.factory import Stores
+
+    supplier = materialized.store_supplier
+    if isinstance(supplier, KeyValueBytesStoreSupplier):
+        raise TopologyError(f"store {store_name!r}: a windowed aggregation needs a window store supplier, "
+                            f"got the key-value store supplier {supplier!r}")
+    if supplier is None:
+        retention = sliding_window_retention_ms(materialized, windows, store_name)
+        factory = (Stores.in_memory_window_store if materialized.in_memory
+                   else Stores.persistent_timestamped_window_store)
+        supplier = _time_first(factory(store_name, retention, windows.time_difference_ms, False), emit_final)
+    plain = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    builder = _logging_and_caching(plain, materialized)
+    return builder.with_caching_disabled() if emit_final else builder
+
+
+def session_store_builder(materialized: Materialized, store_name: str, windows: SessionWindows,
+                          emit_final: bool = False) -> StoreBuilder:
+    """The session store of a session aggregation (its own supplier, or LevelDB / memory by `store_type`);
+    never cached when it emits final results only, as in Kafka Streams."""
     from streamlet.stores.factory import Stores
     from streamlet.stores.session.api import SessionBytesStoreSupplier
 
@@ -82,8 +120,9 @@ def session_store_builder(materialized: Materialized, store_name: str, windows: 
         retention = session_retention_ms(materialized, windows, store_name)
         factory = Stores.in_memory_session_store if materialized.in_memory else Stores.persistent_session_store
         supplier = factory(store_name, retention)
-    builder = Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde)
-    return _logging_and_caching(builder, materialized)
+    builder = _logging_and_caching(
+        Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde), materialized)
+    return builder.with_caching_disabled() if emit_final else builder
 
 
 def session_retention_ms(materialized: Materialized, windows: SessionWindows, store_name: str) -> int:
@@ -128,6 +167,15 @@ def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: 
         outer = (outer_builder.with_logging_enabled(options.log_config) if options.logging
                  else outer_builder.with_logging_disabled())
     return sides[0], sides[1], outer
+
+
+def _time_first(supplier: WindowBytesStoreSupplier, emit_final: bool) -> WindowBytesStoreSupplier:
+    """Kafka Streams keeps an `on_window_close` aggregation's windows in a time-ordered RocksDB store."""
+    from streamlet.stores.window.suppliers import LevelDBWindowBytesStoreSupplier
+
+    if emit_final and isinstance(supplier, LevelDBWindowBytesStoreSupplier):
+        supplier.time_first = True
+    return supplier
 
 
 def _logging_and_caching(builder: StoreBuilder, materialized: Materialized) -> StoreBuilder:

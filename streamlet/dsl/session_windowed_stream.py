@@ -52,9 +52,10 @@ class SessionWindowedKStream(WindowedAggregations):
         if materialized.store_supplier is None:
             session_retention_ms(materialized, windows, store_name)  # fail here, as Kafka Streams does
         name = grouped._builder.names.name_or_generate(Named.resolve(named), prefix)
-        supplier = SessionAggregateSupplier(store_name, windows, initializer, aggregator, merger)
+        emit = self._emit_strategy
+        supplier = SessionAggregateSupplier(store_name, windows, initializer, aggregator, merger, emit)
         node = grouped._aggregation_node(name, store_name, supplier,
-                                        lambda: session_store_builder(materialized, store_name, windows))
+                                        lambda: session_store_builder(materialized, store_name, windows, emit.on_close))
         key_serde = materialized.key_serde
         return KTable(grouped._builder, name, None if key_serde is None else SessionWindowedSerde(key_serde),
                       materialized.value_serde, materialized.name, supplier, node)

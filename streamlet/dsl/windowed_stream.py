@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
+from streamlet.dsl.emit_strategy import ChoosesEmitStrategy
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.materialize import timestamped_window_store_builder, window_retention_ms
 from streamlet.dsl.options import Materialized, Named
@@ -44,7 +45,7 @@ def _reducing_merger(reducer: Callable[[Any, Any], Any]) -> Merger:
     return merge
 
 
-class WindowedAggregations:
+class WindowedAggregations(ChoosesEmitStrategy):
     """`count` and `reduce` of a windowed grouping (time or session windows: `_aggregation` builds the
     node); the merger is what a session aggregation combines two sessions with."""
 
@@ -97,9 +98,11 @@ class TimeWindowedKStream(WindowedAggregations):
         if materialized.store_supplier is None:
             window_retention_ms(materialized, windows, store_name)  # fail here, as Kafka Streams does
         name = grouped._builder.names.name_or_generate(Named.resolve(named), prefix)
-        supplier = WindowAggregateSupplier(store_name, windows, initializer, aggregator)
-        node = grouped._aggregation_node(name, store_name, supplier,
-                                        lambda: timestamped_window_store_builder(materialized, store_name, windows))
+        emit = self._emit_strategy
+        supplier = WindowAggregateSupplier(store_name, windows, initializer, aggregator, emit)
+        node = grouped._aggregation_node(
+            name, store_name, supplier,
+            lambda: timestamped_window_store_builder(materialized, store_name, windows, emit.on_close))
         key_serde = materialized.key_serde
         windowed_serde = None if key_serde is None else TimeWindowedSerde(key_serde, windows.size_ms)
         return KTable(grouped._builder, name, windowed_serde, materialized.value_serde, materialized.name,

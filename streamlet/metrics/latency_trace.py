@@ -36,16 +36,20 @@ class LatencyTrace:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.ages: dict[str, list[float]] = defaultdict(list)
+        self._window: list[float] = []  # wall and CPU seconds at the first and the latest record
 
     def record(self, stage: str, timestamps: Iterable[int]) -> None:
         now = time.time() * 1000
         self.ages[stage].extend(now - ts for ts in timestamps)
+        mark = [now / 1000, time.process_time()]
+        self._window = self._window[:2] + mark if self._window else mark + mark
 
     def duration(self, stage: str, started_ns: int) -> None:
         """Note how long a step took (ms), for steps that hold records back (a commit and its parts)."""
         self.ages[stage].append((time.perf_counter_ns() - started_ns) / 1e6)
 
     def summary(self) -> dict[str, dict[str, float]]:
+        """Per stage: count and p50/p90/p99 (ms); `process`: CPU seconds per wall second meanwhile."""
         out: dict[str, dict[str, float]] = {}
         for stage, ages in sorted(self.ages.items()):
             ordered = sorted(ages)
@@ -54,6 +58,11 @@ class LatencyTrace:
                 continue
             out[stage] = {"count": n, **{f"p{q}": round(ordered[min(n - 1, int(n * q / 100))], 1)
                                          for q in (50, 90, 99)}}
+        if self._window:
+            wall0, cpu0, wall1, cpu1 = self._window
+            # How busy the process was while records flowed: CPU seconds per wall second (1.0 = a core).
+            out["process"] = {"count": 1, "wall_s": round(wall1 - wall0, 2), "cpu_s": round(cpu1 - cpu0, 2),
+                              "cpu_per_wall_s": round((cpu1 - cpu0) / (wall1 - wall0), 3) if wall1 > wall0 else 0.0}
         return out
 
     def write(self) -> None:

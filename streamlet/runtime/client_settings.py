@@ -35,7 +35,12 @@ from typing import Any
 from aiokafka import errors as kafka_errors
 from aiokafka.abc import AbstractTokenProvider
 
-from streamlet.config import DEFAULTS, StreamsConfig
+from streamlet.config import (
+    DEFAULTS,
+    OUTER_JOIN_EMIT_INTERVAL_MS,
+    WINDOWED_AGGREGATION_EMIT_INTERVAL_MS,
+    StreamsConfig,
+)
 from streamlet.errors import ConfigError, StreamsError
 
 log = logging.getLogger(__name__)
@@ -570,6 +575,8 @@ def _report_unusable(config: StreamsConfig, role: ClientRole) -> None:
             continue  # another client's setting: reported when that client is built
         elif not prefix and base in DEFAULTS:
             continue  # a Kafka Streams setting (some also reach the clients, e.g. session.timeout.ms)
+        elif not prefix and base in (OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS):
+            continue  # Kafka Streams' internal emit intervals, which the DSL's processors read
         elif base in _CONTROLLED or (role, base) in _ROLE_CONTROLLED:
             reason = _CONTROLLED.get(base) or _ROLE_CONTROLLED[(role, base)]
             _warn_once(f"{key} is overridden by streamlet ({reason})")

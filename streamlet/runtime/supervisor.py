@@ -73,6 +73,7 @@ from streamlet.runtime.commit_protocol import (
     ExactlyOnceCommits,
 )
 from streamlet.runtime.fenced_offsets import fetch_stable_offsets
+from streamlet.runtime.global_state import GlobalStreamThread, start_global_thread
 from streamlet.runtime.instance_id import claim_instance_id, state_root
 from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
@@ -172,6 +173,7 @@ class Supervisor:
         self.commit_protocol: CommitProtocol | None = None
         self.standby_consumer: Any = None
         self.standbys: StandbyTasks | None = None
+        self.global_thread: GlobalStreamThread | None = None
         self._assignor: Any = None
         self.dirty_recoveries = 0
         self.full_queue_pauses = 0
@@ -194,6 +196,11 @@ class Supervisor:
         self._trace_uncommitted: list[tuple[str, int]] = []  # (sub-topology, timestamp): see latency_trace
         self.on_loop: Callable[[], None] = lambda: None  # called once per poll loop (metrics sampling)
         self.on_task_created: Callable[[Any], None] = lambda _task: None  # see TaskManager.on_task_created
+
+    def _fail(self, exc: BaseException) -> None:
+        """End the member with `exc` (the global thread failed)."""
+        self._fatal = self._fatal or exc
+        self.stop()
 
     def resolve_topic(self, name: str) -> str:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
@@ -319,6 +326,12 @@ class Supervisor:
             resources.callback(self.standbys.close)
         await self.restore_consumer.start()
         resources.push_async_callback(_stop_groupless_consumer, self.restore_consumer)
+        self.global_thread = await start_global_thread(  # restored before any task starts
+            self.topology, config, self._state_root(), self._client_kwargs(ClientRole.RESTORE_CONSUMER),
+            self._client_kwargs(ClientRole.ADMIN), self._fail)
+        if self.global_thread is not None:
+            resources.push_async_callback(self.global_thread.close)
+            self.tasks.global_stores = self.global_thread.stores
         await self.consumer.start()
         resources.push_async_callback(_stop_group_consumer, self.consumer)
         resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from streamlet.metrics import latency_trace
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Offsets
 from streamlet.runtime.record_sender import RecordSender
+from streamlet.stores.api import StateStore
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class TaskManager:
         self.partition_count = partition_count
         # Told of every new active task once its stores are open (DEBUG-level store metrics wrap them).
         self.on_task_created: Callable[[StreamTask], None] = lambda _task: None
+        self.global_stores: Mapping[str, StateStore] = {}  # the instance's global stores, read by every task
         self.actors: dict[TaskKey, TaskActor] = {}
         self.restoring: dict[TaskKey, tuple[StreamTask, RecordSender, list[tuple[str, int]]]] = {}
         self._by_partition: dict[tuple[str, int], TaskActor] = {}
@@ -126,6 +128,7 @@ class TaskManager:
                                 self.partition_count, cache_bytes)
         # First the sender: under exactly-once it waits out the previous owner's pending transaction,
         # so the changelog holds no open transaction of theirs when we restore from it.
+        task.global_stores = self.global_stores
         sender = await self.commits.open_task(task.task_id, tps)
         try:
             task.initialize_stores()

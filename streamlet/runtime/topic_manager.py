@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +34,7 @@ from aiokafka.protocol.metadata import MetadataRequest
 
 from streamlet.errors import StreamsError
 from streamlet.runtime.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs, start_client
-from streamlet.topology import Topology
+from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
 
@@ -179,12 +179,21 @@ def plan_internal_topics(
         for sub in subs:
             if sub.id in tasks:
                 continue
-            counts = [count_of(t) for t in sub.source_topics]
+            # A repartition topic the sub-topology writes itself (a cogroup's regrouped stream) follows its
+            # other sources, as in Kafka Streams.
+            counts = [count_of(t) for t in sub.source_topics
+                      if not (t in topology.internal_topics and t in sub.sink_topics)]
             if counts and all(c is not None for c in counts):
                 tasks[sub.id] = max(c for c in counts if c is not None)
                 changed = True
-        for name in topology.internal_topics:
+        for name, spec in topology.internal_topics.items():
             if name in internal_counts:
+                continue
+            if spec.copartition:
+                resolved = _copartitioned_count(name, subs, count_of)
+                if resolved is not None:
+                    internal_counts[name] = resolved
+                    changed = True
                 continue
             upstream = writers.get(name, set())
             if upstream and upstream <= tasks.keys():
@@ -226,6 +235,17 @@ def plan_internal_topics(
         changelog_topics=changelogs,
         missing_sinks=frozenset(missing_sinks),
     )
+
+
+def _copartitioned_count(topic: str, subs: list[SubTopology], count_of: Callable[[str], int | None]) -> int | None:
+    """The partition count of a topic co-partitioned with the other sources of its reader, once they are known."""
+    for sub in subs:
+        if topic in sub.source_topics:
+            counts = [count_of(t) for t in sub.source_topics if t != topic]
+            if counts and all(c is not None for c in counts):
+                return max(c for c in counts if c is not None)
+            return None
+    return None
 
 
 # -- I/O -----------------------------------------------------------------------------------------------------------

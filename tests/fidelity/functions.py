@@ -73,3 +73,27 @@ MERGERS: dict[str, Callable[[Any, Any, Any], Any]] = {
 JOINERS: dict[str, Callable[[Any, Any], Any]] = {
     "pair": lambda a, b: ("n" if a is None else str(a)) + "&" + ("n" if b is None else str(b)),
 }
+
+
+def _first_char_key(v: Any) -> Any:
+    c = str(v)[0]
+    return "abcd"[int(c) % 4] if "0" <= c <= "8" else None
+
+
+def _last_char_key(v: Any) -> Any:
+    c = str(v)[-1]
+    return "abcd"[int(c) % 4] if "0" <= c <= "9" else "a"
+
+
+FOREIGN_KEYS: dict[str, Callable[[Any], Any]] = {
+    "first_char_key": _first_char_key,
+    "last_char_key": _last_char_key,
+}
+
+
+def global_key_selector(fn: str) -> Callable[[Any, Any], Any]:
+    """Twin of `Functions.globalKeySelector`: the record's key, or a foreign key of its value."""
+    if fn == "key":
+        return lambda k, v: k
+    fk = FOREIGN_KEYS[fn]
+    return lambda k, v: None if v is None else fk(v)

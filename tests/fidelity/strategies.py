@@ -10,6 +10,7 @@ and late records), both sides of a join interleaved, and a rare wall-clock advan
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import strategies as st
@@ -17,6 +18,9 @@ from hypothesis import strategies as st
 from tests.fidelity.topology import Case
 
 KEYS = ["a", "b", "c", "d"]
+FOCUS = frozenset(filter(None, os.environ.get("FIDELITY_FOCUS", "").split(",")))
+"""Ops every generated case must contain: "fk_join", "global_join" (a case holds one of those joins), or
+"windows" (every case aggregates per window or cogroups: sliding windows, emit strategies, cogroup)."""
 _VALUE = st.one_of(st.none(), st.text(alphabet="0123456789", min_size=1, max_size=3))
 _STORE_TYPES = [None, "persistent", "in_memory"]
 
@@ -97,6 +101,8 @@ def _table_ops(draw: Draw, names: _Names, for_join: bool) -> list[dict[str, Any]
 
 @st.composite
 def _window(draw: Draw) -> dict[str, Any]:
+    if draw(st.integers(0, 1 if "windows" in FOCUS else 3)) == 0:
+        return _sliding(draw)
     if draw(st.integers(0, 2)) == 0:
         return {"type": "session", "gap": draw(st.sampled_from([1, 5, 10, 30])),
                 "grace": draw(st.sampled_from([None, 0, 3, 10, 30]))}
@@ -106,6 +112,39 @@ def _window(draw: Draw) -> dict[str, Any]:
     return {"size": size, "advance": advance, "grace": grace}
 
 
+def _sliding(draw: Draw) -> dict[str, Any]:
+    return {"type": "sliding", "diff": draw(st.sampled_from([1, 5, 10, 20])),
+            "grace": draw(st.sampled_from([None, 0, 3, 10, 30]))}
+
+
+def _windowed_key(window: dict[str, Any]) -> dict[str, Any]:
+    """The output key serde of a windowed aggregation's table."""
+    if window.get("type") == "session":
+        return {"session_windowed": True}
+    return {"time_windowed": window["diff"] if window.get("type") == "sliding" else window["size"]}
+
+
+@st.composite
+def _cogroup(draw: Draw, window: dict[str, Any] | None, names: _Names, topics: set[str]) -> dict[str, Any]:
+    """The current grouped stream cogrouped with one or two others (from their own topics, maybe re-keyed)."""
+    others = []
+    for i in range(draw(st.integers(1, 2))):
+        topic = f"cg{i + 1}"
+        topics.add(topic)
+        ops: list[dict[str, Any]] = [{"op": "stream", "topic": topic}]
+        ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
+        # Mostly named: two unnamed repartitions of one cogroup take the same topic name, which both refuse.
+        group: dict[str, Any] = {"name": draw(st.sampled_from([*[names.next("cgroup")] * 7, None])),
+                                 "serdes": draw(st.booleans())}
+        if draw(st.booleans()):
+            ops.append({"op": "group_by_key", **group})
+        else:
+            ops.append({"op": "group_by", "fn": draw(st.sampled_from(["value_first", "key_and_value_last"])), **group})
+        others.append({"ops": ops, "fn": draw(st.sampled_from(["trail", "untrail"]))})
+    return {"op": "cogroup", "fn": "trail", "others": others, "window": window, "store": _store(draw, names),
+            "name": draw(st.sampled_from([None, None, "cg"]))}
+
+
 @st.composite
 def cases(draw: Draw) -> Case:
     names = _Names()
@@ -113,11 +152,16 @@ def cases(draw: Draw) -> Case:
     key: Any = "string"
     value = "string"
     topics = {"in"}
-    if draw(st.integers(0, 4)) == 0:  # a table pipeline
+    table_pipeline = "fk_join" in FOCUS if len(FOCUS) == 1 else draw(st.integers(0, 1 if FOCUS else 4)) == 0
+    if table_pipeline:
         topics = {"tbl"}
         ops.append({"op": "table", "topic": "tbl", "store": _store(draw, names)})
         ops += _table_ops(draw, names, for_join=False)
-        if draw(st.booleans()):  # a table-table join
+        if "fk_join" in FOCUS or draw(st.integers(0, 2)) == 0:  # a foreign-key join
+            ops.append(draw(_fk_join(names)))
+            topics.add("tbl2")
+            ops += _table_ops(draw, names, for_join=False)
+        elif draw(st.booleans()):  # a table-table join
             other = [{"op": "table", "topic": "tbl2", "store": _store(draw, names)}]
             other += _table_ops(draw, names, for_join=False)
             ops.append({"op": "table_join", "kind": draw(st.sampled_from(["join", "left_join", "outer_join"])),
@@ -155,6 +199,10 @@ def cases(draw: Draw) -> Case:
                         "fn": "pair"})
             topics.add("tbl")
             ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
+        if "global_join" in FOCUS or draw(st.integers(0, 4)) == 0:  # a global table join
+            ops.append(draw(_global_join(names)))
+            topics.add("glb")
+            ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
         if draw(st.integers(0, 4)) == 0:
             ops.append({"op": "to", "topic": "tap", "key": "string", "value": "string"})
         if draw(st.integers(0, 5)) == 0:  # branches to their own topics; the default branch goes on
@@ -166,8 +214,9 @@ def cases(draw: Draw) -> Case:
             ops.append({"op": "to_table", "store": _store(draw, names)})
             ops += _table_ops(draw, names, for_join=False)
             ops.append({"op": "to_stream"})
-        if draw(st.integers(0, 3)) != 0:  # an aggregation
-            window = draw(st.one_of(st.none(), _window()))
+        if "windows" in FOCUS or draw(st.integers(0, 3)) != 0:  # an aggregation
+            window = draw(_window()) if "windows" in FOCUS else draw(st.one_of(st.none(), _window()))
+            cogroup = draw(st.integers(0, 2 if "windows" in FOCUS else 6)) == 0
             suppress = draw(_suppress(window is not None))
             # A buffer over windowed keys needs the grouping's key serde (without one Kafka Streams
             # falls back to the default String serde for Windowed keys and fails).
@@ -179,15 +228,22 @@ def cases(draw: Draw) -> Case:
                 ops.append({"op": "group_by", "fn": draw(st.sampled_from(["value_first", "key_and_value_last"])),
                             **group})
             if window is not None:
-                ops.append({"op": "windowed_by", "window": window})
-                key = {"session_windowed": True} if window.get("type") == "session" else \
-                    {"time_windowed": window["size"]}
-            kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
-            agg: dict[str, Any] = {"op": kind, "store": _store(draw, names)}
-            if kind != "count":
-                agg["fn"] = "concat" if kind == "reduce" else "trail"
-            ops.append(agg)
-            value = "long" if kind == "count" else "string"
+                key = _windowed_key(window)
+            if cogroup:
+                ops.append(draw(_cogroup(window, names, topics)))
+                value = "string"
+            else:
+                if window is not None:
+                    ops.append({"op": "windowed_by", "window": window})
+                    if draw(st.integers(0, 2)) == 0:
+                        ops.append({"op": "emit_strategy", "kind": draw(st.sampled_from(
+                            ["on_window_close", "on_window_close", "on_window_update"]))})
+                kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
+                agg: dict[str, Any] = {"op": kind, "store": _store(draw, names)}
+                if kind != "count":
+                    agg["fn"] = "concat" if kind == "reduce" else "trail"
+                ops.append(agg)
+                value = "long" if kind == "count" else "string"
             for _ in range(draw(st.integers(0, 2))):
                 op = _value_op(draw, True, names, key, value)
                 ops.append(op)
@@ -220,6 +276,24 @@ def cases(draw: Draw) -> Case:
         "outputs": outputs,
         "all_topics": draw(st.booleans()),
     }
+
+
+@st.composite
+def _fk_join(draw: Draw, names: _Names) -> dict[str, Any]:
+    """A foreign-key join of the current table with `tbl2` (keys a-d), by a key taken from the left value."""
+    right = [{"op": "table", "topic": "tbl2", "store": _store(draw, names)}]
+    right += _table_ops(draw, names, for_join=False)
+    return {"op": "fk_join", "kind": draw(st.sampled_from(["join", "left_join"])), "table": right,
+            "fk_fn": draw(st.sampled_from(["first_char_key", "last_char_key"])), "fn": "pair",
+            "name": draw(st.sampled_from([None, "fk"])), "store": _store(draw, names)}
+
+
+@st.composite
+def _global_join(draw: Draw, names: _Names) -> dict[str, Any]:
+    """A stream joined with a global table of `glb`, by its key or a key taken from its value."""
+    return {"op": "global_join", "kind": draw(st.sampled_from(["join", "left_join"])), "topic": "glb",
+            "store": _store(draw, names), "key_fn": draw(st.sampled_from(["key", "first_char_key", "last_char_key"])),
+            "fn": "pair"}
 
 
 @st.composite

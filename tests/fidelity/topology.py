@@ -12,7 +12,9 @@ from typing import Any
 from streamlet.dsl import (
     Branched,
     BufferConfig,
+    CogroupedKStream,
     Consumed,
+    EmitStrategy,
     Grouped,
     JoinWindows,
     KGroupedStream,
@@ -23,9 +25,12 @@ from streamlet.dsl import (
     Produced,
     SessionWindowedKStream,
     SessionWindows,
+    SlidingWindowedKStream,
+    SlidingWindows,
     StreamJoined,
     StreamsBuilder,
     Suppressed,
+    TableJoined,
     TimeWindowedKStream,
     TimeWindows,
 )
@@ -64,8 +69,8 @@ def _table_op(current: KTable, name: str, op: dict[str, Any]) -> KTable:
     return current.map_values(fn.VALUE_MAPPERS[op["fn"]], m)
 
 
-def _aggregate(current: KGroupedStream | KGroupedTable | TimeWindowedKStream | SessionWindowedKStream, kind: str,
-               op: dict[str, Any]) -> KTable:
+def _aggregate(current: KGroupedStream | KGroupedTable | TimeWindowedKStream | SessionWindowedKStream
+               | SlidingWindowedKStream, kind: str, op: dict[str, Any]) -> KTable:
     store = op.get("store")
     m = None if store is None else _materialized(store)
     if kind == "count":
@@ -98,7 +103,10 @@ def _suppressed(op: dict[str, Any]) -> Suppressed:
     return s if op.get("name") is None else s.with_name(op["name"])
 
 
-def _windows(w: dict[str, Any]) -> TimeWindows | SessionWindows:
+def _windows(w: dict[str, Any]) -> TimeWindows | SessionWindows | SlidingWindows:
+    if w.get("type") == "sliding":
+        return (SlidingWindows.of_time_difference_with_no_grace(w["diff"]) if w["grace"] is None
+                else SlidingWindows.of_time_difference_and_grace(w["diff"], w["grace"]))
     if w.get("type") == "session":
         return (SessionWindows.of_inactivity_gap_with_no_grace(w["gap"]) if w["grace"] is None
                 else SessionWindows.of_inactivity_gap_and_grace(w["gap"], w["grace"]))
@@ -190,6 +198,11 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         return current.suppress(_suppressed(op))
     if name == "windowed_by":
         return current.windowed_by(_windows(op["window"]))
+    if name == "emit_strategy":
+        return current.emit_strategy(EmitStrategy.on_window_close() if op["kind"] == "on_window_close"
+                                     else EmitStrategy.on_window_update())
+    if name == "cogroup":
+        return _cogroup(builder, current, op)
     if name in ("count", "reduce", "aggregate"):
         return _aggregate(current, name, op)
     if name == "join_table":
@@ -199,7 +212,44 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         assert isinstance(current, KStream) and isinstance(table, KTable)
         joiner = fn.JOINERS[op["fn"]]
         return current.left_join(table, joiner) if op["kind"] == "left_join" else current.join(table, joiner)
+    if name == "global_join":
+        store = op.get("store")
+        global_table = builder.global_table(op["topic"], Consumed(_STRING, _STRING),
+                                            None if store is None else _materialized(store))
+        selector, joiner = fn.global_key_selector(op["key_fn"]), fn.JOINERS[op["fn"]]
+        if op["kind"] == "left_join":
+            return current.left_join(global_table, selector, joiner)
+        return current.join(global_table, selector, joiner)
+    if name == "fk_join":
+        right = None
+        for table_op in op["table"]:
+            right = apply(builder, right, table_op)
+        store = op.get("store")
+        table_joined = TableJoined() if op.get("name") is None else TableJoined(name=op["name"])
+        fk_join = current.left_join if op["kind"] == "left_join" else current.join
+        return fk_join(right, fn.FOREIGN_KEYS[op["fk_fn"]], fn.JOINERS[op["fn"]], table_joined,
+                       None if store is None else _materialized(store))
     raise ValueError(f"unknown op {name!r}")
+
+
+def _cogroup(builder: StreamsBuilder, current: KGroupedStream, op: dict[str, Any]) -> KTable:
+    """`cogroup` of the current grouped stream with others, aggregated (per window if "window"); see
+    `Runner.Ops.cogroup`."""
+    cogrouped: CogroupedKStream = current.cogroup(fn.AGGREGATORS[op["fn"]])
+    for other in op["others"]:
+        grouped = None
+        for stream_op in other["ops"]:
+            grouped = apply(builder, grouped, stream_op)
+        assert isinstance(grouped, KGroupedStream)
+        cogrouped = cogrouped.cogroup(grouped, fn.AGGREGATORS[other["fn"]])
+    store = op.get("store")
+    m = None if store is None else _materialized(store)
+    initializer = fn.INITIALIZERS["trail"]
+    if op.get("window") is None:
+        return cogrouped.aggregate(initializer, m, op.get("name"))
+    windows = _windows(op["window"])
+    merger = fn.MERGERS["trail"] if isinstance(windows, SessionWindows) else None
+    return cogrouped.windowed_by(windows).aggregate(initializer, merger, m, op.get("name"))
 
 
 def _error(e: BaseException) -> str:

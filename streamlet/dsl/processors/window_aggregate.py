@@ -6,7 +6,9 @@ processor has observed minus the grace period is closed, and the record is dropp
 as a skipped record for an expired window). Each updated window is stored with the largest
 timestamp of the records folded into it, and that is the timestamp of the update sent downstream,
 keyed by `Windowed(key, window)`: at once, or, when the window store caches, when its cache flushes
-(what Kafka Streams' timestamped tuple forwarder does).
+(what Kafka Streams' timestamped tuple forwarder does). With `EmitStrategy.on_window_close()` nothing
+is sent per update; after each record the windows that closed since the last look are sent once
+(see window_emit.py): those whose end is at or before the close time (stream time minus grace).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.dsl.change import Change
+from streamlet.dsl.emit_strategy import EmitStrategy
 from streamlet.dsl.processors.aggregate import Aggregator, Initializer, StreamAggregateSupplier
 from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, log_skipped
+from streamlet.dsl.processors.window_emit import NO_TIMESTAMP, FinalResultEmitter, time_ordered
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorContext
-from streamlet.record import Record
+from streamlet.record import KeyValue, Record
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.window.api import TimestampedWindowStore
 from streamlet.windowed import TimeWindow, Windowed
@@ -45,26 +49,33 @@ def reducing_aggregator(reducer: Callable[[Any, Any], Any]) -> Aggregator:
 class WindowAggregateSupplier(StreamAggregateSupplier):
     """Makes window aggregate processors; a downstream table node may ask it to send old values."""
 
-    def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator) -> None:
+    def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator,
+                 emit_strategy: EmitStrategy | None = None) -> None:
         super().__init__(store_name, initializer, aggregator)
-        self.windows = windows
+        self.windows: Any = windows
+        self.emit_strategy = emit_strategy or EmitStrategy.on_window_update()
 
     def __call__(self) -> Processor:
-        return WindowAggregate(self.store_name, self.windows, self.initializer, self.aggregator, self.send_old_values)
+        return WindowAggregate(self.store_name, self.windows, self.initializer, self.aggregator, self.send_old_values,
+                               self.emit_strategy)
 
 
 class WindowedAggregation(Processor):
     """What time-window and session aggregations share: their store (of `_store_type`), its tuple
-    forwarder, and the stream time they observed (records with a null key are dropped, logged)."""
+    forwarder, and the stream time they observed (records with a null key are dropped, logged).
+    With `on_window_close` there is no tuple forwarder (the store's cache forwards nothing) but an
+    emitter of final results."""
 
     _store: Any
     _store_type: type = TimestampedWindowStore
     _store_kind = "a timestamped window store for a windowed aggregation"
+    _emitter: FinalResultEmitter | None = None
 
-    def __init__(self, store_name: str, send_old_values: bool) -> None:
+    def __init__(self, store_name: str, send_old_values: bool, emit_strategy: EmitStrategy | None = None) -> None:
         self._store_name = store_name
         self._send_old_values = send_old_values
         self._observed_stream_time = -1
+        self._emit_final = emit_strategy is not None and emit_strategy.on_close
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -73,7 +84,64 @@ class WindowedAggregation(Processor):
             raise TopologyError(f"state store {self._store_name!r} must be {self._store_kind}, "
                                 f"got {type(store).__name__}")
         self._store = store
-        self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+        if self._emit_final:
+            self._emitter = FinalResultEmitter(context)
+        else:
+            self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+
+    # `CarriesProgress`: the observed stream time (and the last emit) outlive a task rebuilt per batch.
+    def carried_progress(self) -> Any:
+        if self._emitter is None:
+            return self._observed_stream_time
+        return [self._observed_stream_time, self._emitter.last_emit_close_time]
+
+    def resume_progress(self, progress: Any) -> None:
+        observed, last_emit = (progress, NO_TIMESTAMP) if isinstance(progress, int) else progress
+        self._observed_stream_time = max(self._observed_stream_time, int(observed))
+        if self._emitter is not None and int(last_emit) != NO_TIMESTAMP:
+            self._emitter.last_emit_close_time = int(last_emit)
+
+    def _forward_update(self, record: Record) -> None:
+        """Send an update now or through the cache; nothing with `on_window_close`."""
+        if not self._emit_final:
+            self._forwarder.maybe_forward(record)
+
+    def _emit_closed(self, record: Record, window_close_time: int) -> None:
+        """`on_window_close`: send the windows closed since the last emit (Kafka Streams' rules)."""
+        emitter = self._emitter
+        if emitter is None or not emitter.due(window_close_time):
+            return
+        upper = self._emit_range_upper_bound(window_close_time)
+        if upper < 0:
+            return  # no window has ever closed
+        lower = self._emit_range_lower_bound(emitter.last_emit_close_time)
+        if not self._should_range_fetch(emitter.last_emit_close_time, lower, upper):
+            return
+        emitter.emit(record, self._closed_windows(lower, upper), window_close_time, self._emitted_timestamp,
+                     self._emitted_value)
+
+    def _closed_windows(self, lower: int, upper: int) -> list[KeyValue]:
+        """The windows starting in `[lower, upper]`, in a time-ordered store's order."""
+        time_ordered_fetch = getattr(self._store, "fetch_all_time_ordered", None)
+        if time_ordered_fetch is not None:
+            return time_ordered_fetch(lower, upper)
+        with self._store.fetch_all(lower, upper) as entries:
+            return time_ordered(entries, getattr(self._store, "serialized_key", lambda key: key))
+
+    def _emitted_timestamp(self, kv: KeyValue) -> int:
+        return int(kv.value.timestamp)
+
+    def _emitted_value(self, kv: KeyValue) -> Any:
+        return kv.value.value
+
+    def _emit_range_lower_bound(self, last_emit_close_time: int) -> int:
+        raise NotImplementedError
+
+    def _emit_range_upper_bound(self, window_close_time: int) -> int:
+        raise NotImplementedError
+
+    def _should_range_fetch(self, last_emit_close_time: int, lower: int, upper: int) -> bool:
+        return True
 
     def _observe(self, record: Record) -> bool:
         """Advance stream time with the record; False (logged) for a record without a key."""
@@ -89,25 +157,18 @@ class WindowAggregate(WindowedAggregation):
     _store: TimestampedWindowStore
 
     def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator,
-                 send_old_values: bool) -> None:
-        super().__init__(store_name, send_old_values)
+                 send_old_values: bool, emit_strategy: EmitStrategy | None = None) -> None:
+        super().__init__(store_name, send_old_values, emit_strategy)
         self._windows = windows
         self._initializer = initializer
         self._aggregator = aggregator
-
-    # `CarriesProgress`: the observed stream time outlives a task rebuilt per batch (the Spark engine).
-    def carried_progress(self) -> int:
-        return self._observed_stream_time
-
-    def resume_progress(self, progress: int) -> None:
-        self._observed_stream_time = max(self._observed_stream_time, int(progress))
 
     def process(self, record: Record) -> None:
         if not self._observe(record):
             return
         key, timestamp = record.key, record.timestamp
         close_time = self._observed_stream_time - self._windows.grace_ms
-        store, forward = self._store, self._forwarder.maybe_forward
+        store, forward = self._store, self._forward_update
         for window in self._windows.windows_for(timestamp):
             if window.end <= close_time:
                 self._log_expired(record, window, close_time)
@@ -122,6 +183,21 @@ class WindowAggregate(WindowedAggregation):
             new = self._aggregator(key, record.value, old)
             store.put(key, ValueAndTimestamp(new, new_timestamp), window.start)
             forward(Record(Windowed(key, window), Change(new, old), new_timestamp, record.headers))
+        self._emit_closed(record, close_time)
+
+    def _emit_range_lower_bound(self, last_emit_close_time: int) -> int:
+        if last_emit_close_time == NO_TIMESTAMP:
+            return 0
+        return max(0, last_emit_close_time - self._windows.size_ms) + 1
+
+    def _emit_range_upper_bound(self, window_close_time: int) -> int:
+        return window_close_time - self._windows.size_ms
+
+    def _should_range_fetch(self, last_emit_close_time: int, lower: int, upper: int) -> bool:
+        """Not when no window ends between the last emit and now (end exclusive: `lower - 1`)."""
+        if last_emit_close_time == NO_TIMESTAMP:
+            return True
+        return self._windows.windows_for(upper) != self._windows.windows_for(lower - 1)
 
     def _log_expired(self, record: Record, window: TimeWindow, close_time: int) -> None:
         """Kafka Streams logs (and counts as dropped) each record it drops for a closed window."""

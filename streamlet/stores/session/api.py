@@ -44,6 +44,11 @@ class SessionStore(StateStore):
     @abstractmethod
     def remove(self, session_key: Any) -> None: ...
 
+    def find_sessions_ending_between(self, earliest_session_end: int, latest_session_end: int) -> list[Any]:
+        """Every key's sessions ending in the range, by end, key bytes, start (what an `on_window_close`
+        session aggregation emits); a store that cannot answer this cannot serve one."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list sessions by end time")
+
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
         """Install the listener for sessions a cache flushes; True iff this store caches (else the
         processor forwards every update itself)."""

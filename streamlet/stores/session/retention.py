@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from streamlet.stores.api import (
     BytesIterator,
@@ -48,6 +49,7 @@ class RetainingSessionBytesStore(KeyValueBytesStore):
         self._segment_ms = max(retention_ms // 2, _MIN_SEGMENT_INTERVAL_MS) if inner.persistent else None
         self._observed = -1
         self._ends: list[tuple[int, bytes]] = []  # a heap of (end, key) of what the store may hold
+        self._listing_by_end = False
 
     def open(self, context: StateStoreContext) -> None:
         self.inner.open(context)
@@ -63,7 +65,19 @@ class RetainingSessionBytesStore(KeyValueBytesStore):
             self._observed = end
 
     def _visible(self, end: int) -> bool:
+        if self._listing_by_end:
+            return not self._expired(end)
         return end > self._observed - self.retention_ms
+
+    @contextmanager
+    def listing_by_end(self) -> Iterator[None]:
+        """While open, reads also return sessions past retention that are not deleted yet (persistent: in a
+        live segment): what Kafka Streams' time-ordered session store lists by end time."""
+        self._listing_by_end = True
+        try:
+            yield
+        finally:
+            self._listing_by_end = False
 
     def _expired(self, end: int) -> bool:
         oldest_live = self._observed - self.retention_ms

@@ -27,7 +27,8 @@ from streamlet.windowed_serdes import SessionWindowedSerde
 class TypedSessionStore(TypedKeyValueStore, SessionStore):
     def __init__(self, bytes_store: KeyValueBytesStore, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None,
                  *, retention_ms: int, logging_enabled: bool = True, caching_enabled: bool = False) -> None:
-        super().__init__(RetainingSessionBytesStore(bytes_store, retention_ms), None, value_serde,
+        self._retaining = RetainingSessionBytesStore(bytes_store, retention_ms)
+        super().__init__(self._retaining, None, value_serde,
                          logging_enabled=logging_enabled, caching_enabled=caching_enabled)
         self._session_key_serde = key_serde
         self.retention_ms = retention_ms
@@ -38,6 +39,7 @@ class TypedSessionStore(TypedKeyValueStore, SessionStore):
             raise ConfigError(f"session store {self.name!r} has no key serde: give one to the store builder "
                               f"(or Materialized) or set default.key.serde")
         self._key_serde = SessionWindowedSerde(inner)
+        self._serialize_inner_key = inner.serializer.serialize
         super().init(context)
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
@@ -64,6 +66,15 @@ class TypedSessionStore(TypedKeyValueStore, SessionStore):
                     yield kv
 
         return StoreKeyValueIterator(matching(), candidates.close)
+
+    def find_sessions_ending_between(self, earliest_session_end: int, latest_session_end: int) -> list[KeyValue]:
+        """Every key's sessions that end in the range (both inclusive), by end, then key bytes, then start:
+        Kafka Streams' time-ordered session store's `findSessions(earliestEnd, latestEnd)`, which an
+        `on_window_close` session aggregation emits from."""
+        serialize, topic = self._serialize_inner_key, self.name
+        with self._retaining.listing_by_end(), self.all() as sessions:
+            found = [kv for kv in sessions if earliest_session_end <= kv.key.window.end <= latest_session_end]
+        return sorted(found, key=lambda kv: (kv.key.window.end, serialize(topic, kv.key.key), kv.key.window.start))
 
     def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
         return self.get(Windowed(key, SessionWindow(session_start, session_end)))

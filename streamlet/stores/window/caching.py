@@ -15,13 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from streamlet.stores.api import StateStoreContext
-from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES, CacheEntry, NamedCache
+from streamlet.stores.api import RecordContext, StateStoreContext
+from streamlet.stores.cache import CacheEntry, NamedCache
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry
 from streamlet.stores.window.key_schema import to_store_key
 
 WindowFlushListener = Callable[[bytes, int, bytes | None, bytes | None, int, tuple[tuple[str, bytes], ...]], None]
 """`listener(key bytes, window start, new value bytes, old value bytes, timestamp, headers)`."""
+
+
+def _entry_size(store_key: bytes, value: bytes | None, context: RecordContext) -> int:
+    """Kafka Streams' estimate of a window cache entry, which decides when the cache evicts: the cache key
+    (an 8-byte segment id, then the store key), three references, the dirty flag, the value, and the
+    record context (timestamp, offset, topic name, partition, headers)."""
+    topic = 0 if context.topic is None else len(context.topic)
+    headers = sum(len(k) + (0 if v is None else len(v)) for k, v in context.headers)
+    return 8 + len(store_key) + 3 * 8 + 1 + (0 if value is None else len(value)) + 8 + 8 + topic + 4 + headers
 
 
 class CachingWindowBytesStore(WindowBytesStore):
@@ -48,9 +57,9 @@ class CachingWindowBytesStore(WindowBytesStore):
     # -- writes -------------------------------------------------------------------------------------
     def put(self, key: bytes, window_start: int, seqnum: int, value: bytes | None) -> None:
         store_key = to_store_key(key, window_start, seqnum)
-        size = len(store_key) + (0 if value is None else len(value)) + ENTRY_OVERHEAD_BYTES
-        self._cache.put(store_key, CacheEntry((key, window_start, seqnum), value, True,
-                                              self._context.record_context(), size))
+        context = self._context.record_context()
+        self._cache.put(store_key, CacheEntry((key, window_start, seqnum), value, True, context,
+                                              _entry_size(store_key, value, context)))
         if window_start > self._observed:
             self._observed = window_start
         if self._cache.size_bytes > self._budget:
@@ -112,6 +121,13 @@ class CachingWindowBytesStore(WindowBytesStore):
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[WindowEntry]:
         cached = self._cached(lambda _k, start: time_from <= start <= time_to)
         return self._merged(self.inner.fetch_all(time_from, time_to), cached, lambda e: (e[1], e[0], e[2]))
+
+    def refresh_all(self, order: Callable[[tuple[bytes, int, int]], tuple[object, ...]]) -> None:
+        """Refresh every cached window in LRU order, in `order` of (key, start, seqnum): what Kafka Streams'
+        iterator over a store's whole cache does (each entry it reads becomes the most recently used)."""
+        cache = self._cache
+        for store_key, _entry in sorted(cache.between(None, None), key=lambda kv: order(kv[1].key)):
+            cache.get(store_key)
 
     @staticmethod
     def _merged(below: Iterator[WindowEntry], cached: dict[tuple[bytes, int, int], bytes | None],

@@ -36,9 +36,14 @@ def segment_interval(retention_ms: int) -> int:
 
 
 class LevelDBWindowBytesStore(WindowBytesStore):
-    def __init__(self, name: str, retention_ms: int) -> None:
+    """`time_first`: behave as Kafka Streams' time-ordered window store (what its `on_window_close`
+    aggregations keep their windows in), whose reads still see windows starting exactly at the latest
+    start minus the retention period."""
+
+    def __init__(self, name: str, retention_ms: int, time_first: bool = False) -> None:
         self.name = name
         self.retention_ms = retention_ms
+        self._time_first = time_first
         self._interval = segment_interval(retention_ms)
         self._clock = RetentionClock(retention_ms)
         self._segments: list[int] = []
@@ -113,8 +118,13 @@ class LevelDBWindowBytesStore(WindowBytesStore):
                     batch.delete(local)
 
     # -- reads --------------------------------------------------------------------------------------
+    def _read_floor(self) -> int:
+        """The earliest window start reads return."""
+        clock = self._clock
+        return clock.observed - self.retention_ms if self._time_first else clock.min_live
+
     def get(self, key: bytes, window_start: int, seqnum: int) -> bytes | None:
-        if self._clock.expired(window_start):
+        if window_start < self._read_floor():
             return None
         try:
             value: bytes | None = self._db.get(
@@ -128,7 +138,7 @@ class LevelDBWindowBytesStore(WindowBytesStore):
         return [s for s in self._segments if low <= s <= high]
 
     def fetch(self, key: bytes, time_from: int, time_to: int) -> Iterator[WindowEntry]:
-        time_from = max(time_from, self._clock.min_live)
+        time_from = max(time_from, self._read_floor())
         if time_from > time_to:
             return iter(())
         width = _SEGMENT.size + len(key) + SUFFIX_SIZE
@@ -144,7 +154,7 @@ class LevelDBWindowBytesStore(WindowBytesStore):
         return iter(found)
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[WindowEntry]:
-        time_from = max(time_from, self._clock.min_live)
+        time_from = max(time_from, self._read_floor())
         found: list[WindowEntry] = []
         for segment in self._segments_between(time_from, time_to):
             with self._db.iterator(prefix=_SEGMENT.pack(segment)) as it:

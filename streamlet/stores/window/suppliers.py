@@ -27,9 +27,11 @@ class _WindowSupplier(WindowBytesStoreSupplier):
 
 class LevelDBWindowBytesStoreSupplier(_WindowSupplier):
     factory_name = "persistent_window_store"
+    time_first = False
+    """True for the time-ordered store of an `on_window_close` aggregation (see `LevelDBWindowBytesStore`)."""
 
     def get(self) -> WindowBytesStore:
-        return LevelDBWindowBytesStore(self.name, self.retention_ms)
+        return LevelDBWindowBytesStore(self.name, self.retention_ms, self.time_first)
 
     @property
     def persistent(self) -> bool:

@@ -164,6 +164,10 @@ class TypedWindowStore(WindowStore):
             raise StreamsError(f"window store {self.name!r}: a key must not be None")
         return data
 
+    def serialized_key(self, key: Any) -> bytes:
+        """`key` as this store keeps it (what orders the windows of one start time)."""
+        return self._key(key)
+
     def put(self, key: Any, value: Any, window_start: int) -> None:
         data = self._key(key)
         if self.retain_duplicates:
@@ -199,6 +203,17 @@ class TypedWindowStore(WindowStore):
 
     def all(self) -> KeyValueIterator[Any, Any]:
         return self.fetch_all(0, MAX_TIME)
+
+    def fetch_all_time_ordered(self, time_from: int, time_to: int) -> list[KeyValue]:
+        """The windows starting in [time_from, time_to] by start, then key bytes: as Kafka Streams' time-ordered
+        window store answers `fetchAll` for an `on_window_close` aggregation; like its cache iterator, this
+        refreshes every cached window, in that order."""
+        found = list(self._windowed(self._below.fetch_all(time_from, time_to)))
+        serialize = self._key
+        found.sort(key=lambda kv: (kv.key.window.start, serialize(kv.key.key)))
+        if self._cache is not None:
+            self._cache.refresh_all(lambda entry: (entry[1], entry[0], entry[2]))
+        return found
 
     def _windowed(self, entries: Iterator[WindowEntry]) -> Iterator[KeyValue]:
         assert self._format is not None

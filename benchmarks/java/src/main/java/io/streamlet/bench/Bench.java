@@ -25,9 +25,14 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.StateRestoreListener;
@@ -156,6 +161,36 @@ public final class Bench {
                         out.set("region", parse(user).get("region"));
                         return write(out);
                     })
+                    .to(output, Produced.with(Serdes.String(), Serdes.String()));
+                break;
+            case "session_count":
+                // Final session counts per user: 30 s inactivity gap, no grace (benchmarks/workloads.py).
+                builder.stream(input, Consumed.with(Serdes.String(), Serdes.Bytes()))
+                    .groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofSeconds(30)))
+                    .count(Materialized.as("session-counts"))
+                    .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream()
+                    .map((Windowed<String> wk, Long count) ->
+                        KeyValue.pair(wk.key() + "@" + wk.window().start() + "-" + wk.window().end(), count))
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            case "stream_join":
+                // Clicks joined with views of the same user within 10 s either way, no grace.
+                KStream<String, String> events = builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> clicks = events.filter((k, v) -> "click".equals(parse(v).get("kind").asText()));
+                KStream<String, String> views = events.filter((k, v) -> "view".equals(parse(v).get("kind").asText()));
+                clicks.join(views, (String click, String view) -> {
+                        JsonNode c = parse(click);
+                        JsonNode v = parse(view);
+                        ObjectNode out = JSON.createObjectNode();
+                        out.put("id", (c.get("id").longValue() << 21) | v.get("id").longValue());
+                        out.set("user", c.get("user"));
+                        out.set("click", c.get("id"));
+                        out.set("view", v.get("id"));
+                        return write(out);
+                    }, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(10)),
+                    StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
                     .to(output, Produced.with(Serdes.String(), Serdes.String()));
                 break;
             default:

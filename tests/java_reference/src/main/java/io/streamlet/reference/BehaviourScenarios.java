@@ -208,6 +208,7 @@ public final class BehaviourScenarios {
             .pipe("right", "x", "whatever", 2)
             .pipe("left", "k2", "y", 3));
         all.putAll(WindowJoinScenarios.scenarios());
+        all.putAll(WindowCogroupScenarios.scenarios());
         return all;
     }
 

@@ -36,7 +36,10 @@ import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Aggregator;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.BranchedKStream;
+import org.apache.kafka.streams.kstream.CogroupedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.GlobalKTable;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Initializer;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -53,6 +56,8 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Reducer;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.TableJoined;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
@@ -346,8 +351,21 @@ public final class Runner {
                     return ((KTable) current).groupBy(Functions.keyValueMapper(op.get("fn").asText()), grouped(op));
                 case "suppress":
                     return ((KTable) current).suppress(suppressed(op));
+                case "emit_strategy": {
+                    final EmitStrategy strategy = op.get("kind").asText().equals("on_window_close")
+                        ? EmitStrategy.onWindowClose() : EmitStrategy.onWindowUpdate();
+                    if (current instanceof SessionWindowedKStream) {
+                        return ((SessionWindowedKStream) current).emitStrategy(strategy);
+                    }
+                    return ((TimeWindowedKStream) current).emitStrategy(strategy);
+                }
+                case "cogroup":
+                    return cogroup(builder, (KGroupedStream) current, op);
                 case "windowed_by": {
                     final JsonNode w = op.get("window");
+                    if (w.path("type").asText("").equals("sliding")) {
+                        return ((KGroupedStream) current).windowedBy(slidingWindows(w));
+                    }
                     if (w.path("type").asText("").equals("session")) {
                         final Duration gap = Duration.ofMillis(w.get("gap").asLong());
                         return ((KGroupedStream) current).windowedBy(w.get("grace").isNull()
@@ -376,9 +394,93 @@ public final class Runner {
                         ? ((KStream) current).leftJoin((KTable) table, joiner)
                         : ((KStream) current).join((KTable) table, joiner);
                 }
+                case "global_join": {
+                    final JsonNode store = op.get("store");
+                    final String topic = op.get("topic").asText();
+                    final GlobalKTable global = store == null || store.isNull()
+                        ? builder.globalTable(topic, Consumed.with(STRING, STRING))
+                        : builder.globalTable(topic, Consumed.with(STRING, STRING), (Materialized) materialized(store));
+                    final KeyValueMapper selector = Functions.globalKeySelector(op.get("key_fn").asText());
+                    final ValueJoiner joiner = Functions.joiner(op.get("fn").asText());
+                    return op.get("kind").asText().equals("left_join")
+                        ? ((KStream) current).leftJoin(global, selector, joiner)
+                        : ((KStream) current).join(global, selector, joiner);
+                }
+                case "fk_join": {
+                    Object table = null;
+                    for (final JsonNode tableOp : op.get("table")) {
+                        table = apply(builder, table, tableOp);
+                    }
+                    final java.util.function.Function extractor = Functions.foreignKey(op.get("fk_fn").asText());
+                    final ValueJoiner joiner = Functions.joiner(op.get("fn").asText());
+                    final KTable left = (KTable) current;
+                    final KTable right = (KTable) table;
+                    final JsonNode store = op.get("store");
+                    final boolean hasStore = store != null && !store.isNull();
+                    final String joinName = text(op.get("name"));
+                    final TableJoined tj = joinName == null ? TableJoined.with(null, null) : TableJoined.as(joinName);
+                    final boolean leftJoin = op.get("kind").asText().equals("left_join");
+                    if (hasStore) {
+                        return leftJoin ? left.leftJoin(right, extractor, joiner, tj, materialized(store))
+                            : left.join(right, extractor, joiner, tj, materialized(store));
+                    }
+                    return leftJoin ? left.leftJoin(right, extractor, joiner, tj) : left.join(right, extractor, joiner, tj);
+                }
                 default:
                     throw new IllegalArgumentException("unknown op " + name);
             }
+        }
+
+        /** {"diff": ms, "grace": ms|null}. */
+        private static SlidingWindows slidingWindows(final JsonNode w) {
+            final Duration diff = Duration.ofMillis(w.get("diff").asLong());
+            return w.get("grace").isNull() ? SlidingWindows.ofTimeDifferenceWithNoGrace(diff)
+                : SlidingWindows.ofTimeDifferenceAndGrace(diff, Duration.ofMillis(w.get("grace").asLong()));
+        }
+
+        /**
+         * {"fn": aggregator, "others": [{"ops": [stream ops ending in a grouping], "fn": aggregator}],
+         * "window": window|null, "store": store|null, "name": str|null}: the current grouped stream cogrouped
+         * with the others, aggregated from the "trail" initializer (per window if "window").
+         */
+        private static Object cogroup(final StreamsBuilder builder, final KGroupedStream current, final JsonNode op) {
+            CogroupedKStream c = current.cogroup(Functions.aggregator(op.get("fn").asText()));
+            for (final JsonNode other : op.get("others")) {
+                Object grouped = null;
+                for (final JsonNode streamOp : other.get("ops")) {
+                    grouped = apply(builder, grouped, streamOp);
+                }
+                c = c.cogroup((KGroupedStream) grouped, Functions.aggregator(other.get("fn").asText()));
+            }
+            final JsonNode store = op.get("store");
+            final boolean hasStore = store != null && !store.isNull();
+            final Materialized m = hasStore ? materialized(store) : Materialized.with(null, null);
+            final String name = text(op.get("name"));
+            final Initializer i = Functions.initializer("trail");
+            final JsonNode w = op.get("window");
+            if (w == null || w.isNull()) {
+                return name == null ? c.aggregate(i, m) : c.aggregate(i, Named.as(name), m);
+            }
+            final String type = w.path("type").asText("");
+            if (type.equals("session")) {
+                final Duration gap = Duration.ofMillis(w.get("gap").asLong());
+                final SessionWindows sw = w.get("grace").isNull() ? SessionWindows.ofInactivityGapWithNoGrace(gap)
+                    : SessionWindows.ofInactivityGapAndGrace(gap, Duration.ofMillis(w.get("grace").asLong()));
+                final Merger mg = Functions.merger("trail");
+                return name == null ? c.windowedBy(sw).aggregate(i, mg, m)
+                    : c.windowedBy(sw).aggregate(i, mg, Named.as(name), m);
+            }
+            if (type.equals("sliding")) {
+                return name == null ? c.windowedBy(slidingWindows(w)).aggregate(i, m)
+                    : c.windowedBy(slidingWindows(w)).aggregate(i, Named.as(name), m);
+            }
+            final long size = w.get("size").asLong();
+            TimeWindows tw = w.get("grace").isNull() ? TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(size))
+                : TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), Duration.ofMillis(w.get("grace").asLong()));
+            if (w.has("advance") && !w.get("advance").isNull()) {
+                tw = tw.advanceBy(Duration.ofMillis(w.get("advance").asLong()));
+            }
+            return name == null ? c.windowedBy(tw).aggregate(i, m) : c.windowedBy(tw).aggregate(i, Named.as(name), m);
         }
 
         private static Object aggregate(final Object current, final String kind, final JsonNode op) {
@@ -503,7 +605,7 @@ public final class Runner {
                     : Materialized.StoreType.ROCKS_DB);
             }
             m = store.path("caching").asBoolean(true) ? m.withCachingEnabled() : m.withCachingDisabled();
-            m = store.path("logging").asBoolean(true) ? m.withLoggingEnabled(Map.of()) : m.withLoggingDisabled();
+            m = store.path("logging").asBoolean(true) ? m.withLoggingEnabled(new java.util.HashMap<>()) : m.withLoggingDisabled();
             return m;
         }
 
@@ -645,6 +747,34 @@ public final class Runner {
                 throw new IllegalArgumentException("unknown merger " + fn);
             }
             return (k, a, b) -> last12(str(a) + "|" + str(b));
+        }
+
+        /** A left value's foreign key (a right-table key "a".."d"), or null: twin of FOREIGN_KEYS. */
+        static java.util.function.Function foreignKey(final String fn) {
+            switch (fn) {
+                case "first_char_key":
+                    return v -> {
+                        final char c = str(v).charAt(0);
+                        return c >= '0' && c <= '8' ? String.valueOf("abcd".charAt((c - '0') % 4)) : null;
+                    };
+                case "last_char_key":
+                    return v -> {
+                        final char c = str(v).charAt(str(v).length() - 1);
+                        return c >= '0' && c <= '9' ? String.valueOf("abcd".charAt((c - '0') % 4)) : "a";
+                    };
+                default:
+                    throw new IllegalArgumentException("unknown foreign key extractor " + fn);
+            }
+        }
+
+        /** The key a stream record looks a global table up by: its own key, or a foreign key of its value. */
+        @SuppressWarnings("unchecked")
+        static KeyValueMapper globalKeySelector(final String fn) {
+            if (fn.equals("key")) {
+                return (k, v) -> k;
+            }
+            final java.util.function.Function fk = foreignKey(fn);
+            return (k, v) -> v == null ? null : fk.apply(v);
         }
 
         static ValueJoiner joiner(final String fn) {
