@@ -23,6 +23,7 @@ from streamlet.dsl import (
     KTable,
     Materialized,
     Named,
+    Printed,
     Produced,
     Repartitioned,
     SessionWindowedKStream,
@@ -49,11 +50,15 @@ from streamlet.errors import (
 )
 from streamlet.processor import (
     Cancellable,
+    FixedKeyProcessor,
+    FixedKeyProcessorContext,
+    FixedKeyRecord,
     Processor,
     ProcessorContext,
     PunctuationType,
     RecordTimestampExtractor,
     TimestampExtractor,
+    TopicNameExtractor,
     UsePartitionTimeOnInvalidTimestamp,
     WallclockTimestampExtractor,
 )
@@ -74,6 +79,7 @@ from streamlet.stores import (
     ValueAndTimestamp,
     WindowStore,
 )
+from streamlet.stores.api import RecordContext
 from streamlet.topology import Topology
 from streamlet.topology_description import TopologyDescription
 from streamlet.windowed import SessionWindow, TimeWindow, Window, Windowed
@@ -89,6 +95,9 @@ __all__ = [
     "Consumed",
     "DeserializationError",
     "Deserializer",
+    "FixedKeyProcessor",
+    "FixedKeyProcessorContext",
+    "FixedKeyRecord",
     "Grouped",
     "HostInfo",
     "InvalidStateStoreError",
@@ -107,12 +116,14 @@ __all__ = [
     "KeyValueStore",
     "Materialized",
     "Named",
+    "Printed",
     "Processor",
     "ProcessorContext",
     "Produced",
     "PunctuationType",
     "QueryableStoreTypes",
     "Record",
+    "RecordContext",
     "RecordMetadata",
     "RecordTimestampExtractor",
     "Repartitioned",
@@ -144,6 +155,7 @@ __all__ = [
     "TimestampExtractor",
     "TimestampedKeyValueStore",
     "TimestampedWindowStore",
+    "TopicNameExtractor",
     "Topology",
     "TopologyDescription",
     "TopologyError",

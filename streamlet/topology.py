@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 StreamPartitioner = Callable[[str, Any, Any, int], int | None]
 """`partitioner(topic, key, value, num_partitions) -> partition` (None: the default partitioner)."""
+TopicExtractor = Callable[[Any, Any, Any], str]
+"""`extractor(key, value, record_context) -> topic`: a `TopicNameExtractor` or any such callable."""
 
 
 @dataclass(eq=False)
@@ -53,6 +55,8 @@ class SinkSpec:
     key_serializer: Serializer[Any] | None = None
     value_serializer: Serializer[Any] | None = None
     partitioner: StreamPartitioner | None = None
+    topic_extractor: TopicExtractor | None = None
+    """Set for a sink that routes each record to the topic it names (`topic` is then empty)."""
 
 
 NodeSpec = SourceSpec | ProcessorSpec | SinkSpec
@@ -151,7 +155,7 @@ class Topology:
     def add_sink(
         self,
         name: str,
-        topic: str,
+        topic: str | TopicExtractor,
         *parent_names: str,
         key_serializer: Serializer[Any] | None = None,
         value_serializer: Serializer[Any] | None = None,
@@ -159,10 +163,19 @@ class Topology:
     ) -> Topology:
         """Add a sink node writing what its parents forward to `topic`, with optional serializers and a
         `StreamPartitioner` (else partitions as Java's default partitioner does: murmur2 of the key
-        bytes)."""
+        bytes). `topic` may be a `TopicNameExtractor` (or a callable `(key, value, record_context) ->
+        topic`): each record then goes to the topic it names, which must exist."""
         if not parent_names:
             raise TopologyError(f"sink {name!r} needs at least one parent")
-        self._add(SinkSpec(name, topic, list(parent_names), key_serializer, value_serializer, partitioner))
+        if isinstance(topic, str):
+            if not topic:
+                raise TopologyError(f"sink {name!r} needs a topic name")
+            spec = SinkSpec(name, topic, list(parent_names), key_serializer, value_serializer, partitioner)
+        elif callable(topic):
+            spec = SinkSpec(name, "", list(parent_names), key_serializer, value_serializer, partitioner, topic)
+        else:
+            raise TopologyError(f"sink {name!r}: the topic must be a name or a TopicNameExtractor, got {topic!r}")
+        self._add(spec)
         return self
 
     def add_state_store(self, store_builder: StoreBuilder, *processor_names: str) -> Topology:
@@ -250,7 +263,8 @@ class Topology:
                 if isinstance(spec, SourceSpec):
                     topics.extend(spec.topics)
                 elif isinstance(spec, SinkSpec):
-                    sinks.append(spec.topic)
+                    if spec.topic_extractor is None:  # a dynamic sink's topics are known only at run time
+                        sinks.append(spec.topic)
                 else:
                     stores.extend(s for s in spec.stores if s not in stores)
             result.append(SubTopology(gid, names, topics, sinks, stores))

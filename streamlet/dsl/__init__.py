@@ -18,6 +18,7 @@ from streamlet.dsl.options import (
     Repartitioned,
     StreamJoined,
 )
+from streamlet.dsl.printed import Printed
 from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
 from streamlet.dsl.suppressed import BufferConfig, Suppressed
@@ -39,6 +40,7 @@ __all__ = [
     "KTable",
     "Materialized",
     "Named",
+    "Printed",
     "Produced",
     "Repartitioned",
     "SessionWindowedKStream",

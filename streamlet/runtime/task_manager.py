@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
-from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor
+from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TopicResolver
 from streamlet.config import StreamsConfig
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Offsets
@@ -67,6 +67,8 @@ class TaskManager:
         self.partition_count = partition_count
         # Told of every new active task once its stores are open (DEBUG-level store metrics wrap them).
         self.on_task_created: Callable[[StreamTask], None] = lambda _task: None
+        # Looks up topics first named by a dynamically routed sink (set by the supervisor).
+        self.resolve_topics: TopicResolver | None = None
         self.actors: dict[TaskKey, TaskActor] = {}
         self.restoring: dict[TaskKey, tuple[StreamTask, RecordSender, list[tuple[str, int]]]] = {}
         self._by_partition: dict[tuple[str, int], TaskActor] = {}
@@ -155,6 +157,7 @@ class TaskManager:
                 await self.commits.close_task(task.task_id, clean=False)
                 raise
             actor = TaskActor(task, sender.send)
+            actor.resolve_topics = self.resolve_topics
             self.actors[key] = actor
             for tp in tps:
                 self._by_partition[tp] = actor
