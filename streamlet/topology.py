@@ -92,6 +92,8 @@ class Topology:
         self.store_builders: dict[str, StoreBuilder] = {}
         self.store_users: dict[str, list[str]] = {}
         self.internal_topics: dict[str, InternalTopicSpec] = {}
+        self.copartition_groups: list[tuple[str, ...]] = []
+        """Node names whose source topics must be co-partitioned (the two inputs of each DSL join)."""
         self._sub_topologies: list[SubTopology] | None = None
 
     # -- building -------------------------------------------------------------------------------
@@ -212,6 +214,34 @@ class Topology:
         `<application.id>-<name>` with the partition count it resolves. The DSL calls this;
         Processor-API users rarely need to."""
         self.internal_topics[spec.name] = spec
+
+    def add_copartition_group(self, *node_names: str) -> None:
+        """Require the source topics that feed `node_names` to be co-partitioned, as a join's inputs must be:
+        the runtime refuses to start when they have different partition counts, and gives the repartition
+        topics among them the partition count of the others (Kafka Streams' `copartitionSources`)."""
+        for name in node_names:
+            if name not in self.nodes:
+                raise TopologyError(f"{name!r} is not a node of this topology")
+        self.copartition_groups.append(tuple(node_names))
+
+    def copartition_topic_groups(self) -> list[list[str]]:
+        """Each co-partition group as the topics (named as in the topology) of the sources upstream of its nodes."""
+        groups = []
+        for names in self.copartition_groups:
+            topics: list[str] = []
+            stack, seen = list(names), set()
+            while stack:
+                name = stack.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                spec = self.nodes[name]
+                if isinstance(spec, SourceSpec):
+                    topics.extend(t for t in spec.topics if t not in topics)
+                else:
+                    stack.extend(spec.parents)
+            groups.append(sorted(topics))
+        return groups
 
     # -- inspecting -----------------------------------------------------------------------------
     def parents_of(self, name: str) -> list[str]:

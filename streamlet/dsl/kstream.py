@@ -390,6 +390,7 @@ class KStream:
             topology.add_processor(this_join, this_side, this_windowed)
             topology.add_processor(other_join, other_side, other_windowed)
             topology.add_processor(merge, PassThrough, this_join, other_join)
+            topology.add_copartition_group(this_parent, other_parent)
             this_builder, other_builder, outer_builder = stream_join_stores(
                 options, windows, this_store, other_store, outer_store)
             topology.add_state_store(this_builder, this_windowed, other_join)
@@ -421,6 +422,13 @@ class KStream:
         name = self._generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
         node = stream._add_processor(name, StreamTableJoinSupplier(getter, joiner, left),
                                      store_names=getter.store_names)
+        write_join, table_node = node.writer, table._node
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            write_join(topology, parent_names)
+            topology.add_copartition_group(name, table_node.node_name)
+
+        node.writer = write
         node.left_join = left
         return self._stream(name, node, joined.key_serde or stream.key_serde, None, False)
 

@@ -47,7 +47,7 @@ class _FixedKeyContext(FixedKeyProcessorContext):
         self._inner.forward(_as_record(record), child_name)
 
     def forwarder(self) -> Callable[[Any], None]:
-        forward = self._inner.forwarder()
+        forward = self._inner.forwarder_in_record_context()  # a restamped record restamps the context too
 
         def forward_fixed(record: Any) -> None:
             forward(_as_record(record))

@@ -115,6 +115,7 @@ public final class Runner {
 
     static ObjectNode runCase(final JsonNode c, final Path stateDir) {
         final StreamsBuilder builder = new StreamsBuilder();
+        SmallOps.startCase();
         Object current = null;
         for (final JsonNode op : c.get("ops")) {
             current = Ops.apply(builder, current, op);
@@ -165,6 +166,7 @@ public final class Runner {
                 result.put("error_at", index);
             }
         }
+        SmallOps.finishCase(result);
         return result;
     }
 
@@ -376,6 +378,10 @@ public final class Runner {
                         ? ((KStream) current).leftJoin((KTable) table, joiner)
                         : ((KStream) current).join((KTable) table, joiner);
                 }
+                case "process_values":
+                case "to_extractor":
+                case "print":
+                    return SmallOps.apply(builder, current, op);
                 default:
                     throw new IllegalArgumentException("unknown op " + name);
             }
