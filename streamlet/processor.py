@@ -3,6 +3,11 @@
 A processor sees one record at a time through `process`; it reaches its stores and its children
 only through the context it is given in `init`. The context is an abstract class here so that the
 runtime (`streamlet.actors`) can implement it without the public API importing internals.
+
+Two variants of Kafka Streams' API live here too: the fixed-key processor of `KStream.process_values`
+(`FixedKeyProcessor`, `FixedKeyRecord`, `FixedKeyProcessorContext`: the key of what it forwards is its
+input's, so no repartitioning follows), and `TopicNameExtractor`, which routes each record of a sink to
+a topic chosen per record.
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ exist, and creates the topics the application owns before it joins its group:
 * changelog topics (`<application.id>-<store>-changelog`, for stores with logging enabled): compacted,
   one partition per task of the sub-topology that owns the store.
 
+The two inputs of a join (stream-stream, stream-table, table-table) are co-partitioned, as Kafka Streams'
+`CopartitionedTopicsEnforcer` requires: user topics with different partition counts stop the start-up
+(`Topics not co-partitioned: [{a=2, b=3}]`) instead of silently running max(count) tasks, and a
+repartition topic among a join's inputs gets the partition count of the join's user topics (or, when
+all of them are repartition topics, the largest), not the count of the sub-topology that writes it.
+
 An existing internal topic with the wrong partition count is an error (the keys would no longer map to
 the tasks that own their state). Several instances start at once, so "already exists" from a
 concurrent creation is expected and fine.
