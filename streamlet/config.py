@@ -49,6 +49,10 @@ DEFAULTS: dict[str, Any] = {
     "repartition.purge.interval.ms": 30000,
     "client.id": "",
     "transaction.timeout.ms": 10000,
+    # How long the cluster may stay unreachable before that is a failure of the client (Kafka Streams'
+    # task.timeout.ms): a member failing on a lost connection within it is replaced and waits for the
+    # cluster instead.
+    "task.timeout.ms": 300000,
     # What a failure of the running client does when no handler function is set (KafkaStreams.
     # set_uncaught_exception_handler): shutdown_client | replace_thread | shutdown_application.
     "uncaught.exception.handler": "shutdown_client",
@@ -100,6 +104,9 @@ DESCRIPTIONS: dict[str, str] = {
     "client.id": "Prefix of the Kafka clients' ids (shows in broker logs and quotas).",
     "transaction.timeout.ms": "exactly_once_v2: how long the broker keeps an instance's open transaction "
                               "before aborting it (a crashed instance's work is discarded after this).",
+    "task.timeout.ms": "How long the cluster may stay unreachable (refused connections, timed-out requests) "
+                       "before that fails the client; within it a member that fails on a lost connection is "
+                       "replaced and the replacement waits for the cluster.",
     "uncaught.exception.handler": "What a failure of the running instance does when no handler function is "
                                   "set: shutdown_client, replace_thread or shutdown_application.",
     "application.server": "host:port where this instance answers interactive queries over HTTP (streamlet "

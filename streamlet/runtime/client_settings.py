@@ -156,7 +156,7 @@ _CONTROLLED = {
 # Kafka Streams settings streamlet does not implement: kept (no error), but said to have no effect.
 _STREAMS_NOT_IMPLEMENTED = frozenset({
     "topology.optimization", "rocksdb.config.setter", "state.cleanup.delay.ms",
-    "acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms", "task.timeout.ms",
+    "acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms",
     "cache.max.bytes.buffering", "default.dsl.store", "dsl.store.suppliers.class", "upgrade.from",
     "built.in.metrics.version", "default.client.supplier", "window.size.ms", "windowed.inner.class.serde",
     "rack.aware.assignment.strategy", "rack.aware.assignment.tags", "rack.aware.assignment.traffic_cost",
@@ -489,6 +489,32 @@ async def start_client(client: Any, kwargs: Mapping[str, Any]) -> None:
         if reason is not None:
             raise reason from None
         raise
+
+
+async def stop_client(client: Any) -> None:
+    """`await client.stop()` for an aiokafka consumer or producer, without letting one of its own
+    background tasks' cancellations out.
+
+    aiokafka's stop() cancels its background tasks and awaits them; one that ends cancelled instead of
+    returning (a heartbeat cancelled while it sends LeaveGroup to a broker that is away, a fetch task
+    cancelled before it first ran) re-raises CancelledError in the caller. Seen in the 60 s outage test:
+    that CancelledError ended the group member's clean-up, the member's task ended "cancelled", and
+    anyio took it for an ordinary end of the member. Such a cancellation is the client's, not the
+    caller's (`Task.cancelling()` is 0): the client's connections are closed and stop() returns. A
+    cancellation of the caller itself still propagates."""
+    import asyncio
+
+    try:
+        await client.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise
+        log.info("stopping %s: one of its background tasks ended cancelled; closing its connections",
+                 type(client).__name__)
+        connections = getattr(client, "_client", None) or getattr(client, "client", None)
+        if connections is not None:
+            await connections.close()
 
 
 async def diagnose_connection(kwargs: Mapping[str, Any], timeout_s: float = 30.0) -> StreamsError | None:

@@ -30,8 +30,9 @@ from typing import Any, Protocol
 
 import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.errors import CommitFailedError
+from aiokafka.errors import CommitFailedError, KafkaConnectionError, KafkaTimeoutError
 
+from streamlet.runtime.client_settings import stop_client
 from streamlet.runtime.fenced_offsets import (
     GroupMetadata,
     MemberFencedError,
@@ -154,7 +155,7 @@ class ExactlyOnceCommits:
             # aborts whatever an earlier incarnation of this instance left open.
             await producer.begin_transaction()
         except BaseException:
-            await producer.stop()
+            await stop_client(producer)
             raise
         self._sender.producer = producer
         self._sent_at_commit = self._sender.sent
@@ -176,6 +177,14 @@ class ExactlyOnceCommits:
         producer = sender.producer
         offsets = _merged(offsets_by_task)
         changed = any(self._committed.get(tp) != o for tp, o in offsets.items())
+        if producer is None and (changed or sender.sent != self._sent_at_commit):
+            # The producer could not be replaced after an abort (the cluster was away): what the tasks
+            # did since is in no transaction. Fail them; they are reopened, and the producer restarted,
+            # with the next assignment.
+            sender.forget()
+            self._sent_at_commit = sender.sent
+            raise CommitFailed("the transactional producer is down (it could not be restarted after an "
+                               "abort)", sorted(self._open | set(offsets_by_task)))
         if producer is None or (not changed and sender.sent == self._sent_at_commit):
             return {}  # nothing since the last commit: keep the (empty) transaction open
         try:
@@ -218,8 +227,15 @@ class ExactlyOnceCommits:
                      type(exc).__name__, exc)
         sender.producer = None
         with anyio.move_on_after(10, shield=True):
-            await producer.stop()
-        await self._start_producer()
+            await stop_client(producer)
+        try:
+            await self._start_producer()
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            # The cluster is away. This must not fail the member (the commit that called this is
+            # failing its tasks already): the producer starts again when the next task opens, after
+            # the rejoin, where the group consumer waits for the cluster too.
+            log.warning("transactional producer %s cannot be restarted while the cluster is unreachable "
+                        "(%s); it restarts with the next assignment", self._transactional_id, exc)
 
     async def close_task(self, task_id: str, clean: bool) -> Offsets:
         self._open.discard(task_id)
@@ -246,7 +262,7 @@ class ExactlyOnceCommits:
             log.info("producer %s closed after %s: %s", self._transactional_id, type(exc).__name__, exc)
         finally:
             with anyio.move_on_after(10, shield=True):
-                await producer.stop()
+                await stop_client(producer)
 
     @property
     def records_sent(self) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -239,6 +240,7 @@ class KafkaStreams:
 
         replacements = 0
         unreachable = 0  # consecutive replacements that could not reach the cluster
+        unreachable_since: float | None = None  # when the first of them failed
         while True:
             supervisor = self._supervisor
             assert supervisor is not None
@@ -247,7 +249,7 @@ class KafkaStreams:
                 async with anyio.create_task_group() as tg:
                     await tg.start(supervisor.run)
                     member_started = True
-                    unreachable = 0
+                    unreachable, unreachable_since = 0, None
                     if not started.done():
                         started.set_result(None)
                 if not supervisor.stop_requested:
@@ -272,20 +274,31 @@ class KafkaStreams:
                     stray = True
                     error = StrayCancellationError("the group member stopped on an unexpected cancellation")
                     error.__cause__ = exc
-                if (started.done() and not member_started and _unreachable(error) and not supervisor.stop_requested
+                if (started.done() and _unreachable(error) and not supervisor.stop_requested
                         and self._state is not State.PENDING_SHUTDOWN):
-                    # A replacement member starting while the cluster is away (an outage is what often
-                    # makes a member fail). Kafka Streams' stream threads wait for the brokers rather
-                    # than die; so does the replacement: it retries with a capped backoff until the
-                    # cluster answers or the client is closed. Only the first start() raises instead.
-                    unreachable += 1
-                    delay = min(0.5 * 2 ** unreachable, 10.0)
-                    log.warning("the replacement group member cannot reach the cluster (%s); retrying in %.1f s",
-                                error_summary(error), delay)
-                    self._supervisor = self._new_supervisor()
-                    if await self._supervisor.wait_for_stop(delay):
-                        return
-                    continue
+                    # The cluster is away (an outage is what most often makes a member fail). Kafka
+                    # Streams' threads wait for the brokers for up to task.timeout.ms rather than die;
+                    # so does this client: the member is replaced, and a replacement that cannot reach
+                    # the cluster retries with a capped backoff until it answers, the client is closed,
+                    # or task.timeout.ms has passed since the cluster was last reached. Only the first
+                    # start() raises at once.
+                    now = time.monotonic()
+                    unreachable_since = unreachable_since or now
+                    if now - unreachable_since < float(self.config["task.timeout.ms"]) / 1000:
+                        unreachable += 1
+                        delay = 0.0 if member_started else min(0.5 * 2 ** unreachable, 10.0)
+                        if member_started:
+                            log.warning("the group member lost the cluster (%s); replacing it",
+                                        error_summary(error), exc_info=error)
+                        else:
+                            log.warning("the replacement group member cannot reach the cluster (%s); "
+                                        "retrying in %.1f s", error_summary(error), delay)
+                        self._supervisor = self._new_supervisor()
+                        if self._state is not State.REBALANCING:
+                            self._set_state(State.REBALANCING)
+                        if await self._supervisor.wait_for_stop(delay):
+                            return
+                        continue
                 log.error("streams client failed: %s", error_summary(error), exc_info=error)
                 replace = StreamThreadExceptionResponse.REPLACE_THREAD
                 response = replace if stray else await self._respond(error, started)

@@ -64,6 +64,7 @@ from streamlet.runtime.client_settings import (
     KafkaAuthorizationError,
     client_kwargs,
     resolved_settings,
+    stop_client,
 )
 from streamlet.runtime.commit_protocol import (
     AtLeastOnceCommits,
@@ -118,7 +119,7 @@ async def _stop_group_consumer(consumer: AIOKafkaConsumer) -> None:
         joining = consumer._client._conns.get((coordinator.coordinator_id, ConnectionGroup.COORDINATION))
         if joining is not None:
             joining.close(reason=CloseReason.SHUTDOWN)
-    await consumer.stop()
+    await stop_client(consumer)
 
 
 class _RebalanceListener(ConsumerRebalanceListener):
@@ -138,7 +139,7 @@ async def _stop_groupless_consumer(consumer: AIOKafkaConsumer) -> None:
     fails) re-raises CancelledError, which would look like a cancellation of the caller. One
     checkpoint lets the task start first."""
     await anyio.lowlevel.checkpoint()
-    await consumer.stop()
+    await stop_client(consumer)
 
 
 class Supervisor:
@@ -301,9 +302,10 @@ class Supervisor:
                                  self._state_root(), self.resolve_topic, self._partition_count)
         self.tasks.on_task_created = self.on_task_created
         self.tasks.resolve_topics = self._learn_topics
+        resources.callback(self.tasks.abandon)  # runs last: tasks a failure left open are closed dirty
         if self.producer is not None:
             await self.producer.start()
-            resources.push_async_callback(self.producer.stop)
+            resources.push_async_callback(stop_client, self.producer)
         if replicas > 0:
             self.standby_consumer = AIOKafkaConsumer(
                 **self._client_kwargs(ClientRole.RESTORE_CONSUMER), group_id=None, enable_auto_commit=False,
@@ -695,4 +697,4 @@ async def request_application_shutdown(topology: Topology, config: StreamsConfig
                 await consumer.getmany(timeout_ms=200)
         return assignor.shutdown_requested
     finally:
-        await consumer.stop()
+        await stop_client(consumer)

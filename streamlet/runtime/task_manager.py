@@ -186,7 +186,10 @@ class TaskManager:
         task_id = task.task_id
         try:
             if actor.closed.is_set():
+                # The actor failed or was cancelled: it never closed the task, whose stores are still
+                # open (and a LevelDB store keeps its lock, so reopening it would fail until restart).
                 clean = False
+                _close_quietly(task)
             else:
                 offsets: Offsets = await actor.request(Close(clean))
                 if clean:
@@ -207,6 +210,21 @@ class TaskManager:
             if self.config.exactly_once:
                 task.state.wipe_local_state()
         log.info("task %s closed (%s)", task_id, "clean" if clean else "dirty")
+
+    def abandon(self) -> None:
+        """Close every task still open, dirty and synchronously, when the member ends without having
+        closed them (it failed, or a cancellation cut its shutdown short; every actor has stopped).
+        Nothing is committed; their stores are closed so that a replacement member can open them
+        again, and under exactly-once their local state is wiped, as after any dirty close."""
+        tasks = [task for task, _, _ in self.restoring.values()] + [a.task for a in self.actors.values()]
+        self.restoring.clear()
+        self.actors.clear()
+        self._by_partition.clear()
+        for task in tasks:
+            _close_quietly(task)
+            if self.config.exactly_once:
+                task.state.wipe_local_state()
+            log.warning("task %s abandoned: closed dirty as the group member ended", task.task_id)
 
     async def close_dirty(self, task_ids: Iterable[str]) -> list[tuple[str, int]]:
         """Close the named tasks dirty (their commit failed); returns the partitions they read."""
@@ -272,3 +290,11 @@ class TaskManager:
 
     def stores(self, name: str) -> list[Any]:
         return [a.task.stores[name] for a in self.actors.values() if name in a.task.stores]
+
+
+def _close_quietly(task: StreamTask) -> None:
+    """Close a task dirty whose actor is gone; an error is logged, never raised (the task is dropped)."""
+    try:
+        task.close(clean=False)
+    except Exception:
+        log.exception("error while closing task %s dirty", task.task_id)
