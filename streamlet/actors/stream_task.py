@@ -76,7 +76,9 @@ class StreamTask:
         self._wall_queue = PunctuationQueue()
         self._next_stream_punct = NO_PUNCTUATION
 
-        n_stores = max(1, len(subtopology.stores))
+        # The task's cache is shared by the stores that cache (Kafka Streams' cache is one pool; a store
+        # with caching off takes none of it).
+        n_stores = max(1, sum(1 for name in subtopology.stores if topology.store_builders[name].caching_enabled))
         self.state = ProcessorStateManager(
             self.application_id, self.task_id, partition, config, state_root / self.task_id, collector,
             record_context=lambda: self.record_ctx,
