@@ -76,7 +76,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                                 await topic_of("events", n) if wl.INPUT_OF[workload] == "events" else "",
                                 await topic_of("users", wl.USERS), n)
                 if (workload, n) not in expectations:
-                    expectations[(workload, n)] = wl.Expected(workload, n)
+                    expectations[(workload, n)] = wl.Expected(workload, n, partitions=args.partitions)
                 row: dict[str, Any]
                 try:
                     row = await run_throughput(system, workload, inputs, bootstrap, workdir,
@@ -86,7 +86,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                     row = {"system": system.label, "system_key": system.key, "workload": workload,
                            "records": n, "correct": False, "error": str(exc)[-2000:]}
                 print(json.dumps({k: v for k, v in row.items() if k != "latency_cdf_ms"}), flush=True)
-                if args.latency_seconds > 0 and "error" not in row:
+                if workload in wl.NO_LATENCY:
+                    row["latency_na"] = wl.NO_LATENCY[workload]
+                elif system.latency_na and args.latency_seconds > 0:
+                    row["latency_na"] = system.latency_na
+                elif args.latency_seconds > 0 and "error" not in row:
                     try:
                         row.update(await run_latency(system, workload, inputs, bootstrap, workdir, args.partitions,
                                                      seconds=args.latency_seconds,
@@ -102,6 +106,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
     return results
 
 
+_MERGED_THIS_RUN: set[Path] = set()
+"""Results files this process has merged into (`--merge` names each run once in a file)."""
+
+
 def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{workload}.json"
@@ -111,7 +119,13 @@ def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Name
         # Replace only this run's systems in the existing file, in the suite's order of systems; the
         # file's command and time name both runs, and the replaced rows say when they were taken.
         previous = json.loads(out.read_text())
-        command, taken_at = f"{previous['command']}; then {command}", f"{previous['taken_at']}; then {taken_at}"
+        earlier_command, earlier_taken_at = previous["command"], previous["taken_at"]
+        if out in _MERGED_THIS_RUN:  # this run wrote the file already (an earlier system): name the run once
+            earlier_command = earlier_command.rpartition("; then ")[0]
+            earlier_taken_at = earlier_taken_at.rpartition("; then ")[0]
+        _MERGED_THIS_RUN.add(out)
+        command = f"{earlier_command}; then {command}" if earlier_command else command
+        taken_at = f"{earlier_taken_at}; then {taken_at}" if earlier_taken_at else taken_at
         rows = [dict(r, taken_at=taken_at.split("; then ")[-1]) for r in rows]
         mine = {r["system_key"] for r in rows}
         kept = [r for r in previous["results"] if r.get("system_key") not in mine]

@@ -1,7 +1,9 @@
 """`python -m benchmarks.spark_bench` (`make bench-spark`): WordCount on the Spark engine beside native Spark.
 
 Both read the same pre-loaded `lines` topic (benchmarks/workloads.py's generator, 2 partitions) to its
-end with `availableNow` and the same cap per micro-batch, on `local[1]` and then `local[2]`:
+end with `availableNow` and the same cap on input lines per micro-batch (`--batch`; the engine's counting
+query, which reads the repartition topic, is not capped again: see `streamlet.spark.query.trigger_cap`),
+on `local[1]` and then `local[2]`:
 
 * `streamlet-spark`: `benchmarks/apps/streamlet_app.py:wordcount`, unchanged, through `SparkStreams`
   (two queries: split and repartition by word, then count; caching on, so each batch sends the latest

@@ -22,6 +22,15 @@ Workloads (what each system's application computes; output topics are fresh per 
                        in order); output key = `"<user>@<window start ms>"` (UTF-8), value = 8-byte long count.
   * `join`           — events (stream) inner-joined with users (table) by key; output key = user, value =
                        JSON `{"id": id, "user": user, "amount": amount, "region": region}`.
+  * `session_count`  — events → count per user in session windows (inactivity gap SESSION_GAP_MS, no grace),
+                       only final results (`suppress(untilWindowCloses(unbounded()))`); output key =
+                       `"<user>@<session start ms>-<session end ms>"`, value = 8-byte long count. A session
+                       comes out once its task's stream time (the newest event of its partition) has passed
+                       its end by the gap; sessions still open at the end of the input never do.
+  * `stream_join`    — events split by kind, clicks inner-joined with views of the same user within
+                       STREAM_JOIN_WINDOW_MS either way (a KStream-KStream join, no grace: the input is in
+                       order); output key = user, value = JSON `{"id": click id * 2^21 + view id, "user",
+                       "click": click id, "view": view id}`, one record per matching pair.
 
 Outputs that update (the counts) are judged by the last value per key; outputs that don't (pipe, join) by
 the set of ids, with every value checked and duplicates counted. A run whose final output differs from the
@@ -30,6 +39,7 @@ expected one is reported with `correct: false`, so a fast wrong answer never cou
 
 from __future__ import annotations
 
+import bisect
 import random
 import struct
 import time
@@ -63,11 +73,17 @@ USERS = 1000
 REGIONS = 7
 KINDS = ("view", "click", "buy")
 
-WORKLOADS = ("pipe", "wordcount_alos", "wordcount_eos", "window_count", "join")
+WORKLOADS = ("pipe", "wordcount_alos", "wordcount_eos", "window_count", "join", "session_count", "stream_join")
 
 #: Which input topic (logical name) each workload reads; `join` also reads the `users` table.
 INPUT_OF = {"pipe": "events", "wordcount_alos": "lines", "wordcount_eos": "lines", "window_count": "events",
-            "join": "events"}
+            "join": "events", "session_count": "events", "stream_join": "events"}
+#: Workloads whose latency run would not measure the system: why.
+NO_LATENCY = {"session_count": "a final session count comes out only once the 30 s inactivity gap has passed "
+                               "in event time, so its delay is the gap, not the system"}
+SESSION_GAP_MS = 30_000
+STREAM_JOIN_WINDOW_MS = 10_000
+PAIR_ID_SHIFT = 21  # pair id = click id << 21 | view id: unique for up to 2,097,152 events
 GUARANTEE_OF = {"wordcount_eos": "exactly_once_v2"}  # everything else: at_least_once
 COMMIT_MS_OF = {"wordcount_eos": 100}  # everything else: 1000
 
@@ -137,7 +153,8 @@ class Check:
 class Expected:
     """What a workload's output must be; built from the same generators as the input."""
 
-    def __init__(self, workload: str, records: int, words_per_line: int = 3, vocabulary: int = 10_000) -> None:
+    def __init__(self, workload: str, records: int, words_per_line: int = 3, vocabulary: int = 10_000,
+                 partitions: int = 8) -> None:
         self.workload = workload
         self.records = records
         if workload.startswith("wordcount"):
@@ -149,6 +166,10 @@ class Expected:
             for key, _value, ts in events(records):
                 windows[key + b"@" + str(ts - ts % 60_000).encode()] += 1
             self.latest = {k: struct.pack(">q", c) for k, c in windows.items()}
+        elif workload == "session_count":
+            self.latest = _final_sessions(records, partitions)
+        elif workload == "stream_join":
+            self.by_id = _joined_pairs(records)
         elif workload in ("pipe", "join"):
             self.by_id: dict[int, tuple[bytes, dict[str, Any]]] = {}
             rng = random.Random(2)
@@ -166,10 +187,55 @@ class Expected:
     @property
     def updating(self) -> bool:
         """True for outputs judged by the last value per key."""
-        return self.workload.startswith("wordcount") or self.workload == "window_count"
+        return self.workload.startswith("wordcount") or self.workload in ("window_count", "session_count")
 
     def tracker(self) -> Tracker:
         return Tracker(self)
+
+
+def _final_sessions(records: int, partitions: int) -> dict[bytes, bytes]:
+    """The sessions whose final count comes out: per user, events at most SESSION_GAP_MS apart form one
+    session [first, last]; it is emitted once the stream time of its partition (the newest event there)
+    is at least its end plus the gap (the grace period of a session's suppression is gap + grace)."""
+    from streamlet.partitioner import default_partition
+
+    open_sessions: dict[bytes, list[int]] = {}  # user -> [start, end, count]
+    closed: list[tuple[bytes, int, int, int]] = []
+    newest = [0] * partitions
+    for key, _value, ts in events(records):
+        p = default_partition(key, partitions)
+        newest[p] = max(newest[p], ts)
+        s = open_sessions.get(key)
+        if s is not None and ts - s[1] <= SESSION_GAP_MS:
+            s[1], s[2] = ts, s[2] + 1
+        else:
+            if s is not None:
+                closed.append((key, s[0], s[1], s[2]))
+            open_sessions[key] = [ts, ts, 1]
+    closed += [(k, s[0], s[1], s[2]) for k, s in open_sessions.items()]
+    return {key + f"@{start}-{end}".encode(): struct.pack(">q", n) for key, start, end, n in closed
+            if end + SESSION_GAP_MS <= newest[default_partition(key, partitions)]}
+
+
+def _joined_pairs(records: int) -> dict[int, tuple[bytes, dict[str, Any]]]:
+    """Every (click, view) pair of one user at most STREAM_JOIN_WINDOW_MS apart, by pair id."""
+    rng = random.Random(2)
+    by_user: dict[bytes, dict[str, list[tuple[int, int]]]] = {}
+    for i in range(records):
+        key, ev = event(i, rng)
+        if ev["kind"] in ("click", "view"):
+            by_user.setdefault(key, {"click": [], "view": []})[ev["kind"]].append((i, BASE_TS + i * EVENT_SPACING_MS))
+    pairs: dict[int, tuple[bytes, dict[str, Any]]] = {}
+    for key, kinds in by_user.items():
+        views = kinds["view"]  # in time order
+        view_times = [ts for _, ts in views]
+        for click, click_ts in kinds["click"]:
+            first = bisect.bisect_left(view_times, click_ts - STREAM_JOIN_WINDOW_MS)
+            last = bisect.bisect_right(view_times, click_ts + STREAM_JOIN_WINDOW_MS)
+            for view, _ in views[first:last]:
+                pid = click << PAIR_ID_SHIFT | view
+                pairs[pid] = (key, {"id": pid, "user": key.decode(), "click": click, "view": view})
+    return pairs
 
 
 class Tracker:

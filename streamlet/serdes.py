@@ -307,3 +307,12 @@ class InnerDefaulted:
 
     def use_default_inner(self, serde: Serde[Any]) -> None:
         raise NotImplementedError
+
+
+class KeyDefaulted:
+    """A wrapping serializer or deserializer whose inner serde is a *key* serde that may be left unset (a
+    foreign-key join's subscriptions carry the primary key): the task that builds the node fills it in
+    with `default.key.serde`, as `InnerDefaulted` does with the value serde."""
+
+    def use_default_key(self, serde: Serde[Any]) -> None:
+        raise NotImplementedError

@@ -70,6 +70,9 @@ class InternalTopicSpec:
     kind: str  # "repartition" | "changelog"
     num_partitions: int | None = None  # None: derived from the sub-topology's source topics
     config: dict[str, str] = field(default_factory=dict)
+    copartition: bool = False
+    """Partitioned like the other source topics of the sub-topology that reads it, not like its writers (a
+    foreign-key join's subscription and response topics, co-partitioned with a table as in Kafka Streams)."""
 
 
 @dataclass(eq=False)
@@ -94,7 +97,10 @@ class Topology:
         self.internal_topics: dict[str, InternalTopicSpec] = {}
         self.copartition_groups: list[tuple[str, ...]] = []
         """Node names whose source topics must be co-partitioned (the two inputs of each DSL join)."""
+        self.global_stores: dict[str, str] = {}
+        """Global store name -> the topic it is kept from (`add_global_store`)."""
         self._sub_topologies: list[SubTopology] | None = None
+        self._global_sub_topologies: list[SubTopology] = []
 
     # -- building -------------------------------------------------------------------------------
     def _add(self, spec: NodeSpec) -> None:
@@ -209,6 +215,36 @@ class Topology:
         self._sub_topologies = None
         return self
 
+    def add_global_store(
+        self,
+        store_builder: StoreBuilder,
+        source_name: str,
+        topic: str,
+        processor_name: str,
+        supplier: ProcessorSupplier,
+        *,
+        key_deserializer: Deserializer[Any] | None = None,
+        value_deserializer: Deserializer[Any] | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+    ) -> Topology:
+        """Add a global store: every instance keeps a full copy of `topic` (all partitions) in it, through the
+        processor `supplier` makes (which puts the records it gets into the store and forwards nothing).
+        The topic is the store's changelog, so the store must not be change-logged
+        (`with_logging_disabled()`, as Kafka Streams requires). Any processor of the topology can read it
+        with `context.get_state_store(name)` without being connected to it."""
+        name = store_builder.name
+        if store_builder.logging_enabled:
+            raise TopologyError(f"StateStore {name} for global table must not have logging enabled.")
+        if name in self.store_builders:
+            raise TopologyError(f"a state store named {name!r} is already in the topology")
+        self.add_source(source_name, topic, key_deserializer=key_deserializer,
+                        value_deserializer=value_deserializer, timestamp_extractor=timestamp_extractor)
+        self.add_processor(processor_name, supplier, source_name)
+        self.add_state_store(store_builder, processor_name)
+        self.global_stores[name] = topic
+        self._sub_topologies = None
+        return self
+
     def add_internal_topic(self, spec: InternalTopicSpec) -> None:
         """Declare a topic the application owns (repartition or changelog): the runtime creates it as
         `<application.id>-<name>` with the partition count it resolves. The DSL calls this;
@@ -282,7 +318,9 @@ class Topology:
         for name in self.nodes:
             members[group_of_root[find(name)]].append(name)
 
-        result = []
+        global_topics = set(self.global_stores.values())
+        result: list[SubTopology] = []
+        global_result: list[SubTopology] = []
         for gid in sorted(members):
             names = members[gid]
             topics: list[str] = []
@@ -297,9 +335,26 @@ class Topology:
                         sinks.append(spec.topic)
                 else:
                     stores.extend(s for s in spec.stores if s not in stores)
-            result.append(SubTopology(gid, names, topics, sinks, stores))
+            sub = SubTopology(gid, names, topics, sinks, stores)
+            # Kafka Streams numbers a global store's node group with the others but makes no tasks of it.
+            (global_result if global_topics & set(topics) else result).append(sub)
         self._sub_topologies = result
+        self._global_sub_topologies = global_result
         return result
+
+    def global_sub_topologies(self) -> list[SubTopology]:
+        """The node groups of the global stores (a source and its processor each): no tasks, kept by the
+        global thread of every instance."""
+        self.sub_topologies()
+        return self._global_sub_topologies
+
+    def global_sub_topology(self) -> SubTopology | None:
+        """Every global store's nodes as one group (what the global thread runs), or None without any."""
+        subs = self.global_sub_topologies()
+        if not subs:
+            return None
+        return SubTopology(-1, [n for s in subs for n in s.nodes], [t for s in subs for t in s.source_topics],
+                           [], [st for s in subs for st in s.stores])
 
     def validate(self) -> None:
         """Checks that runtimes rely on; raised at `KafkaStreams(...)` / driver construction."""

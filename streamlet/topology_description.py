@@ -307,18 +307,41 @@ class SubtopologyDescription:
 
 
 @dataclass(eq=False)
+class GlobalStoreDescription:
+    """A global store's group: its source and the processor that keeps the store (no tasks are made of it)."""
+
+    id: int
+    source: NodeDescription
+    processor: NodeDescription
+
+    def __str__(self) -> str:
+        return (f"Sub-topology: {self.id} for global store (will not generate tasks)\n"
+                f"    {self.source}\n    {self.processor}\n")
+
+
+@dataclass(eq=False)
 class TopologyDescription:
-    """The sub-topologies of a topology (global stores join here once the Topology has them)."""
+    """The sub-topologies and global stores of a topology, printed in the order of their ids."""
 
     subtopologies: list[SubtopologyDescription]
+    global_stores: list[GlobalStoreDescription] = field(default_factory=list)
 
     @classmethod
     def of(cls, topology: Topology) -> TopologyDescription:
         """Describe `topology` as Kafka Streams would (sub-topologies numbered and nodes named the same way)."""
-        return cls([_describe_subtopology(topology, sub.id, sub.nodes) for sub in topology.sub_topologies()])
+        subs = [_describe_subtopology(topology, sub.id, sub.nodes) for sub in topology.sub_topologies()]
+        stores = []
+        for sub in topology.global_sub_topologies():
+            described = _describe_subtopology(topology, sub.id, sub.nodes)
+            source = next(n for n in described.nodes if isinstance(n, SourceDescription))
+            processor = next(n for n in described.nodes if isinstance(n, ProcessorDescription))
+            stores.append(GlobalStoreDescription(sub.id, source, processor))
+        return cls(subs, stores)
 
     def __str__(self) -> str:
-        return "Topologies:\n " + "".join(f"  {sub}" for sub in sorted(self.subtopologies, key=lambda s: s.id))
+        parts: list[tuple[int, str]] = [(sub.id, str(sub)) for sub in self.subtopologies]
+        parts += [(store.id, str(store)) for store in self.global_stores]
+        return "Topologies:\n " + "".join(f"  {text}" for _, text in sorted(parts, key=lambda p: p[0]))
 
 
 def _describe_subtopology(topology: Topology, sub_id: int, member_names: list[str]) -> SubtopologyDescription:

@@ -38,7 +38,9 @@ def render(description: TopologyDescription, fmt: str) -> str:
 
 
 def _subs(description: TopologyDescription) -> list[SubtopologyDescription]:
-    return sorted(description.subtopologies, key=lambda s: s.id)
+    """The sub-topologies, global stores' groups (a source and its processor) included, by id."""
+    globals_ = [SubtopologyDescription(g.id, [g.source, g.processor]) for g in description.global_stores]
+    return sorted([*description.subtopologies, *globals_], key=lambda s: s.id)
 
 
 def _edges(sub: SubtopologyDescription) -> Iterator[tuple[str, str]]:

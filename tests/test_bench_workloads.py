@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from benchmarks import workloads as wl
 from benchmarks.systems import FULL_RECORDS
 from examples.bench_topologies_windows_join import window_count_topology
@@ -37,3 +39,28 @@ def test_base_ts_is_a_whole_minute_a_few_hours_back() -> None:
     base = wl._base_ts(now)
     assert base % 60_000 == 0
     assert 0 <= now - wl.EVENT_TIME_LEAD_MS - base < 60_000
+
+
+@pytest.mark.parametrize("workload", ["session_count", "stream_join"])
+def test_the_expected_output_of_the_issue_16_workloads_is_what_the_driver_writes(
+        workload: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checker's expectation (computed directly from the generator) against streamlet's topology on
+    the driver, one partition: the final sessions and the joined pairs, nothing missing or extra."""
+    from benchmarks.apps import streamlet_app
+    from streamlet import Serdes
+    from streamlet.runtime.test_driver import TopologyTestDriver
+
+    monkeypatch.setenv("BENCH_INPUT", "events")
+    monkeypatch.setenv("BENCH_OUTPUT", "out")
+    records = 20_000  # 2 minutes of event time: sessions (30 s gap) close well before the end
+    with TopologyTestDriver(getattr(streamlet_app, workload)(), {"application.id": workload}) as driver:
+        events = driver.create_input_topic("events", Serdes.Bytes(), Serdes.Bytes())
+        for key, value, ts in wl.events(records):
+            events.pipe_input(key, value, ts)
+        output = driver.create_output_topic("out", Serdes.Bytes(), Serdes.Bytes()).read_key_values_to_list()
+    tracker = wl.Expected(workload, records, partitions=1).tracker()
+    for kv in output:
+        tracker.add(kv.key, kv.value)
+    check = tracker.check()
+    assert check.correct, check.detail
+    assert tracker.complete and check.outputs > 20

@@ -79,3 +79,12 @@ def test_describe_command_prints_each_format(capsys: pytest.CaptureFixture[str])
         out = capsys.readouterr().out
         assert out.rstrip("\n") == render(wordcount_topology().describe(), fmt).rstrip("\n")
         assert "counts-store" in out
+
+
+def test_a_global_store_is_drawn_with_its_source_and_store() -> None:
+    from tests.dsl.global_fk_topologies import global_table_joins
+
+    description = global_table_joins().describe()
+    for fmt in ("dot", "mermaid", "svg"):
+        drawing = render(description, fmt)
+        assert "global-input-STATE-STORE-0000000000" in drawing and "KTABLE-SOURCE-0000000002" in drawing, fmt

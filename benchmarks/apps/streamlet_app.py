@@ -51,3 +51,51 @@ def join() -> Topology:
     from examples.bench_topologies_windows_join import join_topology
 
     return join_topology()
+
+
+def session_count() -> Topology:
+    """Final session counts per user (see `session_count` in benchmarks/workloads.py)."""
+    from datetime import timedelta
+
+    from benchmarks.workloads import SESSION_GAP_MS
+    from streamlet import BufferConfig, SessionWindows, Suppressed
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(os.environ["BENCH_INPUT"], Consumed(key_serde=Serdes.String(), value_serde=Serdes.Bytes()))
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(timedelta(milliseconds=SESSION_GAP_MS)))
+        .count(Materialized("session-counts"))
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .map(lambda wk, n: (f"{wk.key}@{wk.window.start}-{wk.window.end}", n))
+        .to(os.environ["BENCH_OUTPUT"], Produced(key_serde=Serdes.String(), value_serde=Serdes.Long()))
+    )
+    return builder.build()
+
+
+def _pair(click: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.workloads import PAIR_ID_SHIFT
+
+    return {"id": click["id"] << PAIR_ID_SHIFT | view["id"], "user": click["user"], "click": click["id"],
+            "view": view["id"]}
+
+
+def stream_join() -> Topology:
+    """Clicks joined with views of the same user within 10 s (see `stream_join` in benchmarks/workloads.py)."""
+    from datetime import timedelta
+
+    from benchmarks.workloads import STREAM_JOIN_WINDOW_MS
+    from streamlet import JoinWindows, StreamJoined
+
+    builder = StreamsBuilder()
+    events = builder.stream(os.environ["BENCH_INPUT"], Consumed(key_serde=Serdes.String(), value_serde=Serdes.Json()))
+    clicks = events.filter(lambda _k, ev: ev["kind"] == "click")
+    views = events.filter(lambda _k, ev: ev["kind"] == "view")
+    (
+        clicks.join(views, _pair, JoinWindows.of_time_difference_with_no_grace(
+                        timedelta(milliseconds=STREAM_JOIN_WINDOW_MS)),
+                    StreamJoined(Serdes.String(), Serdes.Json(), Serdes.Json()))
+        .to(os.environ["BENCH_OUTPUT"], Produced(key_serde=Serdes.String(), value_serde=Serdes.Json()))
+    )
+    return builder.build()

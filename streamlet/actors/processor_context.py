@@ -83,6 +83,9 @@ class NodeContext(ProcessorContext):
 
     def get_state_store(self, name: str) -> StateStore:
         if name not in self._node.store_names:
+            global_store = self._task.global_stores.get(name)
+            if global_store is not None:  # a global store: any processor may read it, unconnected
+                return global_store
             raise InvalidStateStoreError(
                 f"processor {self._node.name!r} has no access to state store {name!r}; connect it with "
                 f"Topology.add_state_store(builder, {self._node.name!r}) or process(..., {name!r})"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from streamlet.actors.task_progress import CarriesProgress, TaskProgress
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
-from streamlet.serdes import Deserializer, InnerDefaulted, Serializer
+from streamlet.serdes import Deserializer, InnerDefaulted, KeyDefaulted, Serializer
 from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
 
@@ -57,11 +57,12 @@ class StreamTask:
         resolve_topic: Callable[[str], str],
         cache_bytes: int,
         open_store: Callable[[StoreBuilder], StateStore] | None = None,
+        task_id: str | None = None,
     ) -> None:
         self.topology = topology
         self.subtopology = subtopology
         self.partition = partition
-        self.task_id = task_id_str(subtopology.id, partition)
+        self.task_id = task_id or task_id_str(subtopology.id, partition)  # "global" for the global stores
         self.config = config
         self.application_id = config.application_id
         self.collector = collector
@@ -89,6 +90,8 @@ class StreamTask:
         self.sources_by_topic: dict[str, SourceNode] = {}
         self._build_nodes(resolve_topic)
         self.stores: dict[str, StateStore] = {}
+        self.global_stores: Mapping[str, StateStore] = {}
+        """The instance's global stores (the runtime sets them before `initialize_processors`)."""
         self.errors = RecordErrorHandler(config, self.task_id, collector)
         self.partition_group = PartitionGroup(self.sources_by_topic, self.errors.on_deserialization_error)
 
@@ -111,6 +114,8 @@ class StreamTask:
                 vd: Deserializer[Any] = spec.value_deserializer or self._serde("value", name).deserializer
                 if isinstance(vd, InnerDefaulted):  # a table grouping's Change serde with no value serde given
                     vd.use_default_inner(self._serde("value", name))
+                if isinstance(vd, KeyDefaulted):  # a foreign-key join's subscriptions
+                    vd.use_default_key(self._serde("key", name))
                 extractor = spec.timestamp_extractor or self._default_extractor()
                 topics = [resolve_topic(t) for t in spec.topics]
                 node = SourceNode(name, topics, kd, vd, extractor)
@@ -126,6 +131,8 @@ class StreamTask:
                 vs: Serializer[Any] = spec.value_serializer or self._serde("value", name).serializer
                 if isinstance(vs, InnerDefaulted):
                     vs.use_default_inner(self._serde("value", name))
+                if isinstance(vs, KeyDefaulted):
+                    vs.use_default_key(self._serde("key", name))
                 if spec.topic_extractor is not None:
                     node = DynamicSinkNode(name, spec.topic_extractor, ks, vs, spec.partitioner, self.collector,
                                            lambda: self.record_ctx)

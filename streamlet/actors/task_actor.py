@@ -24,6 +24,7 @@ from streamlet.actors.partition_group import ConsumedRecord
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.actors.stream_task import StreamTask
 from streamlet.errors import StrayCancellationError, StreamsError
+from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import TaskCounters
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class Commit:
     """Flush stores and output; reply with the offsets that are safe to commit."""
 
     reply: Reply = field(default_factory=Reply)
+    posted_ns: int = field(default_factory=time.perf_counter_ns)
 
 
 @dataclass(slots=True)
@@ -182,6 +184,9 @@ class TaskActor:
             records = message.records
             started = time.perf_counter_ns()
             processed = task.process()
+            if latency_trace.TRACE is not None and records:
+                latency_trace.TRACE.record(f"{latency_trace.sub_topology_of(self.task_id)}.2-processed",
+                                           (r.timestamp for r in records))
             self.counters.record_batch(time.perf_counter_ns() - started, processed,
                                        records[0].timestamp if records else None,
                                        records[-1].timestamp if records else 0, self._wall())
@@ -189,9 +194,19 @@ class TaskActor:
             await self._flush_output()
             return False
         if isinstance(message, Commit):
+            trace = latency_trace.TRACE
             try:
-                offsets = task.prepare_commit()
-                await self._flush_output()
+                if trace is None:
+                    offsets = task.prepare_commit()
+                    await self._flush_output()
+                else:
+                    trace.duration("commit.task-mailbox-wait", message.posted_ns)
+                    step = time.perf_counter_ns()
+                    offsets = task.prepare_commit()
+                    trace.duration("commit.task-prepare", step)
+                    step = time.perf_counter_ns()
+                    await self._flush_output()
+                    trace.duration("commit.task-deliver", step)
             except BaseException as exc:
                 message.reply.fail(exc)
                 raise

@@ -3,6 +3,7 @@
 from streamlet.dsl.branched import Branched, BranchedKStream
 from streamlet.dsl.builder import StreamsBuilder
 from streamlet.dsl.change import Change
+from streamlet.dsl.global_ktable import GlobalKTable
 from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.grouped_table import KGroupedTable
 from streamlet.dsl.join_windows import JoinWindows
@@ -22,6 +23,7 @@ from streamlet.dsl.printed import Printed
 from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
 from streamlet.dsl.suppressed import BufferConfig, Suppressed
+from streamlet.dsl.table_joined import TableJoined
 from streamlet.dsl.time_windows import TimeWindows
 from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
@@ -31,6 +33,7 @@ __all__ = [
     "BufferConfig",
     "Change",
     "Consumed",
+    "GlobalKTable",
     "Grouped",
     "JoinWindows",
     "Joined",
@@ -48,6 +51,7 @@ __all__ = [
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

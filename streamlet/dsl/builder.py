@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from streamlet.dsl import naming
+from streamlet.dsl.global_ktable import GlobalKTable, global_table
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable, table_source
 from streamlet.dsl.options import Consumed, Materialized
 from streamlet.errors import TopologyError
+from streamlet.processor import ProcessorSupplier
 from streamlet.stores.api import StoreBuilder
 from streamlet.topology import Topology
 
@@ -68,6 +70,40 @@ class StreamsBuilder:
             self._internal, source_name, table_source_name, store_name, materialized,
             _source_writer(source_name, [topic], consumed_for_source),
         )
+
+    def global_table(self, topic: str, consumed: Consumed | None = None,
+                     materialized: Materialized | None = None) -> GlobalKTable:
+        """A `GlobalKTable` of `topic`: every instance keeps all its partitions in a global store (named by
+        `materialized`, else generated), kept current by the global thread; streams join it by any key.
+        The topic's serdes are `consumed`'s, else `materialized`'s."""
+        return global_table(self._internal, topic, consumed, materialized)
+
+    def add_global_store(self, store_builder: StoreBuilder, topic: str, consumed: Consumed | None,
+                         supplier: ProcessorSupplier) -> StreamsBuilder:
+        """A global store kept from `topic` (all partitions) by the processors `supplier` makes: each
+        record read goes to `process`, which puts it in the store (forwarding nothing). The store is
+        never change-logged (the topic is its changelog); every processor can read it."""
+        if not isinstance(store_builder, StoreBuilder):
+            raise TypeError(f"add_global_store() takes a store builder, got {store_builder!r}")
+        if not callable(supplier):
+            raise TypeError(f"supplier must be callable, got {supplier!r}")
+        store_builder.with_logging_disabled()  # as Kafka Streams' DSL does for a global store
+        names = self._internal.names
+        consumed = consumed or Consumed()
+        source_name = names.suffixed_or_generate(consumed.name, naming.TABLE_SOURCE_SUFFIX, naming.SOURCE)
+        processor_name = names.name_or_generate(consumed.name, naming.KTABLE_SOURCE)
+        key_serde, value_serde = consumed.key_serde, consumed.value_serde
+
+        def write(topology: Topology, _parents: list[str]) -> None:
+            topology.add_global_store(
+                store_builder, source_name, topic, processor_name, supplier,
+                key_deserializer=None if key_serde is None else key_serde.deserializer,
+                value_deserializer=None if value_serde is None else value_serde.deserializer,
+                timestamp_extractor=consumed.timestamp_extractor,
+            )
+
+        self._internal.add(GraphNode(processor_name, write))
+        return self
 
     def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
         """Add a store for `KStream.process(supplier, store_name)` to use."""

@@ -14,6 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
+from streamlet.dsl.global_ktable import GlobalKTable
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.join_windows import JoinWindows
 from streamlet.dsl.materialize import timestamped_store_builder
@@ -307,22 +308,33 @@ class KStream:
         return KGroupedStream(self._builder, name, grouped, True, node)
 
     # -- joins ---------------------------------------------------------------------------------------
-    def join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
-             joined: Joined | JoinWindows | None = None, stream_joined: StreamJoined | None = None) -> KStream:
+    def join(self, other: KTable | KStream | GlobalKTable, joiner: Callable[[Any, Any], Any],
+             joined: Joined | JoinWindows | Callable[[Any, Any], Any] | None = None,
+             stream_joined: StreamJoined | Named | str | None = None) -> KStream:
         """With a table: each record joined with the table's current row for its key,
         `joiner(value, table_value)`; records without a row (or with a null key or value) are dropped.
         With a stream and `JoinWindows`: each pair of records with equal keys whose times are within
-        the windows, `joiner(value, other_value)` (see processors/stream_stream_join.py)."""
+        the windows, `joiner(value, other_value)` (see processors/stream_stream_join.py).
+        With a `GlobalKTable`: `join(global_table, key_selector, joiner, named=None)`, the row of
+        `key_selector(key, value)` (no repartitioning)."""
+        if isinstance(other, GlobalKTable):
+            return self._join_global(other, joiner, joined, stream_joined, left=False)
         if isinstance(other, KStream):
-            return self._join_stream(other, joiner, joined, stream_joined, False, False)
+            return self._join_stream(other, joiner, self._windows(joined), self._stream_joined(stream_joined),
+                                     False, False)
         return self._join_table(other, joiner, self._joined(joined), left=False)
 
-    def left_join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
-                  joined: Joined | JoinWindows | None = None, stream_joined: StreamJoined | None = None) -> KStream:
+    def left_join(self, other: KTable | KStream | GlobalKTable, joiner: Callable[[Any, Any], Any],
+                  joined: Joined | JoinWindows | Callable[[Any, Any], Any] | None = None,
+                  stream_joined: StreamJoined | Named | str | None = None) -> KStream:
         """As `join`, but a record without a match is joined with None (with a stream: once its window
-        has closed; records with a None value are dropped)."""
+        has closed; records with a None value are dropped). With a `GlobalKTable`:
+        `left_join(global_table, key_selector, joiner, named=None)`."""
+        if isinstance(other, GlobalKTable):
+            return self._join_global(other, joiner, joined, stream_joined, left=True)
         if isinstance(other, KStream):
-            return self._join_stream(other, joiner, joined, stream_joined, True, False)
+            return self._join_stream(other, joiner, self._windows(joined), self._stream_joined(stream_joined),
+                                     True, False)
         return self._join_table(other, joiner, self._joined(joined), left=True)
 
     def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
@@ -331,10 +343,40 @@ class KStream:
         return self._join_stream(other, joiner, windows, stream_joined, True, True)
 
     @staticmethod
-    def _joined(joined: Joined | JoinWindows | None) -> Joined | None:
+    def _joined(joined: Joined | JoinWindows | Callable[[Any, Any], Any] | None) -> Joined | None:
         if isinstance(joined, JoinWindows):
             raise TypeError("JoinWindows are for joining two streams; a stream-table join takes Joined options")
+        if joined is not None and not isinstance(joined, Joined):
+            raise TypeError(f"a stream-table join takes Joined options, got {joined!r}")
         return joined
+
+    @staticmethod
+    def _windows(windows: Any) -> Joined | JoinWindows | None:
+        if windows is not None and not isinstance(windows, Joined | JoinWindows):
+            raise TypeError(f"a stream-stream join needs JoinWindows, got {windows!r}")
+        return windows
+
+    @staticmethod
+    def _stream_joined(options: Any) -> StreamJoined | None:
+        if options is not None and not isinstance(options, StreamJoined):
+            raise TypeError(f"a stream-stream join takes StreamJoined options, got {options!r}")
+        return options
+
+    def _join_global(self, table: GlobalKTable, key_selector: Callable[[Any, Any], Any], joiner: Any,
+                     named: Any, left: bool) -> KStream:
+        """Kafka Streams' KStreamImpl.globalTableJoin: one processor (named `KSTREAM-LEFTJOIN-n` for both
+        kinds, as there) reading the global store; the stream keeps its key and is not repartitioned."""
+        if table._builder is not self._builder:
+            raise TopologyError("cannot join a stream and a global table from different StreamsBuilders")
+        _check_callable(key_selector, "key_selector")
+        _check_callable(joiner, "joiner")
+        if named is not None and not isinstance(named, Named | str):
+            raise TypeError(f"a global table join takes a Named (or a name), got {named!r}")
+        name = self._generate(named, naming.LEFTJOIN)
+        supplier = StreamTableJoinSupplier(table._value_getter_supplier(), joiner, left, key_selector)
+        node = self._add_processor(name, supplier)
+        node.left_join = left
+        return self._stream(name, node, self.key_serde, None, self.repartition_required)
 
     def _join_stream(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: Joined | JoinWindows | None,
                      stream_joined: StreamJoined | None, left_outer: bool, right_outer: bool) -> KStream:

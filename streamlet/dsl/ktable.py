@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
@@ -42,6 +42,7 @@ from streamlet.dsl.processors.value_getters import (
 )
 from streamlet.dsl.processors.window_aggregate import WindowAggregateSupplier
 from streamlet.dsl.suppressed import Suppressed
+from streamlet.dsl.table_joined import TableJoined
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
 from streamlet.topology import Topology
@@ -176,16 +177,52 @@ class KTable:
         return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
 
     # -- table-table joins ----------------------------------------------------------------------------
+    @overload
     def join(self, other: KTable, joiner: Callable[[Any, Any], Any], materialized: Materialized | None = None,
-             named: Named | str | None = None) -> KTable:
-        """A row for each key both tables have: `joiner(value, other_value)`; a delete on either side
-        deletes the joined row."""
-        return self._join(other, joiner, materialized, named, False, False)
+             named: Named | str | None = None) -> KTable: ...
 
+    @overload
+    def join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
+             table_joined: TableJoined | None = None, materialized: Materialized | None = None) -> KTable: ...
+
+    def join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
+        """A row for each key both tables have: `joiner(value, other_value)`; a delete on either side
+        deletes the joined row.
+
+        `join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
+        foreign-key join: each row of this table joins the row of `other` whose key is
+        `foreign_key_extractor(value)` (KIP-213; a row without a foreign key or without a match has
+        no result)."""
+        fk = _foreign_key_call(args, kwargs)
+        if fk is not None:
+            return self._foreign_key_join(other, *fk, left=False)
+        return self._join(other, *_equi_join_call(args, kwargs), False, False)
+
+    @overload
     def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], materialized: Materialized | None = None,
-                  named: Named | str | None = None) -> KTable:
-        """A row for each key of this table: `joiner(value, other_value or None)`."""
-        return self._join(other, joiner, materialized, named, True, False)
+                  named: Named | str | None = None) -> KTable: ...
+
+    @overload
+    def left_join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any],
+                  joiner: Callable[[Any, Any], Any], table_joined: TableJoined | None = None,
+                  materialized: Materialized | None = None) -> KTable: ...
+
+    def left_join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
+        """A row for each key of this table: `joiner(value, other_value or None)`.
+
+        `left_join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
+        foreign-key left join: every row of this table has a result, `joiner(value, None)` when its
+        foreign key is None or has no row in `other`."""
+        fk = _foreign_key_call(args, kwargs)
+        if fk is not None:
+            return self._foreign_key_join(other, *fk, left=True)
+        return self._join(other, *_equi_join_call(args, kwargs), True, False)
+
+    def _foreign_key_join(self, other: KTable, extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
+                          table_joined: TableJoined | None, materialized: Materialized | None, left: bool) -> KTable:
+        from streamlet.dsl.foreign_key_join import foreign_key_join
+
+        return foreign_key_join(self, other, extractor, joiner, table_joined, materialized, left)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], materialized: Materialized | None = None,
                    named: Named | str | None = None) -> KTable:
@@ -316,6 +353,38 @@ class KTable:
                 topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
 
         return self._builder.add(GraphNode(name, write), self._node)
+
+
+def _foreign_key_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any, Any] | None:
+    """(extractor, joiner, table_joined, materialized) when a join call is a foreign-key join: Kafka
+    Streams' overloads tell it by a second function after the first, here the same (or by keywords)."""
+    if "foreign_key_extractor" in kwargs or "table_joined" in kwargs or (
+            len(args) >= 2 and callable(args[1]) and not isinstance(args[1], Materialized)):
+        values = _bind(["foreign_key_extractor", "joiner", "table_joined", "materialized"], args, kwargs,
+                       "a foreign-key join")
+        return (values.get("foreign_key_extractor"), values.get("joiner"), values.get("table_joined"),
+                values.get("materialized"))
+    return None
+
+
+def _bind(names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> dict[str, Any]:
+    """Positional and keyword arguments by parameter name, for a call with several overloads."""
+    if len(args) > len(names):
+        raise TypeError(f"{what} takes at most {len(names)} arguments after the table")
+    values = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key not in names or key in values:
+            raise TypeError(f"unexpected or repeated argument {key!r} of {what}")
+        values[key] = value
+    return values
+
+
+def _equi_join_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """(joiner, materialized, named) of a table-table join on equal keys."""
+    values = _bind(["joiner", "materialized", "named"], args, kwargs, "a table join")
+    if "joiner" not in values:
+        raise TypeError("a table join needs a joiner")
+    return values["joiner"], values.get("materialized"), values.get("named")
 
 
 def table_source(

@@ -45,6 +45,9 @@ def local_copies(supervisor: Any, name: str) -> list[LocalCopy]:
     for task, _sender, _partitions in tasks.restoring.values():
         if name in task.stores:
             copies.append(LocalCopy(task.partition, task.stores[name], "restoring"))
+    global_thread = getattr(supervisor, "global_thread", None)
+    if global_thread is not None and name in global_thread.stores:  # a global store: one full copy
+        copies.append(LocalCopy(-1, global_thread.stores[name], "active"))
     standbys = supervisor.standbys
     if standbys is not None:
         for task in standbys.tasks.values():

@@ -25,6 +25,7 @@ A failed exactly-once commit is never retried: the caller closes the named tasks
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -32,6 +33,7 @@ import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaConnectionError, KafkaTimeoutError
 
+from streamlet.metrics import latency_trace
 from streamlet.runtime.client_settings import stop_client
 from streamlet.runtime.fenced_offsets import (
     GroupMetadata,
@@ -187,8 +189,13 @@ class ExactlyOnceCommits:
                                "abort)", sorted(self._open | set(offsets_by_task)))
         if producer is None or (not changed and sender.sent == self._sent_at_commit):
             return {}  # nothing since the last commit: keep the (empty) transaction open
+        trace = latency_trace.TRACE
+        step = time.perf_counter_ns()
         try:
             acked = await sender.flush()
+            if trace is not None:
+                trace.duration("commit.produce-acks", step)
+                step = time.perf_counter_ns()
             if offsets:
                 self._membership = consumer_group_metadata(self._consumer)
                 generation, member_id, _ = self._membership
@@ -198,14 +205,22 @@ class ExactlyOnceCommits:
                                             "its partitions may be another member's now")
                 await producer.send_offsets_to_transaction(
                     {TopicPartition(t, p): o for (t, p), o in offsets.items()}, self._app_id)
+                if trace is not None:
+                    trace.duration("commit.offsets", step)
+                    step = time.perf_counter_ns()
             await producer.commit_transaction()
+            if trace is not None:
+                trace.duration("commit.end-txn", step)
         except Exception as exc:  # every failure means the same: throw the work away
             failed = sorted(self._open | set(offsets_by_task))
             await self._abort()
             raise CommitFailed(f"transactional commit failed: {type(exc).__name__}: {exc}", failed) from exc
         self._committed.update(offsets)
         self._sent_at_commit = sender.sent
+        step = time.perf_counter_ns()
         await producer.begin_transaction()
+        if trace is not None:
+            trace.duration("commit.begin", step)
         return acked
 
     async def _abort(self) -> None:

@@ -56,6 +56,7 @@ from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_produ
 from streamlet.actors.record_collector import UnknownTopicError
 from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StrayCancellationError
+from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.assignor import make_assignor
 from streamlet.runtime.changelog_reader import ChangelogReader
@@ -73,6 +74,7 @@ from streamlet.runtime.commit_protocol import (
     ExactlyOnceCommits,
 )
 from streamlet.runtime.fenced_offsets import fetch_stable_offsets
+from streamlet.runtime.global_state import GlobalStreamThread, start_global_thread
 from streamlet.runtime.instance_id import claim_instance_id, state_root
 from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
@@ -166,6 +168,7 @@ class Supervisor:
         self.commit_protocol: CommitProtocol | None = None
         self.standby_consumer: Any = None
         self.standbys: StandbyTasks | None = None
+        self.global_thread: GlobalStreamThread | None = None
         self._assignor: Any = None
         self.dirty_recoveries = 0
         self.full_queue_pauses = 0
@@ -185,8 +188,14 @@ class Supervisor:
         self._paused_full: set[tuple[str, int]] = set()
         self._max_buffered = int(config["buffered.records.per.partition"])
         self.counters = ThreadCounters()  # poll and commit times behind the thread metrics
+        self._trace_uncommitted: list[tuple[str, int]] = []  # (sub-topology, timestamp): see latency_trace
         self.on_loop: Callable[[], None] = lambda: None  # called once per poll loop (metrics sampling)
         self.on_task_created: Callable[[Any], None] = lambda _task: None  # see TaskManager.on_task_created
+
+    def _fail(self, exc: BaseException) -> None:
+        """End the member with `exc` (the global thread failed)."""
+        self._fatal = self._fatal or exc
+        self.stop()
 
     def resolve_topic(self, name: str) -> str:
         return f"{self.app_id}-{name}" if name in self.topology.internal_topics else name
@@ -319,6 +328,12 @@ class Supervisor:
             resources.callback(self.standbys.close)
         await self.restore_consumer.start()
         resources.push_async_callback(_stop_groupless_consumer, self.restore_consumer)
+        self.global_thread = await start_global_thread(  # restored before any task starts
+            self.topology, config, self._state_root(), self._client_kwargs(ClientRole.RESTORE_CONSUMER),
+            self._client_kwargs(ClientRole.ADMIN), self._fail)
+        if self.global_thread is not None:
+            resources.push_async_callback(self.global_thread.close)
+            self.tasks.global_stores = self.global_thread.stores
         await self.consumer.start()
         resources.push_async_callback(_stop_group_consumer, self.consumer)
         resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
@@ -420,6 +435,10 @@ class Supervisor:
                 if not records:
                     continue
             self._next_offset[key] = (actor, records[-1].offset + 1)
+            if latency_trace.TRACE is not None:
+                sub = latency_trace.sub_topology_of(actor.task_id)
+                latency_trace.TRACE.record(f"{sub}.1-fetched", (r.timestamp for r in records))
+                self._trace_uncommitted.extend((sub, r.timestamp) for r in records)
             caught_up = None
             if key in self._awaited or self._multi_input(actor):
                 caught_up = await self._caught_up(tp)
@@ -507,10 +526,15 @@ class Supervisor:
     async def _commit(self) -> None:
         assert self.tasks is not None
         started = time.perf_counter_ns()
+        covered, self._trace_uncommitted = self._trace_uncommitted, []
         try:
             if await self.tasks.commit():
                 self.commits += 1
                 self.counters.record_commit(time.perf_counter_ns() - started)
+                if latency_trace.TRACE is not None:
+                    latency_trace.TRACE.duration("commit", started)
+                    for sub in {s for s, _ in covered}:
+                        latency_trace.TRACE.record(f"{sub}.3-committed", (ts for s, ts in covered if s == sub))
         except CommitFailed as exc:
             await self._recover_dirty(exc)
             return

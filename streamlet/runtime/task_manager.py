@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,11 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TopicResolver
 from streamlet.config import StreamsConfig
+from streamlet.metrics import latency_trace
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Offsets
 from streamlet.runtime.record_sender import RecordSender
+from streamlet.stores.api import StateStore
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,7 @@ class TaskManager:
         self.on_task_created: Callable[[StreamTask], None] = lambda _task: None
         # Looks up topics first named by a dynamically routed sink (set by the supervisor).
         self.resolve_topics: TopicResolver | None = None
+        self.global_stores: Mapping[str, StateStore] = {}  # the instance's global stores, read by every task
         self.actors: dict[TaskKey, TaskActor] = {}
         self.restoring: dict[TaskKey, tuple[StreamTask, RecordSender, list[tuple[str, int]]]] = {}
         self._by_partition: dict[tuple[str, int], TaskActor] = {}
@@ -127,6 +130,7 @@ class TaskManager:
                                 self.partition_count, cache_bytes)
         # First the sender: under exactly-once it waits out the previous owner's pending transaction,
         # so the changelog holds no open transaction of theirs when we restore from it.
+        task.global_stores = self.global_stores
         sender = await self.commits.open_task(task.task_id, tps)
         try:
             task.initialize_stores()
@@ -265,7 +269,10 @@ class TaskManager:
         Raises `CommitFailed` (exactly-once) or the delivery error (at-least-once)."""
         if not self.actors:
             return 0
+        started = time.perf_counter_ns()
         results = await self._flush_running()
+        if latency_trace.TRACE is not None:
+            latency_trace.TRACE.duration("commit.flush-tasks", started)
         acked = await self.commits.commit(results)
         for offsets in results.values():
             self.committed_offsets.update(offsets)

@@ -25,6 +25,7 @@ from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
+from streamlet.runtime.global_state import GlobalStateUpdater
 from streamlet.runtime.store_facades import KeyValueStoreFacade
 from streamlet.serdes import Deserializer, Serde, Serializer
 from streamlet.stores.api import KeyValueStore, StateStore, TimestampedKeyValueStore
@@ -238,9 +239,15 @@ class TopologyTestDriver:
             self._tasks.append(task)
             for t in task.sources_by_topic:
                 self._task_by_topic[t] = task
+        self._global: GlobalStateUpdater | None = None
+        if topology.global_stores:
+            self._global = GlobalStateUpdater(topology, self.config, state_root, clock=lambda: self._wall_ms,
+                                              cache_bytes=cache_total // max(1, len(subs)))
         for task in self._tasks:
             task.initialize_stores()
         for task in self._tasks:
+            if self._global is not None:
+                task.global_stores = self._global.stores
             task.initialize_processors()
         self._closed = False
         self._capture()
@@ -249,7 +256,7 @@ class TopologyTestDriver:
     def create_input_topic(self, name: str, key_serde: Any = None, value_serde: Any = None,
                            start_timestamp: int | datetime | None = None,
                            auto_advance: timedelta | int = 0) -> TestInputTopic:
-        if name not in self._task_by_topic:
+        if name not in self._task_by_topic and not self._is_global(name):
             raise StreamsError(f"unknown topic {name!r}: no source of the topology reads it "
                                f"(known: {sorted(self._task_by_topic)})")
         start = _to_ms(start_timestamp)
@@ -278,6 +285,8 @@ class TopologyTestDriver:
         for task in self._tasks:
             if name in task.stores:
                 return task.stores[name]
+        if self._global is not None and name in self._global.stores:
+            return self._global.stores[name]
         raise StreamsError(f"no state store named {name!r} in the topology")
 
     def get_key_value_store(self, name: str) -> KeyValueStore[Any, Any]:
@@ -297,7 +306,10 @@ class TopologyTestDriver:
         return store
 
     def get_all_state_stores(self) -> dict[str, StateStore]:
-        return {n: s for task in self._tasks for n, s in task.stores.items()}
+        stores = {n: s for task in self._tasks for n, s in task.stores.items()}
+        if self._global is not None:
+            stores.update(self._global.stores)
+        return stores
 
     # -- time ---------------------------------------------------------------------------------------
     def advance_wall_clock_time(self, advance: timedelta | int) -> None:
@@ -314,8 +326,18 @@ class TopologyTestDriver:
         return self._wall_ms
 
     # -- processing ---------------------------------------------------------------------------------
+    def _is_global(self, topic: str) -> bool:
+        return self._global is not None and topic in self._global.topics
+
     def _pipe(self, topic: str, key: bytes | None, value: bytes | None, ts: int, headers: Headers) -> None:
         self._check_open()
+        if self._global is not None and topic in self._global.topics:
+            # As Kafka Streams' driver: a global record updates its store at once (and is flushed).
+            offset = self._offsets.get(topic, 0)
+            self._offsets[topic] = offset + 1
+            self._global.update(topic, 0, [RawRecord(topic, 0, offset, ts, key, value, headers)])
+            self._global.flush()
+            return
         task = self._task_by_topic.get(topic)
         if task is None:
             raise StreamsError(f"unknown topic {topic!r}: no source of the topology reads it")
@@ -376,6 +398,8 @@ class TopologyTestDriver:
         try:
             for task in self._tasks:
                 task.close(clean=True)
+            if self._global is not None:
+                self._global.close()
             self._capture()
         finally:
             if self._tmp_state is not None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +40,7 @@ from aiokafka.protocol.metadata import MetadataRequest
 
 from streamlet.errors import StreamsError, TopologyError
 from streamlet.runtime.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs, start_client
-from streamlet.topology import Topology
+from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
 
@@ -193,8 +193,14 @@ def plan_internal_topics(
                 if counts and all(c is not None for c in counts):
                     tasks[sub.id] = max(c for c in counts if c is not None)
                     changed = True
-            for name in topology.internal_topics:
+            for name, spec in topology.internal_topics.items():
                 if name in internal_counts:
+                    continue
+                if spec.copartition:
+                    resolved = _copartitioned_count(name, subs, count_of)
+                    if resolved is not None:
+                        internal_counts[name] = resolved
+                        changed = True
                     continue
                 upstream = writers.get(name, set())
                 if upstream and upstream <= tasks.keys():
@@ -214,7 +220,7 @@ def plan_internal_topics(
         repinned = dict(pinned)
         for group in groups:
             if all(t in topology.internal_topics for t in group) and all(t in internal_counts for t in group):
-                n = _copartitioned_count(topology, application_id, group, enforced, internal_counts)
+                n = _repartition_group_count(topology, application_id, group, enforced, internal_counts)
                 _pin_repartition_topics(topology, application_id, group, n, enforced, repinned)
         if repinned == pinned:
             break
@@ -258,6 +264,17 @@ def plan_internal_topics(
     )
 
 
+def _copartitioned_count(topic: str, subs: list[SubTopology], count_of: Callable[[str], int | None]) -> int | None:
+    """The partition count of a topic co-partitioned with the other sources of its reader, once they are known."""
+    for sub in subs:
+        if topic in sub.source_topics:
+            counts = [count_of(t) for t in sub.source_topics if t != topic]
+            if counts and all(c is not None for c in counts):
+                return max(c for c in counts if c is not None)
+            return None
+    return None
+
+
 def _java_map(counts: Mapping[str, int]) -> str:
     """A map as Java prints a `TreeMap` (Kafka Streams' error messages name topics so)."""
     return "{" + ", ".join(f"{t}={n}" for t, n in sorted(counts.items())) + "}"
@@ -271,8 +288,8 @@ def _same_partitions(external: Mapping[str, int]) -> int:
     return next(iter(external.values()))
 
 
-def _copartitioned_count(topology: Topology, application_id: str, group: list[str], enforced: Mapping[str, int],
-                         counts: Mapping[str, int]) -> int:
+def _repartition_group_count(topology: Topology, application_id: str, group: list[str],
+                             enforced: Mapping[str, int], counts: Mapping[str, int]) -> int:
     """For a join over repartition topics only: the count they were given (which must agree), else the largest."""
     given = {internal_topic_name(application_id, t): enforced[t] for t in group if t in enforced}
     if given:

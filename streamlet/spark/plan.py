@@ -31,7 +31,9 @@ MASTER_KEY = "spark.master"
 SCAN_AFTER_KEY = "spark.store.scan.after"
 """After this many single reads in a batch, a small key-value store is read whole (default 256)."""
 MAX_OFFSETS_KEY = "spark.max.offsets.per.trigger"
-"""Caps a micro-batch's input (the connector's `maxOffsetsPerTrigger`): smaller batches, lower latency."""
+"""Caps a micro-batch's input from the application's input topics (the connector's `maxOffsetsPerTrigger`):
+smaller batches, lower latency. Queries reading repartition topics or several topics are not capped
+(see `query`)."""
 
 
 @dataclass
@@ -47,10 +49,17 @@ class SubTopologyPlan:
     wall_clock: bool = False
     """The sub-topology schedules wall-clock punctuations: its query runs with processing-time timers."""
     source_topics: list[str] = field(default_factory=list)
+    stateless: bool = False
+    """Runs without Spark state, where the Kafka source's rows are (see `stateless`)."""
 
     @property
     def subtopology(self) -> SubTopology:
         return next(s for s in self.topology.sub_topologies() if s.id == self.subtopology_id)
+
+    @property
+    def reads_internal_topics(self) -> bool:
+        """It reads a topic of the application's own (a repartition topic), not only the application's input."""
+        return any(t in self.topology.internal_topics for t in self.subtopology.source_topics)
 
     @property
     def tasks(self) -> int:

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamlet.spark.plan import MAX_OFFSETS_KEY, SubTopologyPlan
+from streamlet.spark.rows import INPUT_COLUMNS
 from streamlet.spark.sink import run_batch
-from streamlet.spark.task_processor import INPUT_COLUMNS, OUTPUT_SCHEMA, TaskProcessor
+from streamlet.spark.stateless import stateless_tasks
+from streamlet.spark.task_processor import OUTPUT_SCHEMA, TaskProcessor
 
 _KAFKA_CLIENT_PREFIXES = ("security.", "ssl.", "sasl.")
 """Client settings the connector's own Kafka consumer needs too (it takes them prefixed `kafka.`)."""
@@ -28,8 +30,31 @@ class Bounds:
     """`earliest`, `latest`, or the connector's offsets JSON."""
     starting_timestamp_ms: int | None = None
     until_offsets: dict[str, dict[str, int]] | None = None
-    """For a bounded run: topic -> partition -> first offset not to process."""
+    """For a bounded run: topic -> partition -> first offset not to process (topics it does not name are
+    read to their end)."""
     bounded: bool = False
+
+
+def trigger_cap(plan: SubTopologyPlan) -> int | None:
+    """The query's `maxOffsetsPerTrigger` (`spark.max.offsets.per.trigger`), if it gets one.
+
+    The cap bounds what the application takes in per trigger, for queries whose tasks read one
+    partition each. A query reading a repartition topic gets no cap of its own: what it finds there
+    is already bounded by its writers' caps, and capping it again only splits the same records into
+    more micro-batches (each with its fixed cost; in a backfill, where it runs after its writers are
+    done, 3x as many batches for WordCount's 3 words per line). A query whose tasks read several
+    partitions (a join, a merge) gets none either: the connector splits a cap over the partitions by
+    their backlog, so a task would process one partition's records ahead of older ones of another that
+    the broker already has, where Kafka Streams (and the asyncio runtime) wait for them. Measured: a
+    stream-table join over 250,000 pre-loaded events dropped 80,958 of them, joined before their
+    users' table rows arrived in a later micro-batch. Uncapped, a batch reads every partition to the
+    end it had when the batch was planned: a partition is then either read or at its end, as the
+    `max.task.idle.ms` = 0 rule asks.
+    """
+    cap = plan.settings.get(MAX_OFFSETS_KEY)
+    if cap and not plan.reads_internal_topics and len(plan.source_topics) == 1:
+        return int(cap)
+    return None
 
 
 def _source(spark: Any, plan: SubTopologyPlan, bounds: Bounds) -> Any:
@@ -43,8 +68,8 @@ def _source(spark: Any, plan: SubTopologyPlan, bounds: Bounds) -> Any:
         reader = reader.option("startingTimestamp", str(bounds.starting_timestamp_ms))
     else:
         reader = reader.option("startingOffsets", bounds.starting)
-    cap = plan.settings.get(MAX_OFFSETS_KEY)
-    if cap:
+    cap = trigger_cap(plan)
+    if cap is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(cap))
     for key, value in settings.items():
         if key.startswith(_KAFKA_CLIENT_PREFIXES):
@@ -61,7 +86,8 @@ def _until_filter(bounds: Bounds) -> Any:
         return None
     end_of = F.create_map(*[F.lit(x) for pair in ends for x in pair])
     tp = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
-    return F.col("offset") < F.coalesce(end_of[tp], F.lit(0))
+    # Topics it does not name (a query's repartition topics) are read to their end.
+    return end_of[tp].isNull() | (F.col("offset") < end_of[tp])
 
 
 def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Bounds,
@@ -76,9 +102,12 @@ def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Boun
     bounded_rows = _until_filter(bounds)
     if bounded_rows is not None:
         rows = rows.where(bounded_rows)
-    out = rows.groupBy("task").transformWithState(
-        TaskProcessor(plan), OUTPUT_SCHEMA, "Update", "ProcessingTime" if plan.wall_clock else "None")
-    spark.conf.set("spark.sql.shuffle.partitions", str(plan.tasks))  # read when the query starts
+    if plan.stateless:
+        out = rows.mapInArrow(stateless_tasks(plan), OUTPUT_SCHEMA)
+    else:
+        out = rows.groupBy("task").transformWithStateInPandas(
+            TaskProcessor(plan), OUTPUT_SCHEMA, "Update", "ProcessingTime" if plan.wall_clock else "None")
+        spark.conf.set("spark.sql.shuffle.partitions", str(plan.tasks))  # read when the query starts
     writer = (out.writeStream.foreachBatch(run_batch)
               .option("checkpointLocation", checkpoint)
               .queryName(f"{plan.settings['application.id']}-subtopology-{plan.subtopology_id}"))

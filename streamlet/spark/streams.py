@@ -19,13 +19,15 @@ from typing import Any
 
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
+from streamlet.actors.task_progress import TaskProgress
 from streamlet.config import StreamsConfig
-from streamlet.errors import StreamsError
+from streamlet.errors import StreamsError, TopologyError
 from streamlet.runtime.client_settings import ClientRole, client_kwargs
 from streamlet.runtime.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
+from streamlet.spark.stateless import is_stateless
 from streamlet.stores.spark import check_spark_backend
 from streamlet.topology import SubTopology, Topology
 
@@ -36,16 +38,17 @@ class SparkQueryError(StreamsError):
     """A query of the Spark engine stopped with an error (Spark's message is attached)."""
 
 
-def _schedules_wall_clock(topology: Topology, sub: SubTopology, config: StreamsConfig) -> bool:
-    """Build the sub-topology's task once, with its own stores in a scratch directory, and see whether its
-    processors schedule wall-clock punctuations in `init` (only then does the query need timers)."""
+def _probe(topology: Topology, sub: SubTopology, config: StreamsConfig) -> tuple[bool, TaskProgress]:
+    """Build the sub-topology's task once, with its own stores in a scratch directory: whether its
+    processors schedule wall-clock punctuations in `init` (only then does the query need timers), and
+    the fresh task's progress (what it would carry between batches; see `stateless`)."""
     with tempfile.TemporaryDirectory(prefix="streamlet-spark-probe-") as scratch:
         task = StreamTask(topology, sub, 0, config, RecordCollector(lambda _topic: 1), Path(scratch),
                           clock=lambda: int(time.time() * 1000), resolve_topic=lambda t: t, cache_bytes=0)
         try:
             task.initialize_stores()
             task.initialize_processors()
-            return task.next_wall_clock_due() is not None
+            return task.next_wall_clock_due() is not None, task.progress()
         finally:
             task.close(clean=False)
 
@@ -73,6 +76,9 @@ class SparkStreams:
 
     def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any], spark: Any = None) -> None:
         topology.validate()
+        if topology.global_stores:  # a global consumer beside the micro-batches is not built yet
+            raise TopologyError(f"the Spark engine does not run global stores yet ({sorted(topology.global_stores)}); "
+                                "use KafkaStreams")
         self.topology = topology
         self.config = StreamsConfig.of(config)
         self._spark = spark
@@ -119,9 +125,11 @@ class SparkStreams:
         plans = []
         for sub in flow_order(self.topology):
             tasks = topics.subtopology_partitions[sub.id]
+            wall_clock, progress = _probe(self.topology, sub, config)
             plan = SubTopologyPlan(self.topology, sub.id, settings, topics.partition_counts, task_keys(tasks),
-                                   wall_clock=_schedules_wall_clock(self.topology, sub, config))
+                                   wall_clock=wall_clock)
             plan.source_topics = [plan.resolve_topic(t) for t in sub.source_topics]
+            plan.stateless = is_stateless(plan, progress)
             plans.append(plan)
         return plans
 
@@ -141,15 +149,19 @@ class SparkStreams:
 
     def backfill(self, bounds: Bounds) -> None:
         """Process a bounded range of the input and return: each sub-topology's query runs to the end of
-        its input (`availableNow`), in data-flow order. Its checkpoint is the continuous run's."""
+        its input (`availableNow`), in data-flow order. Its checkpoint is the continuous run's. `bounds`
+        are the application's input's (see `bounds.for_query`); a `--from` that does not fit the
+        application's input topics raises `ConfigError` before any query starts."""
+        from streamlet.spark.bounds import for_query
+
         spark = self._session()
         self.plans = self._plan()
         root = self.checkpoint_root()
-        for index, plan in enumerate(self.plans):
-            # The bounds apply to the application's input; internal topics are read to their end.
-            own = bounds if index == 0 or not any(t in plan.topology.internal_topics
-                                                    for t in plan.subtopology.source_topics) else Bounds(bounded=True)
-            query = start_query(spark, plan, str(root / f"subtopology-{plan.subtopology_id}"), own)
+        internal = {f"{self.config.application_id}-{name}" for name in self.topology.internal_topics}
+        inputs = {t: plan.partition_counts[t] for plan in self.plans for t in plan.source_topics if t not in internal}
+        own = [for_query(bounds, plan, inputs) for plan in self.plans]
+        for plan, plan_bounds in zip(self.plans, own, strict=True):
+            query = start_query(spark, plan, str(root / f"subtopology-{plan.subtopology_id}"), plan_bounds)
             self.queries.append(query)
             query.awaitTermination()
             self._raise_if_failed()

@@ -1,7 +1,8 @@
-"""`TaskProcessor`: the `transformWithState` processor that runs streamlet tasks inside Spark.
+"""`TaskProcessor`: the `transformWithStateInPandas` processor that runs streamlet tasks inside Spark.
 
 Each grouping key is one task (sub-topology, partition). For each micro-batch Spark hands a task's
-rows to `handleInputRows` in no particular order; the task is built afresh (its stores over Spark's
+rows to `handleInputRows` as pandas frames, in no particular order (the pandas flavour because the
+row-based one builds every row cell by cell, see `rows`); the task is built afresh (its stores over Spark's
 state, its progress from the `task` state), the rows go into its `PartitionGroup` per input partition
 in offset order, and the ordinary `StreamTask.process` merges partitions by timestamp and punctuates
 on stream time. The task then commits (stores write their dirty entries back to Spark once), its
@@ -17,16 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import LongType, StructField, StructType
 
-from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
-from streamlet.record import Headers
 from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
+from streamlet.spark.rows import from_frames
 from streamlet.spark.sink import lookup_topics, send_output
 from streamlet.spark.state_adapter import TaskState
 from streamlet.stores.spark import over_spark_state
@@ -34,34 +33,20 @@ from streamlet.stores.spark.store import SCAN_AFTER
 
 OUTPUT_SCHEMA = StructType([StructField("records", LongType(), False)])
 """One row per task and batch: how many records it sent (its output goes to Kafka from the task)."""
-_OUTPUT_ROW = Row(*OUTPUT_SCHEMA.fieldNames())
-"""Row-based transformWithState takes `Row`s (it turns each into a dict for Arrow), not plain tuples."""
-
-INPUT_COLUMNS = ("task", "topic", "partition", "offset", "timestamp", "key", "value", "headers")
-"""The input rows' columns, in this order (the query selects them so)."""
 
 
-def _bytes(data: Any) -> bytes | None:
-    return data if data is None or type(data) is bytes else bytes(data)
+def _sent(records: int) -> Any:
+    import pandas as pd
 
-
-def _header(header: Any) -> tuple[str, bytes]:
-    # The rows come out of Arrow: a struct is a dict there, a Row (a tuple) elsewhere.
-    key, value = (header["key"], header["value"]) if isinstance(header, dict) else header
-    return key, _bytes(value) or b""
-
-
-def _consumed(row: Any) -> RawRecord:
-    _task, topic, partition, offset, timestamp, key, value, headers = row
-    kept: Headers = tuple(_header(h) for h in headers) if headers else ()
-    return RawRecord(topic, partition, offset, timestamp, _bytes(key), _bytes(value), kept)
-
+    return pd.DataFrame({"records": [records]})
 
 _STATE_ROOT = Path(tempfile.gettempdir()) / "streamlet-spark-tasks"
 """Handed to tasks as their state root; Spark-backed stores never write there."""
 
 
 class TaskProcessor(StatefulProcessor):
+    """Runs one sub-topology's tasks: each grouping key is a task, rebuilt for each micro-batch."""
+
     def __init__(self, plan: SubTopologyPlan) -> None:
         self._plan = plan
 
@@ -94,7 +79,7 @@ class TaskProcessor(StatefulProcessor):
             raise
         return task
 
-    def _finish(self, task: StreamTask) -> list[Row]:
+    def _finish(self, task: StreamTask) -> Any:
         """Commit the batch: stores write back, progress saved, timers set, the output sent and
         acknowledged (before Spark commits the batch: at-least-once)."""
         task.prepare_commit()
@@ -107,7 +92,7 @@ class TaskProcessor(StatefulProcessor):
         if unknown:  # topics a topic name extractor named that the plan does not know (kept for later batches)
             self._plan.partition_counts.update(lookup_topics(self._plan.client_settings(), unknown))
             collector.place_deferred()
-        return [_OUTPUT_ROW(send_output(self._plan.client_settings(), collector.drain()))]
+        return _sent(send_output(self._plan.client_settings(), collector.drain()))
 
     def _set_timer(self, due: int | None) -> None:
         handle = self._handle
@@ -118,16 +103,12 @@ class TaskProcessor(StatefulProcessor):
         if due is not None and due not in registered:
             handle.registerTimer(due)
 
-    def _run(self, key: Any, now: int, rows: Iterator[Any] | None) -> list[Row]:
+    def _run(self, key: Any, now: int, frames: Iterator[Any] | None) -> Any:
+        by_partition = from_frames(frames) if frames is not None else {}
         task = self._open_task(key, now)
         try:
-            if rows is not None:
-                by_partition: dict[tuple[str, int], list[RawRecord]] = {}
-                for row in rows:
-                    record = _consumed(row)
-                    by_partition.setdefault((record.topic, record.partition), []).append(record)
+            if by_partition:
                 for (topic, partition), records in sorted(by_partition.items()):
-                    records.sort(key=lambda r: r.offset)  # Spark does not keep a group's row order
                     task.add_records(topic, partition, records)
                 task.process()
             if self._plan.wall_clock:
@@ -141,10 +122,10 @@ class TaskProcessor(StatefulProcessor):
     # -- Spark's callbacks ------------------------------------------------------------------------------
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         now = timerValues.getCurrentProcessingTimeInMs() if self._plan.wall_clock else int(time.time() * 1000)
-        yield from self._run(key, now, rows)
+        yield self._run(key, now, rows)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
-        yield from self._run(key, timerValues.getCurrentProcessingTimeInMs(), None)
+        yield self._run(key, timerValues.getCurrentProcessingTimeInMs(), None)
 
     def close(self) -> None:
         pass

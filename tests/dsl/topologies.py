@@ -16,6 +16,7 @@ from streamlet.record import KeyValue, Record
 from streamlet.serdes import Serdes
 from streamlet.stores.factory import Stores
 from streamlet.topology import Topology
+from tests.dsl.global_fk_topologies import GLOBAL_FK_TOPOLOGIES
 from tests.dsl.window_join_topologies import WINDOW_JOIN_TOPOLOGIES
 
 _NON_WORD = re.compile(r"\W+", re.ASCII)
@@ -416,3 +417,4 @@ REFERENCE_TOPOLOGIES: dict[str, Callable[[], Topology]] = {
     )
 }
 REFERENCE_TOPOLOGIES.update(WINDOW_JOIN_TOPOLOGIES)
+REFERENCE_TOPOLOGIES.update(GLOBAL_FK_TOPOLOGIES)

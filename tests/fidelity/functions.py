@@ -77,6 +77,30 @@ JOINERS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _first_char_key(v: Any) -> Any:
+    c = str(v)[0]
+    return "abcd"[int(c) % 4] if "0" <= c <= "8" else None
+
+
+def _last_char_key(v: Any) -> Any:
+    c = str(v)[-1]
+    return "abcd"[int(c) % 4] if "0" <= c <= "9" else "a"
+
+
+FOREIGN_KEYS: dict[str, Callable[[Any], Any]] = {
+    "first_char_key": _first_char_key,
+    "last_char_key": _last_char_key,
+}
+
+
+def global_key_selector(fn: str) -> Callable[[Any, Any], Any]:
+    """Twin of `Functions.globalKeySelector`: the record's key, or a foreign key of its value."""
+    if fn == "key":
+        return lambda k, v: k
+    fk = FOREIGN_KEYS[fn]
+    return lambda k, v: None if v is None else fk(v)
+
+
 # -- process_values, topic name extractors and print (twins of SmallOps in java/) ------------------------------------
 class _Stamp(FixedKeyProcessor):
     """Drops null values; restamps the others one ms later."""

@@ -10,6 +10,7 @@ and late records), both sides of a join interleaved, and a rare wall-clock advan
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import strategies as st
@@ -18,6 +19,8 @@ from tests.fidelity.functions import EXTRACTOR_TOPICS
 from tests.fidelity.topology import Case
 
 KEYS = ["a", "b", "c", "d"]
+FOCUS = frozenset(filter(None, os.environ.get("FIDELITY_FOCUS", "").split(",")))
+"""Ops every generated case must contain ("fk_join", "global_join"): a run focused on them."""
 _VALUE = st.one_of(st.none(), st.text(alphabet="0123456789", min_size=1, max_size=3))
 _STORE_TYPES = [None, "persistent", "in_memory"]
 
@@ -114,11 +117,16 @@ def cases(draw: Draw) -> Case:
     key: Any = "string"
     value = "string"
     topics = {"in"}
-    if draw(st.integers(0, 4)) == 0:  # a table pipeline
+    table_pipeline = "fk_join" in FOCUS if len(FOCUS) == 1 else draw(st.integers(0, 1 if FOCUS else 4)) == 0
+    if table_pipeline:
         topics = {"tbl"}
         ops.append({"op": "table", "topic": "tbl", "store": _store(draw, names)})
         ops += _table_ops(draw, names, for_join=False)
-        if draw(st.booleans()):  # a table-table join
+        if "fk_join" in FOCUS or draw(st.integers(0, 2)) == 0:  # a foreign-key join
+            ops.append(draw(_fk_join(names)))
+            topics.add("tbl2")
+            ops += _table_ops(draw, names, for_join=False)
+        elif draw(st.booleans()):  # a table-table join
             other = [{"op": "table", "topic": "tbl2", "store": _store(draw, names)}]
             other += _table_ops(draw, names, for_join=False)
             ops.append({"op": "table_join", "kind": draw(st.sampled_from(["join", "left_join", "outer_join"])),
@@ -156,6 +164,10 @@ def cases(draw: Draw) -> Case:
             ops.append({"op": "join_table", "kind": draw(st.sampled_from(["join", "left_join"])), "table": table,
                         "fn": "pair"})
             topics.add("tbl")
+            ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
+        if "global_join" in FOCUS or draw(st.integers(0, 4)) == 0:  # a global table join
+            ops.append(draw(_global_join(names)))
+            topics.add("glb")
             ops += [_stateless_op(draw) for _ in range(draw(st.integers(0, 1)))]
         if draw(st.integers(0, 4)) == 0:
             ops.append({"op": "to", "topic": "tap", "key": "string", "value": "string"})
@@ -258,6 +270,24 @@ def _small_ops(draw: Draw, names: _Names) -> list[dict[str, Any]]:
 def _print_op(draw: Draw) -> dict[str, Any]:
     return {"op": "print", "label": draw(st.sampled_from([None, "p"])),
             "mapper": draw(st.sampled_from([None, "kv_colon"]))}
+
+
+@st.composite
+def _fk_join(draw: Draw, names: _Names) -> dict[str, Any]:
+    """A foreign-key join of the current table with `tbl2` (keys a-d), by a key taken from the left value."""
+    right = [{"op": "table", "topic": "tbl2", "store": _store(draw, names)}]
+    right += _table_ops(draw, names, for_join=False)
+    return {"op": "fk_join", "kind": draw(st.sampled_from(["join", "left_join"])), "table": right,
+            "fk_fn": draw(st.sampled_from(["first_char_key", "last_char_key"])), "fn": "pair",
+            "name": draw(st.sampled_from([None, "fk"])), "store": _store(draw, names)}
+
+
+@st.composite
+def _global_join(draw: Draw, names: _Names) -> dict[str, Any]:
+    """A stream joined with a global table of `glb`, by its key or a key taken from its value."""
+    return {"op": "global_join", "kind": draw(st.sampled_from(["join", "left_join"])), "topic": "glb",
+            "store": _store(draw, names), "key_fn": draw(st.sampled_from(["key", "first_char_key", "last_char_key"])),
+            "fn": "pair"}
 
 
 @st.composite

@@ -6,7 +6,8 @@ logging) and the records to pipe; each case runs on Kafka Streams' own TopologyT
 the whole run, see harness.py) and on streamlet's, and describe(), every output record (key and value
 bytes, timestamp, order, and after which input it came out) and any processing error must be equal.
 
-`FIDELITY_CASES` sets the number of cases (2,000 by default; `make fidelity` runs 50,000).
+`FIDELITY_CASES` sets the number of cases (2,000 by default; `make fidelity` runs 50,000);
+`FIDELITY_FOCUS=fk_join,global_join` makes every case contain one of those ops (see strategies.py).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from streamlet.dsl import (
     StreamJoined,
     StreamsBuilder,
     Suppressed,
+    TableJoined,
     TimeWindowedKStream,
     TimeWindows,
 )
@@ -204,6 +205,23 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         assert isinstance(current, KStream) and isinstance(table, KTable)
         joiner = fn.JOINERS[op["fn"]]
         return current.left_join(table, joiner) if op["kind"] == "left_join" else current.join(table, joiner)
+    if name == "global_join":
+        store = op.get("store")
+        global_table = builder.global_table(op["topic"], Consumed(_STRING, _STRING),
+                                            None if store is None else _materialized(store))
+        selector, joiner = fn.global_key_selector(op["key_fn"]), fn.JOINERS[op["fn"]]
+        if op["kind"] == "left_join":
+            return current.left_join(global_table, selector, joiner)
+        return current.join(global_table, selector, joiner)
+    if name == "fk_join":
+        right = None
+        for table_op in op["table"]:
+            right = apply(builder, right, table_op)
+        store = op.get("store")
+        table_joined = TableJoined() if op.get("name") is None else TableJoined(name=op["name"])
+        fk_join = current.left_join if op["kind"] == "left_join" else current.join
+        return fk_join(right, fn.FOREIGN_KEYS[op["fk_fn"]], fn.JOINERS[op["fn"]], table_joined,
+                       None if store is None else _materialized(store))
     if name in ("process_values", "to_extractor", "print"):
         return _small_op(builder, current, op)
     raise ValueError(f"unknown op {name!r}")

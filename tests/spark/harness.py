@@ -176,3 +176,47 @@ def compare(expected: dict[tuple[str, int, bytes], dict[int, list[Rec]]],
             if not all(any(g == w for g in it) for w in want):
                 problems.append(f"{where}: task {task}'s records {want} are out of order in {got}")
     return problems
+
+
+async def run_asyncio_runtime(topology: Topology, config: dict[str, Any], timeout_s: float = 90.0) -> None:
+    """Run `topology` on the asyncio runtime (`KafkaStreams`) over input already on the broker, until its
+    consumer group has committed the end of every topic it reads (repartition topics included) twice in
+    a row, unchanged; then close it."""
+    from streamlet.runtime.kafka_streams import KafkaStreams
+
+    app = config["application.id"]
+    sources = sorted({f"{app}-{t}" if t in topology.internal_topics else t
+                      for sub in topology.sub_topologies() for t in sub.source_topics})
+    admin = AIOKafkaAdminClient(bootstrap_servers=config["bootstrap.servers"])
+    await admin.start()
+    try:
+        async with KafkaStreams(topology, config):
+            deadline = time.monotonic() + timeout_s
+            previous: dict[TopicPartition, int] | None = None
+            while True:
+                assert time.monotonic() < deadline, f"{app}: the asyncio runtime did not finish its input"
+                await asyncio.sleep(0.5)
+                ends = await _end_offsets(config["bootstrap.servers"], sources)
+                offsets = await admin.list_consumer_group_offsets(app)
+                done = {tp: m.offset for tp, m in offsets.items() if m is not None}
+                caught_up = ({tp.topic for tp in ends} == set(sources)
+                             and all(done.get(tp, 0) >= end for tp, end in ends.items()))
+                if caught_up and ends == previous:
+                    return
+                previous = ends if caught_up else None
+    finally:
+        await admin.close()
+
+
+async def _end_offsets(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+        missing = [t for t in topics if not consumer.partitions_for_topic(t)]
+        if missing:
+            await consumer._client.force_metadata_update()
+            partitions = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+        return dict(await consumer.end_offsets(partitions)) if partitions else {}
+    finally:
+        await consumer.stop()

@@ -94,6 +94,17 @@ def everything(topics: Topics) -> Topology:
     return builder.build()
 
 
+def wordcount(topics: Topics) -> Topology:
+    """The seed's WordCount: split lines on spaces, count per word after a repartition."""
+    builder = StreamsBuilder()
+    (builder.stream(topics.events, Consumed(S, S))
+     .flat_map_values(lambda line: line.split())
+     .group_by(lambda _key, word: word, Grouped(S, S))
+     .count(Materialized("counts"))
+     .to_stream().to(topics.out("count"), Produced(S, L)))
+    return builder.build()
+
+
 class TickEveryHalfSecond(Processor):
     """Counts records per task in a store and, every 500 ms of wall-clock time, forwards the count."""
 

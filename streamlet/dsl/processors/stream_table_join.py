@@ -5,6 +5,10 @@ with a null value is dropped (logged), as is one with a null key, except in a le
 null key simply finds no match (Kafka Streams 3.7+). An inner join forwards only records that found
 a table row; a left join forwards every record, with None for a missing row. The result keeps the
 stream record's key, timestamp and headers; its value is `joiner(stream_value, table_value)`.
+
+A join with a `GlobalKTable` is the same processor with a key mapper: the table is looked up by
+`key_mapper(key, value)`; a record whose mapped key is None is dropped (in a left join too, unless
+its own key is None, as Kafka Streams' `KStreamKTableJoinProcessor`).
 """
 
 from __future__ import annotations
@@ -18,15 +22,20 @@ from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 
 ValueJoiner = Callable[[Any, Any], Any]
+KeyMapper = Callable[[Any, Any], Any]
 
 
 class StreamTableJoinSupplier:
-    def __init__(self, table: ValueGetterSupplier, joiner: ValueJoiner, left: bool) -> None:
+    def __init__(self, table: ValueGetterSupplier, joiner: ValueJoiner, left: bool,
+                 key_mapper: KeyMapper | None = None) -> None:
         self.table = table
         self.joiner = joiner
         self.left = left
+        self.key_mapper = key_mapper
 
     def __call__(self) -> Processor:
+        if self.key_mapper is not None:
+            return GlobalTableJoin(self.table(), self.joiner, self.left, self.key_mapper)
         return StreamTableJoin(self.table(), self.joiner, self.left)
 
 
@@ -53,3 +62,28 @@ class StreamTableJoin(Processor):
             self._forward(record.with_value(self._joiner(value, None)))
         else:
             self._forward(record.with_value(self._joiner(value, stored.value)))
+
+
+class GlobalTableJoin(StreamTableJoin):
+    """The stream-table join looking the table up by `key_mapper(key, value)` (a `GlobalKTable` join).
+
+    The mapper is called twice per record, once to decide whether to drop it and once to join, as
+    Kafka Streams does (it shows only with a mapper that is not a pure function)."""
+
+    def __init__(self, table: ValueGetter, joiner: ValueJoiner, left: bool, key_mapper: KeyMapper) -> None:
+        super().__init__(table, joiner, left)
+        self._key_mapper = key_mapper
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        mapped = self._key_mapper(key, value)
+        if not (self._left and key is None and value is not None) and (mapped is None or value is None):
+            log_skipped(self.context, "null join key or value")
+            return
+        mapped = self._key_mapper(key, value)
+        stored = None if mapped is None else self._table.get(mapped)
+        if stored is None:
+            if self._left:
+                self._forward(record.with_value(self._joiner(value, None)))
+            return
+        self._forward(record.with_value(self._joiner(value, stored.value)))

@@ -24,9 +24,14 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 
@@ -34,9 +39,9 @@ import org.apache.kafka.streams.kstream.Windowed;
  * Kafka Streams' side of the benchmark: the workloads of benchmarks/workloads.py as topologies, with the
  * command line of benchmarks/systems.py:
  *
- *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2]
+ *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2] [--threads N]
  *
- * One stream thread, default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
+ * One stream thread (--threads N for more), default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
  */
 public final class Bench {
     static final ObjectMapper JSON = new ObjectMapper();
@@ -52,7 +57,7 @@ public final class Bench {
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args.getOrDefault("guarantee", "at_least_once"));
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.getOrDefault("commit-ms", "1000"));
         props.put(StreamsConfig.STATE_DIR_CONFIG, required(args, "state-dir"));
-        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(args.getOrDefault("threads", "1")));
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
         Topology topology = topology(workload, required(args, "input"), required(args, "output"), args.get("table"));
@@ -131,6 +136,36 @@ public final class Bench {
                         out.set("region", parse(user).get("region"));
                         return write(out);
                     })
+                    .to(output, Produced.with(Serdes.String(), Serdes.String()));
+                break;
+            case "session_count":
+                // Final session counts per user: 30 s inactivity gap, no grace (benchmarks/workloads.py).
+                builder.stream(input, Consumed.with(Serdes.String(), Serdes.Bytes()))
+                    .groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofSeconds(30)))
+                    .count(Materialized.as("session-counts"))
+                    .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream()
+                    .map((Windowed<String> wk, Long count) ->
+                        KeyValue.pair(wk.key() + "@" + wk.window().start() + "-" + wk.window().end(), count))
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            case "stream_join":
+                // Clicks joined with views of the same user within 10 s either way, no grace.
+                KStream<String, String> events = builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> clicks = events.filter((k, v) -> "click".equals(parse(v).get("kind").asText()));
+                KStream<String, String> views = events.filter((k, v) -> "view".equals(parse(v).get("kind").asText()));
+                clicks.join(views, (String click, String view) -> {
+                        JsonNode c = parse(click);
+                        JsonNode v = parse(view);
+                        ObjectNode out = JSON.createObjectNode();
+                        out.put("id", (c.get("id").longValue() << 21) | v.get("id").longValue());
+                        out.set("user", c.get("user"));
+                        out.set("click", c.get("id"));
+                        out.set("view", v.get("id"));
+                        return write(out);
+                    }, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(10)),
+                    StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
                     .to(output, Produced.with(Serdes.String(), Serdes.String()));
                 break;
             default:

@@ -95,6 +95,7 @@ public final class DescribeTopologies {
         all.put("processor_api", DescribeTopologies::processorApi);
         all.put("processor_api_numbering", DescribeTopologies::processorApiNumbering);
         all.putAll(WindowJoinTopologies.topologies());
+        all.putAll(GlobalFkTopologies.topologies());
         return all;
     }
 

@@ -37,6 +37,7 @@ import org.apache.kafka.streams.kstream.Aggregator;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.BranchedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Initializer;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -53,6 +54,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Reducer;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
@@ -378,6 +380,38 @@ public final class Runner {
                         ? ((KStream) current).leftJoin((KTable) table, joiner)
                         : ((KStream) current).join((KTable) table, joiner);
                 }
+                case "global_join": {
+                    final JsonNode store = op.get("store");
+                    final String topic = op.get("topic").asText();
+                    final GlobalKTable global = store == null || store.isNull()
+                        ? builder.globalTable(topic, Consumed.with(STRING, STRING))
+                        : builder.globalTable(topic, Consumed.with(STRING, STRING), (Materialized) materialized(store));
+                    final KeyValueMapper selector = Functions.globalKeySelector(op.get("key_fn").asText());
+                    final ValueJoiner joiner = Functions.joiner(op.get("fn").asText());
+                    return op.get("kind").asText().equals("left_join")
+                        ? ((KStream) current).leftJoin(global, selector, joiner)
+                        : ((KStream) current).join(global, selector, joiner);
+                }
+                case "fk_join": {
+                    Object table = null;
+                    for (final JsonNode tableOp : op.get("table")) {
+                        table = apply(builder, table, tableOp);
+                    }
+                    final java.util.function.Function extractor = Functions.foreignKey(op.get("fk_fn").asText());
+                    final ValueJoiner joiner = Functions.joiner(op.get("fn").asText());
+                    final KTable left = (KTable) current;
+                    final KTable right = (KTable) table;
+                    final JsonNode store = op.get("store");
+                    final boolean hasStore = store != null && !store.isNull();
+                    final String joinName = text(op.get("name"));
+                    final TableJoined tj = joinName == null ? TableJoined.with(null, null) : TableJoined.as(joinName);
+                    final boolean leftJoin = op.get("kind").asText().equals("left_join");
+                    if (hasStore) {
+                        return leftJoin ? left.leftJoin(right, extractor, joiner, tj, materialized(store))
+                            : left.join(right, extractor, joiner, tj, materialized(store));
+                    }
+                    return leftJoin ? left.leftJoin(right, extractor, joiner, tj) : left.join(right, extractor, joiner, tj);
+                }
                 case "process_values":
                 case "to_extractor":
                 case "print":
@@ -509,7 +543,7 @@ public final class Runner {
                     : Materialized.StoreType.ROCKS_DB);
             }
             m = store.path("caching").asBoolean(true) ? m.withCachingEnabled() : m.withCachingDisabled();
-            m = store.path("logging").asBoolean(true) ? m.withLoggingEnabled(Map.of()) : m.withLoggingDisabled();
+            m = store.path("logging").asBoolean(true) ? m.withLoggingEnabled(new java.util.HashMap<>()) : m.withLoggingDisabled();
             return m;
         }
 
@@ -651,6 +685,34 @@ public final class Runner {
                 throw new IllegalArgumentException("unknown merger " + fn);
             }
             return (k, a, b) -> last12(str(a) + "|" + str(b));
+        }
+
+        /** A left value's foreign key (a right-table key "a".."d"), or null: twin of FOREIGN_KEYS. */
+        static java.util.function.Function foreignKey(final String fn) {
+            switch (fn) {
+                case "first_char_key":
+                    return v -> {
+                        final char c = str(v).charAt(0);
+                        return c >= '0' && c <= '8' ? String.valueOf("abcd".charAt((c - '0') % 4)) : null;
+                    };
+                case "last_char_key":
+                    return v -> {
+                        final char c = str(v).charAt(str(v).length() - 1);
+                        return c >= '0' && c <= '9' ? String.valueOf("abcd".charAt((c - '0') % 4)) : "a";
+                    };
+                default:
+                    throw new IllegalArgumentException("unknown foreign key extractor " + fn);
+            }
+        }
+
+        /** The key a stream record looks a global table up by: its own key, or a foreign key of its value. */
+        @SuppressWarnings("unchecked")
+        static KeyValueMapper globalKeySelector(final String fn) {
+            if (fn.equals("key")) {
+                return (k, v) -> k;
+            }
+            final java.util.function.Function fk = foreignKey(fn);
+            return (k, v) -> v == null ? null : fk.apply(v);
         }
 
         static ValueJoiner joiner(final String fn) {
