@@ -26,6 +26,7 @@ from streamlet.dsl import (
     KTable,
     Materialized,
     Named,
+    Printed,
     Produced,
     Repartitioned,
     SessionWindowedKStream,
@@ -55,11 +56,15 @@ from streamlet.errors import (
 )
 from streamlet.processor import (
     Cancellable,
+    FixedKeyProcessor,
+    FixedKeyProcessorContext,
+    FixedKeyRecord,
     Processor,
     ProcessorContext,
     PunctuationType,
     RecordTimestampExtractor,
     TimestampExtractor,
+    TopicNameExtractor,
     UsePartitionTimeOnInvalidTimestamp,
     WallclockTimestampExtractor,
 )
@@ -80,6 +85,7 @@ from streamlet.stores import (
     ValueAndTimestamp,
     WindowStore,
 )
+from streamlet.stores.api import RecordContext
 from streamlet.topology import Topology
 from streamlet.topology_description import TopologyDescription
 from streamlet.windowed import SessionWindow, TimeWindow, Window, Windowed
@@ -97,6 +103,9 @@ __all__ = [
     "DeserializationError",
     "Deserializer",
     "EmitStrategy",
+    "FixedKeyProcessor",
+    "FixedKeyProcessorContext",
+    "FixedKeyRecord",
     "GlobalKTable",
     "Grouped",
     "HostInfo",
@@ -116,12 +125,14 @@ __all__ = [
     "KeyValueStore",
     "Materialized",
     "Named",
+    "Printed",
     "Processor",
     "ProcessorContext",
     "Produced",
     "PunctuationType",
     "QueryableStoreTypes",
     "Record",
+    "RecordContext",
     "RecordMetadata",
     "RecordTimestampExtractor",
     "Repartitioned",
@@ -156,6 +167,7 @@ __all__ = [
     "TimestampExtractor",
     "TimestampedKeyValueStore",
     "TimestampedWindowStore",
+    "TopicNameExtractor",
     "Topology",
     "TopologyDescription",
     "TopologyError",

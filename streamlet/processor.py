@@ -3,6 +3,11 @@
 A processor sees one record at a time through `process`; it reaches its stores and its children
 only through the context it is given in `init`. The context is an abstract class here so that the
 runtime (`streamlet.actors`) can implement it without the public API importing internals.
+
+Two variants of Kafka Streams' API live here too: the fixed-key processor of `KStream.process_values`
+(`FixedKeyProcessor`, `FixedKeyRecord`, `FixedKeyProcessorContext`: the key of what it forwards is its
+input's, so no repartitioning follows), and `TopicNameExtractor`, which routes each record of a sink to
+a topic chosen per record.
 """
 
 from __future__ import annotations
@@ -11,13 +16,16 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from streamlet.record import Record, RecordMetadata
+from streamlet.record import Headers, Record, RecordMetadata
+from streamlet.stores.api import RecordContext
 
 if TYPE_CHECKING:
     from streamlet.config import StreamsConfig
     from streamlet.stores.api import StateStore
+
+_new_tuple = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 
 
 class PunctuationType(enum.Enum):
@@ -182,3 +190,84 @@ class UsePartitionTimeOnInvalidTimestamp(TimestampExtractor):
         """The record's timestamp, or, when it is negative, the partition's time so far (a record before any valid
         one is skipped)."""
         return record_timestamp if record_timestamp >= 0 else max(partition_time, 0)
+
+
+# -- the fixed-key Processor API (`KStream.process_values`) ---------------------------------------------------------
+class FixedKeyRecord(NamedTuple):
+    """A record whose key a processor cannot change, as Kafka Streams' `FixedKeyRecord`: there is no
+    `with_key`, and a `FixedKeyProcessorContext` forwards only these. A processor gets one per input
+    record and forwards copies of it (`with_value`, `with_timestamp`, `with_headers`), so whatever it
+    sends stays partitioned as its input was and `process_values` needs no repartitioning."""
+
+    key: Any
+    value: Any
+    timestamp: int = 0
+    headers: Headers = ()
+
+    def with_value(self, value: Any) -> FixedKeyRecord:
+        """A copy with another value (records are immutable)."""
+        return _new_tuple(FixedKeyRecord, (self[0], value, self[2], self[3]))
+
+    def with_timestamp(self, timestamp: int) -> FixedKeyRecord:
+        """A copy with another timestamp (ms, not negative)."""
+        if timestamp < 0:
+            raise ValueError(f"a record timestamp must not be negative, got {timestamp}")
+        return _new_tuple(FixedKeyRecord, (self[0], self[1], timestamp, self[3]))
+
+    def with_headers(self, headers: Headers | list[tuple[str, bytes]] | None) -> FixedKeyRecord:
+        """A copy with these headers, `(name, bytes)` pairs, replacing the old ones."""
+        return _new_tuple(FixedKeyRecord, (self[0], self[1], self[2], tuple(headers or ())))
+
+
+class FixedKeyProcessorContext(ProcessorContext):
+    """The context of a `FixedKeyProcessor`: as `ProcessorContext`, but `forward` takes a `FixedKeyRecord`
+    (Kafka Streams' `FixedKeyProcessorContext`), so the key of what is forwarded is the input's."""
+
+    @abstractmethod
+    def forward(self, record: FixedKeyRecord, child_name: str | None = None) -> None:  # type: ignore[override]
+        """Send a record to all children, or to the named child only."""
+
+    def forwarder(self) -> Callable[[FixedKeyRecord], None]:  # type: ignore[override]
+        """A function that does `forward(record)` to all children, to bind once in `init`."""
+        return self.forward
+
+
+class FixedKeyProcessor:
+    """Base class of a processor for `KStream.process_values`: override `process`, and `init`/`close` when
+    needed. As `Processor`, except that it receives and forwards `FixedKeyRecord`s; `init` stores the
+    context in `self.context` by default."""
+
+    context: FixedKeyProcessorContext
+
+    def init(self, context: FixedKeyProcessorContext) -> None:
+        """Called once per task before the first record: keep the context, get stores, schedule punctuations."""
+        self.context = context
+
+    def process(self, record: FixedKeyRecord) -> None:
+        """Handle one record; forward results with `self.context.forward(record.with_value(...))`."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Called when the task closes; release what `init` acquired (stores are closed by the runtime)."""
+        pass
+
+
+FixedKeyProcessorSupplier = Callable[[], FixedKeyProcessor]
+"""A zero-argument callable returning a NEW fixed-key processor on each call (a FixedKeyProcessor subclass
+qualifies)."""
+
+
+# -- dynamic routing (`KStream.to(extractor)`, `Topology.add_sink(name, extractor, ...)`) ----------------------------
+class TopicNameExtractor(ABC):
+    """Chooses the topic of each output record, as Kafka Streams' `TopicNameExtractor`. The topics it names
+    must exist (the application does not create them). Any callable `(key, value, record_context) -> str`
+    works as well; a class lets `describe()` show a readable name (`str()` of the extractor), as Java
+    prints the extractor's `toString()`."""
+
+    @abstractmethod
+    def extract(self, key: Any, value: Any, record_context: RecordContext) -> str:
+        """The topic for this record; `record_context` has the record's `timestamp` and `headers` and the
+        `topic`, `partition` and `offset` of the input record being processed (None/-1 in a punctuation)."""
+
+    def __call__(self, key: Any, value: Any, record_context: RecordContext) -> str:
+        return self.extract(key, value, record_context)

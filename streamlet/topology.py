@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 StreamPartitioner = Callable[[str, Any, Any, int], int | None]
 """`partitioner(topic, key, value, num_partitions) -> partition` (None: the default partitioner)."""
+TopicExtractor = Callable[[Any, Any, Any], str]
+"""`extractor(key, value, record_context) -> topic`: a `TopicNameExtractor` or any such callable."""
 
 
 @dataclass(eq=False)
@@ -53,6 +55,8 @@ class SinkSpec:
     key_serializer: Serializer[Any] | None = None
     value_serializer: Serializer[Any] | None = None
     partitioner: StreamPartitioner | None = None
+    topic_extractor: TopicExtractor | None = None
+    """Set for a sink that routes each record to the topic it names (`topic` is then empty)."""
 
 
 NodeSpec = SourceSpec | ProcessorSpec | SinkSpec
@@ -91,6 +95,8 @@ class Topology:
         self.store_builders: dict[str, StoreBuilder] = {}
         self.store_users: dict[str, list[str]] = {}
         self.internal_topics: dict[str, InternalTopicSpec] = {}
+        self.copartition_groups: list[tuple[str, ...]] = []
+        """Node names whose source topics must be co-partitioned (the two inputs of each DSL join)."""
         self.global_stores: dict[str, str] = {}
         """Global store name -> the topic it is kept from (`add_global_store`)."""
         self._sub_topologies: list[SubTopology] | None = None
@@ -157,7 +163,7 @@ class Topology:
     def add_sink(
         self,
         name: str,
-        topic: str,
+        topic: str | TopicExtractor,
         *parent_names: str,
         key_serializer: Serializer[Any] | None = None,
         value_serializer: Serializer[Any] | None = None,
@@ -165,10 +171,19 @@ class Topology:
     ) -> Topology:
         """Add a sink node writing what its parents forward to `topic`, with optional serializers and a
         `StreamPartitioner` (else partitions as Java's default partitioner does: murmur2 of the key
-        bytes)."""
+        bytes). `topic` may be a `TopicNameExtractor` (or a callable `(key, value, record_context) ->
+        topic`): each record then goes to the topic it names, which must exist."""
         if not parent_names:
             raise TopologyError(f"sink {name!r} needs at least one parent")
-        self._add(SinkSpec(name, topic, list(parent_names), key_serializer, value_serializer, partitioner))
+        if isinstance(topic, str):
+            if not topic:
+                raise TopologyError(f"sink {name!r} needs a topic name")
+            spec = SinkSpec(name, topic, list(parent_names), key_serializer, value_serializer, partitioner)
+        elif callable(topic):
+            spec = SinkSpec(name, "", list(parent_names), key_serializer, value_serializer, partitioner, topic)
+        else:
+            raise TopologyError(f"sink {name!r}: the topic must be a name or a TopicNameExtractor, got {topic!r}")
+        self._add(spec)
         return self
 
     def add_state_store(self, store_builder: StoreBuilder, *processor_names: str) -> Topology:
@@ -236,6 +251,34 @@ class Topology:
         Processor-API users rarely need to."""
         self.internal_topics[spec.name] = spec
 
+    def add_copartition_group(self, *node_names: str) -> None:
+        """Require the source topics that feed `node_names` to be co-partitioned, as a join's inputs must be:
+        the runtime refuses to start when they have different partition counts, and gives the repartition
+        topics among them the partition count of the others (Kafka Streams' `copartitionSources`)."""
+        for name in node_names:
+            if name not in self.nodes:
+                raise TopologyError(f"{name!r} is not a node of this topology")
+        self.copartition_groups.append(tuple(node_names))
+
+    def copartition_topic_groups(self) -> list[list[str]]:
+        """Each co-partition group as the topics (named as in the topology) of the sources upstream of its nodes."""
+        groups = []
+        for names in self.copartition_groups:
+            topics: list[str] = []
+            stack, seen = list(names), set()
+            while stack:
+                name = stack.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                spec = self.nodes[name]
+                if isinstance(spec, SourceSpec):
+                    topics.extend(t for t in spec.topics if t not in topics)
+                else:
+                    stack.extend(spec.parents)
+            groups.append(sorted(topics))
+        return groups
+
     # -- inspecting -----------------------------------------------------------------------------
     def parents_of(self, name: str) -> list[str]:
         """The names of the nodes that forward to node `name` (none for a source)."""
@@ -288,7 +331,8 @@ class Topology:
                 if isinstance(spec, SourceSpec):
                     topics.extend(spec.topics)
                 elif isinstance(spec, SinkSpec):
-                    sinks.append(spec.topic)
+                    if spec.topic_extractor is None:  # a dynamic sink's topics are known only at run time
+                        sinks.append(spec.topic)
                 else:
                     stores.extend(s for s in spec.stores if s not in stores)
             sub = SubTopology(gid, names, topics, sinks, stores)

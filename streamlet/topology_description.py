@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec
 
@@ -286,8 +286,13 @@ class ProcessorDescription(NodeDescription):
 @dataclass(eq=False)
 class SinkDescription(NodeDescription):
     topic: str = ""
+    topic_extractor: Any = None
+    """The sink's `TopicNameExtractor` when it routes records dynamically (`topic` is then empty)."""
 
     def __str__(self) -> str:
+        if self.topic_extractor is not None:  # Kafka Streams prints the extractor's toString()
+            return (f"Sink: {self.name} (extractor class: {self.topic_extractor})\n"
+                    f"      <-- {_names(self.predecessors)}")
         return f"Sink: {self.name} (topic: {self.topic})\n      <-- {_names(self.predecessors)}"
 
 
@@ -370,7 +375,7 @@ def _describe_subtopology(topology: Topology, sub_id: int, member_names: list[st
             described[name] = ProcessorDescription(name, stores=stores)
         else:
             assert isinstance(spec, SinkSpec)
-            described[name] = SinkDescription(name, topic=spec.topic)
+            described[name] = SinkDescription(name, topic=spec.topic, topic_extractor=spec.topic_extractor)
     for name, node in nodes.items():
         described[name].predecessors = [described[p.name] for p in node.predecessors]
         described[name].successors = [described[s.name] for s in node.successors]

@@ -51,7 +51,7 @@ def _edges(sub: SubtopologyDescription) -> Iterator[tuple[str, str]]:
         if isinstance(node, SourceDescription):
             for topic in node.topics:
                 yield f"t:{topic}", f"n:{node.name}"
-        elif isinstance(node, SinkDescription):
+        elif isinstance(node, SinkDescription) and node.topic:  # a dynamic sink has no fixed topic
             yield f"n:{node.name}", f"t:{node.topic}"
         elif isinstance(node, ProcessorDescription):
             for store in node.stores:
@@ -193,7 +193,7 @@ def to_svg(description: TopologyDescription) -> str:
     sink_slots: dict[float, int] = {}
     for sub in _subs(description):
         for node in sub.nodes:
-            if isinstance(node, SinkDescription) and f"t:{node.topic}" not in boxes:
+            if isinstance(node, SinkDescription) and node.topic and f"t:{node.topic}" not in boxes:
                 sx = boxes[f"n:{node.name}"][0]
                 slot = sink_slots.get(sx, 0)
                 sink_slots[sx] = slot + 1

@@ -28,6 +28,20 @@ class NodeContext(ProcessorContext):
         self._node = node
 
     def forward(self, record: Record, child_name: str | None = None) -> None:
+        """As Kafka Streams' `forward`: while the children process the record, the record context carries its
+        timestamp and headers (what a store downstream writes to its changelog, what a sink sends)."""
+        task = self._task
+        current = task.record_ctx
+        if record.timestamp != current.timestamp or record.headers != current.headers:
+            task.record_ctx = current._replace(timestamp=record.timestamp, headers=record.headers)
+            try:
+                self._forward(record, child_name)
+            finally:
+                task.record_ctx = current
+            return
+        self._forward(record, child_name)
+
+    def _forward(self, record: Record, child_name: str | None) -> None:
         if child_name is None:
             for child in self._node.children:
                 child.process(record)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import SerializationError
 from streamlet.partitioner import default_partition
 from streamlet.processor import Processor, TimestampExtractor
@@ -19,6 +20,8 @@ from streamlet.topology import StreamPartitioner
 if TYPE_CHECKING:
     from streamlet.actors.processor_context import NodeContext
     from streamlet.actors.record_collector import RecordCollector
+
+_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 
 
 class Node:
@@ -113,16 +116,7 @@ class SinkNode(Node):
 
     def process(self, record: Record) -> None:
         topic = self.topic
-        try:
-            key = self._serialize_key(topic, record.key)
-            value = self._serialize_value(topic, record.value)
-        except SerializationError:
-            raise
-        except Exception as exc:
-            raise SerializationError(
-                f"sink {self.name!r} could not serialize a record for topic {topic!r}: "
-                f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)"
-            ) from exc
+        key, value = self._serialize(topic, record)
         collector = self.collector
         partitions = self._partitions or self._partition_count()
         partition: int | None = None
@@ -134,6 +128,65 @@ class SinkNode(Node):
             raise SerializationError(f"sink {self.name!r}: negative timestamp {record.timestamp}")
         collector.send(topic, key, value, record.timestamp, record.headers, partition)
 
+    def _serialize(self, topic: str, record: Record) -> tuple[bytes | None, bytes | None]:
+        try:
+            return self._serialize_key(topic, record.key), self._serialize_value(topic, record.value)
+        except SerializationError:
+            raise
+        except Exception as exc:
+            raise SerializationError(
+                f"sink {self.name!r} could not serialize a record for topic {topic!r}: "
+                f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)"
+            ) from exc
+
     def _partition_count(self) -> int:
         self._partitions = self.collector.partition_count(self.topic)
         return self._partitions
+
+
+class DynamicSinkNode(SinkNode):
+    """A sink that sends each record to the topic its `TopicNameExtractor` names (Kafka Streams' `to(extractor)`).
+
+    The extractor sees the record's key and value and a record context with the record's timestamp and
+    headers and the input record's topic, partition and offset. A topic the runtime has not seen before
+    has no known partition count: the record is deferred and partitioned at the batch boundary, once
+    the runtime has looked the topic up (see `RecordCollector.defer`)."""
+
+    def __init__(
+        self,
+        name: str,
+        extractor: Callable[[Any, Any, Any], str],
+        key_serializer: Serializer[Any],
+        value_serializer: Serializer[Any],
+        partitioner: StreamPartitioner | None,
+        collector: RecordCollector,
+        record_context: Callable[[], Any],
+    ) -> None:
+        super().__init__(name, "", key_serializer, value_serializer, partitioner, collector)
+        self.extractor = extractor
+        self._record_context = record_context
+        self._counts: dict[str, int] = {}
+
+    def process(self, record: Record) -> None:
+        context = self._record_context()._replace(timestamp=record.timestamp, headers=record.headers)
+        topic = self.extractor(record.key, record.value, context)
+        if not isinstance(topic, str) or not topic:
+            raise SerializationError(f"sink {self.name!r}: the topic name extractor returned {topic!r}, not a topic")
+        key, value = self._serialize(topic, record)
+        if record.timestamp < 0:
+            raise SerializationError(f"sink {self.name!r}: negative timestamp {record.timestamp}")
+        collector = self.collector
+        partitions = self._counts.get(topic)
+        if partitions is None:
+            partitions = collector.known_partition_count(topic)
+            if partitions is None:
+                collector.defer(topic, _new(ProducedRecord, (key, value, record.timestamp, record.headers)),
+                                record.key, record.value, self.partitioner)
+                return
+            self._counts[topic] = partitions
+        partition: int | None = None
+        if self.partitioner is not None:
+            partition = self.partitioner(topic, record.key, record.value, partitions)
+        if partition is None:
+            partition = collector.next_round_robin(topic) if key is None else default_partition(key, partitions)
+        collector.send(topic, key, value, record.timestamp, record.headers, partition)

@@ -9,8 +9,10 @@ means the same collector serves every engine, and a transaction only has to wrap
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from streamlet.errors import StreamsError
+from streamlet.partitioner import default_partition
 from streamlet.record import Headers
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
@@ -30,6 +32,21 @@ PartitionCount = Callable[[str], int]
 """Returns how many partitions a topic has (the runtime asks Kafka's metadata; the driver says 1)."""
 
 
+class UnknownTopicError(StreamsError):
+    """A topic's partition count is not known (yet): raised by a runtime's `PartitionCount`."""
+
+
+class _Deferred(NamedTuple):
+    """An output record for a topic whose partition count is not known yet (a dynamically routed sink's
+    new topic): partitioned once the runtime has looked the topic up, at the batch boundary."""
+
+    topic: str
+    record: ProducedRecord
+    key: Any
+    value: Any
+    partitioner: Callable[[str, Any, Any, int], int | None] | None
+
+
 class RecordCollector:
     """Buffers serialized output per (topic, partition), in the order it was produced."""
 
@@ -38,6 +55,7 @@ class RecordCollector:
         self._buffers: dict[TopicPartitionKey, list[ProducedRecord]] = {}
         self._pending = 0
         self._round_robin: dict[str, int] = {}
+        self._deferred: list[_Deferred] = []
 
     def send(
         self,
@@ -53,6 +71,40 @@ class RecordCollector:
             buf = self._buffers[(topic, partition)] = []
         buf.append(_new(ProducedRecord, (key, value, timestamp, headers)))
         self._pending += 1
+
+    def known_partition_count(self, topic: str) -> int | None:
+        """The topic's partition count, or None while the runtime does not know the topic."""
+        try:
+            return self.partition_count(topic)
+        except (UnknownTopicError, KeyError):
+            return None
+
+    def defer(self, topic: str, record: ProducedRecord, key: Any, value: Any,
+              partitioner: Callable[[str, Any, Any, int], int | None] | None) -> None:
+        """Buffer a serialized record for a topic not known yet; `place_deferred` partitions it later."""
+        self._deferred.append(_Deferred(topic, record, key, value, partitioner))
+        self._pending += 1
+
+    def deferred_topics(self) -> set[str]:
+        """The topics whose partition counts must be looked up before the next drain."""
+        return {d.topic for d in self._deferred}
+
+    def place_deferred(self) -> None:
+        """Partition the deferred records, in the order they were produced, now that their topics are known
+        (as `SinkNode` would have: the partitioner, else murmur2 of the key, else round robin)."""
+        deferred, self._deferred = self._deferred, []
+        for d in deferred:
+            partition = None
+            n = self.partition_count(d.topic)
+            if d.partitioner is not None:
+                partition = d.partitioner(d.topic, d.key, d.value, n)
+            if partition is None:
+                key = d.record.key
+                partition = self.next_round_robin(d.topic) if key is None else default_partition(key, n)
+            buf = self._buffers.get((d.topic, partition))
+            if buf is None:
+                buf = self._buffers[(d.topic, partition)] = []
+            buf.append(d.record)
 
     def next_round_robin(self, topic: str) -> int:
         """A partition for a null-keyed record: rotate over the topic's partitions."""
@@ -77,6 +129,9 @@ class RecordCollector:
 
     def drain(self) -> dict[TopicPartitionKey, list[ProducedRecord]]:
         """Take everything buffered; the caller now owns delivering it."""
+        if self._deferred:
+            raise UnknownTopicError(f"output for topics {sorted(self.deferred_topics())} that this runtime does "
+                                    "not know: they must exist (a dynamically routed sink's topics are not created)")
         out = self._buffers
         self._buffers = {}
         self._pending = 0
@@ -86,5 +141,6 @@ class RecordCollector:
         """Drop everything buffered (a dirty close); returns how many records were dropped."""
         n = self._pending
         self._buffers = {}
+        self._deferred = []
         self._pending = 0
         return n

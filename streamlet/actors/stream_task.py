@@ -16,7 +16,7 @@ from typing import Any
 from streamlet.actors.error_handlers import RecordErrorHandler
 from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup
 from streamlet.actors.processor_context import NodeContext
-from streamlet.actors.processor_node import Node, ProcessorNode, SinkNode, SourceNode
+from streamlet.actors.processor_node import DynamicSinkNode, Node, ProcessorNode, SinkNode, SourceNode
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
@@ -137,7 +137,11 @@ class StreamTask:
                     vs.use_default_inner(self._serde("value", name))
                 if isinstance(vs, KeyDefaulted):
                     vs.use_default_key(self._serde("key", name))
-                node = SinkNode(name, resolve_topic(spec.topic), ks, vs, spec.partitioner, self.collector)
+                if spec.topic_extractor is not None:
+                    node = DynamicSinkNode(name, spec.topic_extractor, ks, vs, spec.partitioner, self.collector,
+                                           lambda: self.record_ctx)
+                else:
+                    node = SinkNode(name, resolve_topic(spec.topic), ks, vs, spec.partitioner, self.collector)
             self.nodes[name] = node
         for name in self.subtopology.nodes:
             self.nodes[name].children = [self.nodes[c] for c in topo.children[name]]

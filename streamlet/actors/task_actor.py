@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 Drained = dict[tuple[str, int], list[ProducedRecord]]
 OutputSink = Callable[[Drained], Awaitable[None]]
 """Where an actor delivers its drained output at a batch boundary (the runtime's producer)."""
+TopicResolver = Callable[[set[str]], Awaitable[None]]
+"""Makes the partition counts of these topics known to the tasks' collectors (or raises if they do not exist)."""
 
 
 class TaskStoppedError(StreamsError):
@@ -101,6 +103,8 @@ class TaskActor:
         self.task = task
         self._deliver = deliver
         self._wall = wall_clock or (lambda: int(time.time() * 1000))
+        self.resolve_topics: TopicResolver | None = None
+        """Looks up topics a dynamically routed sink named for the first time (the runtime's metadata)."""
         send: MemoryObjectSendStream[Message]
         receive: MemoryObjectReceiveStream[Message]
         send, receive = anyio.create_memory_object_stream(mailbox_size)
@@ -228,8 +232,15 @@ class TaskActor:
         return True
 
     async def _flush_output(self) -> None:
-        if self.task.collector.pending:
-            await self._deliver(self.task.collector.drain())
+        collector = self.task.collector
+        if collector.pending:
+            unknown = collector.deferred_topics()
+            if unknown:  # a dynamically routed sink wrote to topics not seen before: look them up first
+                if self.resolve_topics is None:
+                    raise StreamsError(f"task {self.task.task_id} wrote to unknown topics {sorted(unknown)}")
+                await self.resolve_topics(unknown)
+                collector.place_deferred()
+            await self._deliver(collector.drain())
 
     async def stop(self) -> None:
         """Close the mailbox without a Close message (used when the actor already failed)."""

@@ -21,6 +21,7 @@ from streamlet.dsl.options import (
     Repartitioned,
     StreamJoined,
 )
+from streamlet.dsl.printed import Printed
 from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
 from streamlet.dsl.sliding_windowed_stream import SlidingWindowedKStream
@@ -48,6 +49,7 @@ __all__ = [
     "KTable",
     "Materialized",
     "Named",
+    "Printed",
     "Produced",
     "Repartitioned",
     "SessionWindowedKStream",

@@ -19,6 +19,7 @@ from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.join_windows import JoinWindows
 from streamlet.dsl.materialize import timestamped_store_builder
 from streamlet.dsl.options import Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined
+from streamlet.dsl.processors.fixed_key import FixedKeyProcessorAdapter
 from streamlet.dsl.processors.stateless import (
     PassThrough,
     StreamFilter,
@@ -35,19 +36,32 @@ from streamlet.dsl.processors.stream_table_join import StreamTableJoinSupplier
 from streamlet.dsl.processors.table import TableSourceSupplier
 from streamlet.dsl.repartition import repartition_node
 from streamlet.errors import TopologyError
-from streamlet.processor import Processor, ProcessorSupplier
+from streamlet.processor import FixedKeyProcessor, FixedKeyProcessorSupplier, Processor, ProcessorSupplier
 from streamlet.serdes import Serde
-from streamlet.topology import Topology
+from streamlet.topology import TopicExtractor, Topology
 
 if TYPE_CHECKING:
     from streamlet.dsl.branched import BranchedKStream
     from streamlet.dsl.grouped_stream import KGroupedStream
     from streamlet.dsl.ktable import KTable
+    from streamlet.dsl.printed import Printed
 
 
 def _check_callable(fn: Any, what: str) -> None:
     if not callable(fn):
         raise TypeError(f"{what} must be callable, got {fn!r}")
+
+
+def _check_supplier(supplier: Any, store_names: tuple[str, ...], kind: type, operation: str) -> None:
+    if isinstance(supplier, kind):
+        raise TopologyError(
+            f"{operation}() needs a supplier (a {kind.__name__} subclass or a function returning a NEW processor), "
+            "not a processor instance: each task gets its own processor"
+        )
+    _check_callable(supplier, "supplier")
+    for store in store_names:
+        if not isinstance(store, str):
+            raise TypeError(f"store names must be strings, got {store!r}")
 
 
 class KStream:
@@ -168,10 +182,14 @@ class KStream:
         return self._stream(name, node, None, None, self.repartition_required or other.repartition_required)
 
     # -- sinks and custom processors -----------------------------------------------------------------
-    def to(self, topic: str, produced: Produced | None = None) -> None:
-        """Write the stream to `topic`; serdes from `produced`, else the stream's, else the defaults."""
-        if not isinstance(topic, str) or not topic:
-            raise TopologyError(f"to() needs a topic name, got {topic!r}")
+    def to(self, topic: str | TopicExtractor, produced: Produced | None = None) -> None:
+        """Write the stream to `topic`; serdes from `produced`, else the stream's, else the defaults.
+
+        `topic` may be a `TopicNameExtractor`, or any callable `(key, value, record_context) -> topic`:
+        each record then goes to the topic it names (which must exist), as Kafka Streams' `to(extractor)`.
+        """
+        if (isinstance(topic, str) and not topic) or (not isinstance(topic, str) and not callable(topic)):
+            raise TopologyError(f"to() needs a topic name or a TopicNameExtractor, got {topic!r}")
         produced = produced or Produced()
         key_serde = produced.key_serde or self.key_serde
         value_serde = produced.value_serde or self.value_serde
@@ -194,20 +212,36 @@ class KStream:
         The stores must be added with `StreamsBuilder.add_state_store`. The processor may change
         keys, so a later grouping repartitions.
         """
-        if isinstance(supplier, Processor):
-            raise TopologyError(
-                "process() needs a supplier (a Processor subclass or a function returning a NEW processor), "
-                "not a processor instance: each task gets its own processor"
-            )
-        _check_callable(supplier, "supplier")
-        for store in store_names:
-            if not isinstance(store, str):
-                raise TypeError(f"store names must be strings, got {store!r}")
+        _check_supplier(supplier, store_names, Processor, "process")
         given = Named.resolve(named)
         # Kafka Streams generates a name (using an index) only when none is given, here.
         name = self._builder.names.processor_name(naming.PROCESSOR) if given is None else given
         node = self._add_processor(name, supplier, store_names=tuple(store_names))
         return self._stream(name, node, None, None, True)
+
+    def process_values(self, supplier: FixedKeyProcessorSupplier, *store_names: str,
+                       named: Named | str | None = None) -> KStream:
+        """Run a `FixedKeyProcessor` (a NEW one per task from `supplier`) with access to `store_names`.
+
+        As `process`, but the processor forwards `FixedKeyRecord`s, whose key is its input's: the key
+        cannot change, so the stream keeps its key serde and needs no repartitioning (Kafka Streams'
+        `processValues`). The value serde is not inherited.
+        """
+        _check_supplier(supplier, store_names, FixedKeyProcessor, "process_values")
+        given = Named.resolve(named)
+        name = self._builder.names.processor_name(naming.PROCESSVALUES) if given is None else given
+        node = self._add_processor(name, partial(FixedKeyProcessorAdapter, supplier), store_names=tuple(store_names))
+        return self._stream(name, node, self.key_serde, None, self.repartition_required)
+
+    def print(self, printed: Printed) -> None:
+        """Print each record, as a line `[label]: key, value` (see `Printed`); the end of this branch. For
+        debugging: the output goes to standard output or a file, not to Kafka."""
+        from streamlet.dsl.printed import Printed
+
+        if not isinstance(printed, Printed):
+            raise TypeError(f"print() takes a Printed, got {printed!r}")
+        name = self._builder.names.name_or_generate(printed.name, naming.PRINTER)
+        self._add_processor(name, printed.processor_supplier(self.name))
 
     def repartition(self, repartitioned: Repartitioned | None = None) -> KStream:
         """Route the stream through an internal topic keyed by the current key."""
@@ -398,6 +432,7 @@ class KStream:
             topology.add_processor(this_join, this_side, this_windowed)
             topology.add_processor(other_join, other_side, other_windowed)
             topology.add_processor(merge, PassThrough, this_join, other_join)
+            topology.add_copartition_group(this_parent, other_parent)
             this_builder, other_builder, outer_builder = stream_join_stores(
                 options, windows, this_store, other_store, outer_store)
             topology.add_state_store(this_builder, this_windowed, other_join)
@@ -429,6 +464,13 @@ class KStream:
         name = self._generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
         node = stream._add_processor(name, StreamTableJoinSupplier(getter, joiner, left),
                                      store_names=getter.store_names)
+        write_join, table_node = node.writer, table._node
+
+        def write(topology: Topology, parent_names: list[str]) -> None:
+            write_join(topology, parent_names)
+            topology.add_copartition_group(name, table_node.node_name)
+
+        node.writer = write
         node.left_join = left
         return self._stream(name, node, joined.key_serde or stream.key_serde, None, False)
 

@@ -269,6 +269,7 @@ class KTable:
             topology.add_processor(this_name, join_this, this_parent)
             topology.add_processor(other_name, join_other, other_parent)
             topology.add_processor(merge_name, merger, this_name, other_name)
+            topology.add_copartition_group(this_parent, other_parent)
             topology.connect_processor_and_state_stores(this_name, *other_view.store_names)
             topology.connect_processor_and_state_stores(other_name, *this_view.store_names)
             if materialized is not None and store_name is not None:

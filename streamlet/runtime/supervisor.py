@@ -53,8 +53,9 @@ from aiokafka.errors import (
 )
 
 from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_productions
+from streamlet.actors.record_collector import UnknownTopicError
 from streamlet.config import StreamsConfig
-from streamlet.errors import ApplicationShutdownError, StrayCancellationError, StreamsError
+from streamlet.errors import ApplicationShutdownError, StrayCancellationError
 from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.assignor import make_assignor
@@ -208,8 +209,18 @@ class Supervisor:
     def _partition_count(self, topic: str) -> int:
         n = self._partition_counts.get(topic)
         if n is None:
-            raise StreamsError(f"topic {topic!r} is unknown to this application (not created or described)")
+            raise UnknownTopicError(f"topic {topic!r} is unknown to this application (not created or described)")
         return n
+
+    async def _learn_topics(self, topics: set[str]) -> None:
+        """Partition counts of topics a dynamically routed sink named for the first time. They must exist, as
+        in Kafka Streams (whose producer waits `max.block.ms` for them): waits up to 60 s, then fails."""
+        missing = topics - self._partition_counts.keys()
+        if missing:
+            self._partition_counts.update(
+                await await_sink_topics(self._client_kwargs(ClientRole.ADMIN), missing, 60.0))
+            log.info("output topic(s) %s named by a topic name extractor: partition counts %s", sorted(missing),
+                     {t: self._partition_counts[t] for t in sorted(missing)})
 
     def _state_root(self) -> Path:
         return state_root(self.config, self.app_id)
@@ -309,6 +320,7 @@ class Supervisor:
         self.tasks = TaskManager(self.topology, config, commits, reader,
                                  self._state_root(), self.resolve_topic, self._partition_count)
         self.tasks.on_task_created = self.on_task_created
+        self.tasks.resolve_topics = self._learn_topics
         resources.callback(self.tasks.abandon)  # runs last: tasks a failure left open are closed dirty
         if self.producer is not None:
             await self.producer.start()

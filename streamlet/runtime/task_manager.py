@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
-from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor
+from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TopicResolver
 from streamlet.config import StreamsConfig
 from streamlet.metrics import latency_trace
 from streamlet.runtime.changelog_reader import ChangelogReader
@@ -69,6 +69,8 @@ class TaskManager:
         self.partition_count = partition_count
         # Told of every new active task once its stores are open (DEBUG-level store metrics wrap them).
         self.on_task_created: Callable[[StreamTask], None] = lambda _task: None
+        # Looks up topics first named by a dynamically routed sink (set by the supervisor).
+        self.resolve_topics: TopicResolver | None = None
         self.global_stores: Mapping[str, StateStore] = {}  # the instance's global stores, read by every task
         self.actors: dict[TaskKey, TaskActor] = {}
         self.restoring: dict[TaskKey, tuple[StreamTask, RecordSender, list[tuple[str, int]]]] = {}
@@ -159,6 +161,7 @@ class TaskManager:
                 await self.commits.close_task(task.task_id, clean=False)
                 raise
             actor = TaskActor(task, sender.send)
+            actor.resolve_topics = self.resolve_topics
             self.actors[key] = actor
             for tp in tps:
                 self._by_partition[tp] = actor

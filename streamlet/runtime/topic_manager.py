@@ -9,6 +9,12 @@ exist, and creates the topics the application owns before it joins its group:
 * changelog topics (`<application.id>-<store>-changelog`, for stores with logging enabled): compacted,
   one partition per task of the sub-topology that owns the store.
 
+The two inputs of a join (stream-stream, stream-table, table-table) are co-partitioned, as Kafka Streams'
+`CopartitionedTopicsEnforcer` requires: user topics with different partition counts stop the start-up
+(`Topics not co-partitioned: [{a=2, b=3}]`) instead of silently running max(count) tasks, and a
+repartition topic among a join's inputs gets the partition count of the join's user topics (or, when
+all of them are repartition topics, the largest), not the count of the sub-topology that writes it.
+
 An existing internal topic with the wrong partition count is an error (the keys would no longer map to
 the tasks that own their state). Several instances start at once, so "already exists" from a
 concurrent creation is expected and fine.
@@ -32,7 +38,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.protocol.metadata import MetadataRequest
 
-from streamlet.errors import StreamsError
+from streamlet.errors import StreamsError, TopologyError
 from streamlet.runtime.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs, start_client
 from streamlet.topology import SubTopology, Topology
 
@@ -163,42 +169,66 @@ def plan_internal_topics(
             if t in topology.internal_topics:
                 writers.setdefault(t, set()).add(sub.id)
 
-    internal_counts: dict[str, int] = {
+    enforced: dict[str, int] = {
         name: spec.num_partitions for name, spec in topology.internal_topics.items() if spec.num_partitions
     }
-    tasks: dict[int, int] = {}
 
-    def count_of(topic: str) -> int | None:
-        if topic in topology.internal_topics:
-            return internal_counts.get(topic)
-        return source_partition_counts[topic]
+    def resolve(pinned: Mapping[str, int]) -> tuple[dict[str, int], dict[int, int]]:
+        """Internal topics' partition counts and sub-topologies' task counts, from the pinned counts up."""
+        internal_counts = dict(pinned)
+        tasks: dict[int, int] = {}
 
-    changed = True
-    while changed:  # each pass resolves at least one more sub-topology or topic, or stops
-        changed = False
-        for sub in subs:
-            if sub.id in tasks:
-                continue
-            # A repartition topic the sub-topology writes itself (a cogroup's regrouped stream) follows its
-            # other sources, as in Kafka Streams.
-            counts = [count_of(t) for t in sub.source_topics
-                      if not (t in topology.internal_topics and t in sub.sink_topics)]
-            if counts and all(c is not None for c in counts):
-                tasks[sub.id] = max(c for c in counts if c is not None)
-                changed = True
-        for name, spec in topology.internal_topics.items():
-            if name in internal_counts:
-                continue
-            if spec.copartition:
-                resolved = _copartitioned_count(name, subs, count_of)
-                if resolved is not None:
-                    internal_counts[name] = resolved
+        def count_of(topic: str) -> int | None:
+            if topic in topology.internal_topics:
+                return internal_counts.get(topic)
+            return source_partition_counts[topic]
+
+        changed = True
+        while changed:  # each pass resolves at least one more sub-topology or topic, or stops
+            changed = False
+            for sub in subs:
+                if sub.id in tasks:
+                    continue
+                # A repartition topic the sub-topology writes itself (a cogroup's regrouped stream) follows
+                # its other sources, as in Kafka Streams.
+                counts = [count_of(t) for t in sub.source_topics
+                          if not (t in topology.internal_topics and t in sub.sink_topics)]
+                if counts and all(c is not None for c in counts):
+                    tasks[sub.id] = max(c for c in counts if c is not None)
                     changed = True
-                continue
-            upstream = writers.get(name, set())
-            if upstream and upstream <= tasks.keys():
-                internal_counts[name] = max(tasks[s] for s in upstream)
-                changed = True
+            for name, spec in topology.internal_topics.items():
+                if name in internal_counts:
+                    continue
+                if spec.copartition:
+                    resolved = _copartitioned_count(name, subs, count_of)
+                    if resolved is not None:
+                        internal_counts[name] = resolved
+                        changed = True
+                    continue
+                upstream = writers.get(name, set())
+                if upstream and upstream <= tasks.keys():
+                    internal_counts[name] = max(tasks[s] for s in upstream)
+                    changed = True
+        return internal_counts, tasks
+
+    pinned = dict(enforced)
+    groups = topology.copartition_topic_groups()
+    for group in groups:  # joins over user topics: those decide, and must agree
+        external = {t: source_partition_counts[t] for t in group if t not in topology.internal_topics}
+        if external:
+            n = _same_partitions(external)
+            _pin_repartition_topics(topology, application_id, group, n, enforced, pinned)
+    internal_counts, tasks = resolve(pinned)
+    for _ in range(len(groups)):  # joins over repartition topics only: the largest (or the enforced) count
+        repinned = dict(pinned)
+        for group in groups:
+            if all(t in topology.internal_topics for t in group) and all(t in internal_counts for t in group):
+                n = _repartition_group_count(topology, application_id, group, enforced, internal_counts)
+                _pin_repartition_topics(topology, application_id, group, n, enforced, repinned)
+        if repinned == pinned:
+            break
+        pinned = repinned
+        internal_counts, tasks = resolve(pinned)
 
     unresolved = sorted(name for name in topology.internal_topics if name not in internal_counts)
     if unresolved:
@@ -246,6 +276,45 @@ def _copartitioned_count(topic: str, subs: list[SubTopology], count_of: Callable
                 return max(c for c in counts if c is not None)
             return None
     return None
+
+
+def _java_map(counts: Mapping[str, int]) -> str:
+    """A map as Java prints a `TreeMap` (Kafka Streams' error messages name topics so)."""
+    return "{" + ", ".join(f"{t}={n}" for t, n in sorted(counts.items())) + "}"
+
+
+def _same_partitions(external: Mapping[str, int]) -> int:
+    """The partition count shared by a join's user topics; a join over topics with different counts cannot
+    run (partition p of one would meet keys of other partitions of the other): Kafka Streams refuses it."""
+    if len(set(external.values())) > 1:
+        raise TopologyError(f"Invalid topology: Topics not co-partitioned: [{_java_map(external)}]")
+    return next(iter(external.values()))
+
+
+def _repartition_group_count(topology: Topology, application_id: str, group: list[str],
+                             enforced: Mapping[str, int], counts: Mapping[str, int]) -> int:
+    """For a join over repartition topics only: the count they were given (which must agree), else the largest."""
+    given = {internal_topic_name(application_id, t): enforced[t] for t in group if t in enforced}
+    if given:
+        if len(set(given.values())) > 1:
+            raise TopologyError("Invalid topology: Following topics do not have the same number of partitions: "
+                                f"[{_java_map(given)}]")
+        return next(iter(given.values()))
+    return max(counts[t] for t in group)
+
+
+def _pin_repartition_topics(topology: Topology, application_id: str, group: list[str], n: int,
+                            enforced: Mapping[str, int], pinned: dict[str, int]) -> None:
+    """Give the group's repartition topics `n` partitions; one with another count of its own is an error."""
+    for t in group:
+        if t not in topology.internal_topics:
+            continue
+        if t in enforced and enforced[t] != n:
+            raise TopologyError(
+                f"Invalid topology: Number of partitions [{enforced[t]}] of repartition topic "
+                f"[{internal_topic_name(application_id, t)}] doesn't match number of partitions [{n}] of the "
+                "source topic.")
+        pinned[t] = n
 
 
 # -- I/O -----------------------------------------------------------------------------------------------------------

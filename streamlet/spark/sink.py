@@ -68,6 +68,18 @@ class _Sender:
 _senders: dict[str, _Sender] = {}
 
 
+def lookup_topics(settings: dict[str, Any], topics: set[str]) -> dict[str, int]:
+    """Partition counts of topics a dynamically routed sink named (`to(TopicNameExtractor)`): they must
+    exist; waited for up to 60 s as the asyncio runtime waits (see `await_sink_topics`)."""
+    from streamlet.runtime.topic_manager import await_sink_topics
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(await_sink_topics(client_kwargs(settings, ClientRole.ADMIN), topics, 60.0))
+    finally:
+        loop.close()
+
+
 @atexit.register
 def _close_senders() -> None:
     """Stop the producers when the Python worker exits (everything sent was acknowledged already)."""

@@ -26,7 +26,7 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
 from streamlet.spark.rows import from_frames
-from streamlet.spark.sink import send_output
+from streamlet.spark.sink import lookup_topics, send_output
 from streamlet.spark.state_adapter import TaskState
 from streamlet.stores.spark import over_spark_state
 from streamlet.stores.spark.store import SCAN_AFTER
@@ -87,7 +87,12 @@ class TaskProcessor(StatefulProcessor):
         if self._plan.wall_clock:
             self._set_timer(task.next_wall_clock_due())
         task.close(clean=True)
-        return _sent(send_output(self._plan.client_settings(), task.collector.drain()))
+        collector = task.collector
+        unknown = collector.deferred_topics()
+        if unknown:  # topics a topic name extractor named that the plan does not know (kept for later batches)
+            self._plan.partition_counts.update(lookup_topics(self._plan.client_settings(), unknown))
+            collector.place_deferred()
+        return _sent(send_output(self._plan.client_settings(), collector.drain()))
 
     def _set_timer(self, due: int | None) -> None:
         handle = self._handle

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streamlet.processor import FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, TopicNameExtractor
 from streamlet.record import KeyValue
+from streamlet.stores.api import RecordContext
 
 
 def _j(v: Any) -> str:
@@ -97,3 +99,68 @@ def global_key_selector(fn: str) -> Callable[[Any, Any], Any]:
         return lambda k, v: k
     fk = FOREIGN_KEYS[fn]
     return lambda k, v: None if v is None else fk(v)
+
+
+# -- process_values, topic name extractors and print (twins of SmallOps in java/) ------------------------------------
+class _Stamp(FixedKeyProcessor):
+    """Drops null values; restamps the others one ms later."""
+
+    def process(self, record: FixedKeyRecord) -> None:
+        if record.value is not None:
+            self.context.forward(record.with_value(f"{record.value}s").with_timestamp(record.timestamp + 1))
+
+
+class _Dup(FixedKeyProcessor):
+    """The record, then a copy with a marked value."""
+
+    def process(self, record: FixedKeyRecord) -> None:
+        self.context.forward(record)
+        self.context.forward(record.with_value(("n" if record.value is None else str(record.value)) + "d"))
+
+
+class Running(FixedKeyProcessor):
+    """Per key, the last 12 characters of every value seen so far, kept in the store `store_name`."""
+
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+
+    def init(self, context: FixedKeyProcessorContext) -> None:
+        super().init(context)
+        self._store: Any = context.get_state_store(self._store_name)
+
+    def process(self, record: FixedKeyRecord) -> None:
+        if record.key is None:
+            self.context.forward(record)
+            return
+        prev = self._store.get(record.key)
+        new = _last12(("" if prev is None else prev) + ("n" if record.value is None else str(record.value)))
+        self._store.put(record.key, new)
+        self.context.forward(record.with_value(new))
+
+
+FIXED_KEY_PROCESSORS: dict[str, Callable[[], FixedKeyProcessor]] = {"stamp": _Stamp, "dup": _Dup}
+
+
+class _Extractor(TopicNameExtractor):
+    """A named extractor: `str()` is its name, as the Java twin's toString(), which describe() prints."""
+
+    def __init__(self, name: str, fn: Callable[[Any, Any, RecordContext], str]) -> None:
+        self._name = name
+        self._fn = fn
+
+    def extract(self, key: Any, value: Any, record_context: RecordContext) -> str:
+        return self._fn(key, value, record_context)
+
+    def __str__(self) -> str:
+        return self._name
+
+
+TOPIC_EXTRACTORS: dict[str, TopicNameExtractor] = {
+    "by_key": _Extractor("by_key", lambda k, v, ctx: "rnull" if k is None else "rlow" if k < "c" else "rhigh"),
+    "by_ts": _Extractor("by_ts", lambda k, v, ctx: f"rts{ctx.timestamp % 2}"),
+}
+EXTRACTOR_TOPICS = {"by_key": ["rhigh", "rlow", "rnull"], "by_ts": ["rts0", "rts1"]}
+
+PRINT_MAPPERS: dict[str, Callable[[Any, Any], str]] = {
+    "kv_colon": lambda k, v: f"{_j(k)}:{_j(v)}",
+}

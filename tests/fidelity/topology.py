@@ -7,6 +7,9 @@ result of the same shape, so the two results compare with `==`.
 
 from __future__ import annotations
 
+import os
+import tempfile
+from functools import partial
 from typing import Any
 
 from streamlet.dsl import (
@@ -22,6 +25,7 @@ from streamlet.dsl import (
     KStream,
     KTable,
     Materialized,
+    Printed,
     Produced,
     SessionWindowedKStream,
     SessionWindows,
@@ -35,6 +39,7 @@ from streamlet.dsl import (
     TimeWindows,
 )
 from streamlet.serdes import Serde, Serdes
+from streamlet.stores import Stores
 from streamlet.testing import TopologyTestDriver
 from streamlet.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from tests.fidelity import functions as fn
@@ -229,6 +234,8 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
         fk_join = current.left_join if op["kind"] == "left_join" else current.join
         return fk_join(right, fn.FOREIGN_KEYS[op["fk_fn"]], fn.JOINERS[op["fn"]], table_joined,
                        None if store is None else _materialized(store))
+    if name in ("process_values", "to_extractor", "print"):
+        return _small_op(builder, current, op)
     raise ValueError(f"unknown op {name!r}")
 
 
@@ -250,6 +257,50 @@ def _cogroup(builder: StreamsBuilder, current: KGroupedStream, op: dict[str, Any
     windows = _windows(op["window"])
     merger = fn.MERGERS["trail"] if isinstance(windows, SessionWindows) else None
     return cogrouped.windowed_by(windows).aggregate(initializer, merger, m, op.get("name"))
+_PRINT_FILES: list[str] = []
+"""The files the current case's print ops write to, in op order (as `SmallOps.PRINT_FILES` in java/)."""
+
+
+def _small_op(builder: StreamsBuilder, current: KStream, op: dict[str, Any]) -> KStream:
+    """`process_values`, `to_extractor` and `print`: the twin of `SmallOps.apply`."""
+    name = op["op"]
+    if name == "process_values":
+        store = op.get("store")
+        if store is None:
+            return current.process_values(fn.FIXED_KEY_PROCESSORS[op["fn"]])
+        supplier = (Stores.in_memory_key_value_store(store["name"]) if store.get("type") == "in_memory"
+                    else Stores.persistent_key_value_store(store["name"]))
+        sb = Stores.key_value_store_builder(supplier, _STRING, _STRING)
+        sb = sb.with_caching_enabled() if store.get("caching") else sb.with_caching_disabled()
+        sb = sb.with_logging_enabled() if store.get("logging", True) else sb.with_logging_disabled()
+        builder.add_state_store(sb)
+        return current.process_values(partial(fn.Running, store["name"]), store["name"])
+    if name == "to_extractor":
+        current.to(fn.TOPIC_EXTRACTORS[op["fn"]], Produced(_STRING, _STRING))
+        return current
+    fd, path = tempfile.mkstemp(prefix="streamlet-fidelity-print-", suffix=".txt")
+    os.close(fd)
+    _PRINT_FILES.append(path)
+    printed = Printed.to_file(path)
+    if op.get("label") is not None:
+        printed = printed.with_label(op["label"])
+    if op.get("mapper") is not None:
+        printed = printed.with_key_value_mapper(fn.PRINT_MAPPERS[op["mapper"]])
+    current.print(printed)
+    return current
+
+
+def _read_printed(result: Result) -> None:
+    """As `SmallOps.finishCase`: after the driver closed, the printed lines (if the case prints)."""
+    if not _PRINT_FILES:
+        return
+    lines: list[str] = []
+    for path in _PRINT_FILES:
+        with open(path, encoding="utf-8") as f:
+            lines += f.read().splitlines()
+        os.unlink(path)
+    _PRINT_FILES.clear()
+    result["printed"] = lines
 
 
 def _error(e: BaseException) -> str:
@@ -264,6 +315,9 @@ def _compared(topic: str) -> bool:
 def run_streamlet(case: Case) -> Result:
     """The case on streamlet's TopologyTestDriver, as `Runner.runCase` runs it on Kafka Streams'."""
     builder = StreamsBuilder()
+    for path in _PRINT_FILES:
+        os.unlink(path)
+    _PRINT_FILES.clear()
     try:
         current: Any = None
         for op in case["ops"]:
@@ -291,6 +345,8 @@ def run_streamlet(case: Case) -> Result:
             driver.close()
         except Exception as e:
             result = {"build_error": _error(e)}
+    if "build_error" not in result:
+        _read_printed(result)
     return result
 
 

@@ -137,6 +137,11 @@ def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list
                     order += sorted(t for t in queues if t not in order)
                     for r in _merged(queues, order):
                         inputs[r.topic].pipe_input(r.key, r.value, r.timestamp, r.headers)
+                if any(getattr(topology.nodes[n], "topic_extractor", None) for n in sub.nodes):
+                    static = {resolve(t) for s in topology.sub_topologies() for t in s.sink_topics}
+                    for t in driver.produced_topic_names():  # what this sub-topology's dynamic sinks wrote
+                        if t in counts and t not in static:
+                            outputs.setdefault(t, driver.create_output_topic(t, B, B))
                 for topic, out in outputs.items():
                     for o in out.read_records_to_list():
                         partition = default_partition(o.key, counts[topic])

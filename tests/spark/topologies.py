@@ -2,8 +2,8 @@
 
 `everything` puts most of the DSL and the Processor API in one application, so that one Spark run
 (seconds per micro-batch) checks them all: stateless operations, a key-value count, an aggregate after
-a repartition, a windowed count with grace over out-of-order input, a stream-table join, and a
-processor with a key-value store and a stream-time punctuator.
+a repartition, a windowed count with grace over out-of-order input, a stream-table join, a
+processor with a key-value store and a stream-time punctuator, and a sink routing by a topic name extractor.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class Topics:
 
     @property
     def outputs(self) -> list[str]:
-        return [self.out(n) for n in ("mapped", "count", "by-value", "windowed", "joined", "flushed")]
+        return [self.out(n) for n in ("mapped", "count", "by-value", "windowed", "joined", "flushed", "routed-a",
+                                      "routed-b")]
 
 
 class BufferUntilPunctuation(Processor):
@@ -88,6 +89,8 @@ def everything(topics: Topics) -> Topology:
      .to_stream().map(_window_key).to(topics.out("windowed"), Produced(S, L)))
     events.join(table, lambda v, t: f"{v}+{t}").to(topics.out("joined"), Produced(S, S))
     events.process(BufferUntilPunctuation, "buffer").to(topics.out("flushed"), Produced(S, S))
+    routed_a, routed_b = topics.out("routed-a"), topics.out("routed-b")  # topics the plan does not know
+    events.to(lambda k, v, ctx: routed_a if v < "y" else routed_b, Produced(S, S))
     return builder.build()
 
 

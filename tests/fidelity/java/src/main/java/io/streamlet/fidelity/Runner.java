@@ -120,6 +120,7 @@ public final class Runner {
 
     static ObjectNode runCase(final JsonNode c, final Path stateDir) {
         final StreamsBuilder builder = new StreamsBuilder();
+        SmallOps.startCase();
         Object current = null;
         for (final JsonNode op : c.get("ops")) {
             current = Ops.apply(builder, current, op);
@@ -170,6 +171,7 @@ public final class Runner {
                 result.put("error_at", index);
             }
         }
+        SmallOps.finishCase(result);
         return result;
     }
 
@@ -426,6 +428,10 @@ public final class Runner {
                     }
                     return leftJoin ? left.leftJoin(right, extractor, joiner, tj) : left.join(right, extractor, joiner, tj);
                 }
+                case "process_values":
+                case "to_extractor":
+                case "print":
+                    return SmallOps.apply(builder, current, op);
                 default:
                     throw new IllegalArgumentException("unknown op " + name);
             }
