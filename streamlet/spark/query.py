@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streamlet.spark.packing import PACKED_SCHEMA, pack
 from streamlet.spark.plan import MAX_OFFSETS_KEY, SubTopologyPlan
 from streamlet.spark.rows import INPUT_COLUMNS
 from streamlet.spark.sink import run_batch
@@ -106,7 +105,7 @@ def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Boun
     if plan.stateless:
         out = rows.mapInArrow(stateless_tasks(plan), OUTPUT_SCHEMA)
     else:
-        out = rows.mapInArrow(pack, PACKED_SCHEMA).groupBy("task").transformWithStateInPandas(
+        out = rows.groupBy("task").transformWithStateInPandas(
             TaskProcessor(plan), OUTPUT_SCHEMA, "Update", "ProcessingTime" if plan.wall_clock else "None")
         spark.conf.set("spark.sql.shuffle.partitions", str(plan.tasks))  # read when the query starts
     writer = (out.writeStream.foreachBatch(run_batch)

@@ -24,8 +24,8 @@ from pyspark.sql.types import LongType, StructField, StructType
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
-from streamlet.spark.packing import unpack_frames
 from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
+from streamlet.spark.rows import from_frames
 from streamlet.spark.sink import send_output
 from streamlet.spark.state_adapter import TaskState
 from streamlet.stores.spark import over_spark_state
@@ -99,7 +99,7 @@ class TaskProcessor(StatefulProcessor):
             handle.registerTimer(due)
 
     def _run(self, key: Any, now: int, frames: Iterator[Any] | None) -> Any:
-        by_partition = unpack_frames(frames) if frames is not None else {}
+        by_partition = from_frames(frames) if frames is not None else {}
         task = self._open_task(key, now)
         try:
             if by_partition:
