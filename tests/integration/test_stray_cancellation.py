@@ -90,7 +90,10 @@ async def test_a_replacement_started_while_the_broker_is_away_waits_for_it(
         await create_topics(bootstrap, {inp: 2, out: 2})
         streams = KafkaStreams(upper_topology(inp, out), {
             "application.id": f"away-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / "state"),
-            "commit.interval.ms": 100, "processing.guarantee": "exactly_once_v2"})
+            "commit.interval.ms": 100, "processing.guarantee": "exactly_once_v2",
+            # The failed member could not leave the group (the broker was away): its replacement's join
+            # waits for that member's session to expire. 6 s (the broker's minimum) instead of 45 s.
+            "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
         with caplog.at_level(logging.INFO, logger="streamlet.runtime.kafka_streams"):
             async with streams:
                 await produce(bootstrap, inp, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(10)])
