@@ -70,6 +70,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                 if workload in system.not_applicable:
                     results[workload].append({"system": system.label, "system_key": system.key,
                                               "workload": workload, "n/a": system.not_applicable[workload]})
+                    write_results(workload, results[workload], args)  # also when n/a rows come last
                     continue
                 n = system.records_for(workload, args.records)
                 inputs = Inputs(await topic_of("lines", n) if wl.INPUT_OF[workload] == "lines" else "",
