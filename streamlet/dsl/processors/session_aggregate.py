@@ -75,7 +75,7 @@ class SessionAggregate(WindowedAggregation):
                 window = session.key.window
                 start, end = min(start, window.start), max(end, window.end)
         if end < close_time:
-            self._log_expired(record, start, end, close_time)
+            self._log_expired_inclusive(record, start, end, close_time)
         else:
             forward = self._forward_update
             if merged and (start, end) != (timestamp, timestamp):
@@ -105,10 +105,3 @@ class SessionAggregate(WindowedAggregation):
 
     def _emitted_value(self, kv: KeyValue) -> Any:
         return kv.value
-
-    def _log_expired(self, record: Record, start: int, end: int, close_time: int) -> None:
-        meta = self.context.record_metadata()
-        where = "Topic, partition, and offset not known." if meta is None else (
-            f"topic=[{meta.topic}] partition=[{meta.partition}] offset=[{meta.offset}]")
-        log.warning("Skipping record for expired window. %s timestamp=[%d] window=[%d,%d] expiration=[%d] "
-                    "streamTime=[%d]", where, record.timestamp, start, end, close_time, self._observed_stream_time)

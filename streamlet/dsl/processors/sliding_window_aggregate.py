@@ -76,7 +76,7 @@ class SlidingWindowAggregate(WindowedAggregation):
             self._observed_stream_time = timestamp
         close_time = self._observed_stream_time - self._grace
         if timestamp + d < close_time:
-            self._log_expired(record, timestamp, timestamp + d, close_time)
+            self._log_expired_inclusive(record, timestamp, timestamp + d, close_time)
             return
         if timestamp < d:
             self._process_early(record, close_time)
@@ -177,7 +177,7 @@ class SlidingWindowAggregate(WindowedAggregation):
     def _update(self, window: TimeWindow, stored: ValueAndTimestamp, record: Record, close_time: int) -> None:
         """Aggregate the record into `window` (from `stored`) unless the window is closed."""
         if window.end < close_time:
-            self._log_expired(record, window.start, window.end, close_time)
+            self._log_expired_inclusive(record, window.start, window.end, close_time)
             return
         old = stored.value
         new = self._aggregator(record.key, record.value, old)
@@ -190,10 +190,3 @@ class SlidingWindowAggregate(WindowedAggregation):
 
     def _emit_range_upper_bound(self, window_close_time: int) -> int:
         return window_close_time - self._d - 1  # the end is inclusive
-
-    def _log_expired(self, record: Record, start: int, end: int, close_time: int) -> None:
-        meta = self.context.record_metadata()
-        where = "Topic, partition, and offset not known." if meta is None else (
-            f"topic=[{meta.topic}] partition=[{meta.partition}] offset=[{meta.offset}]")
-        log.warning("Skipping record for expired window. %s timestamp=[%d] window=[%d,%d] expiration=[%d] "
-                    "streamTime=[%d]", where, record.timestamp, start, end, close_time, self._observed_stream_time)

@@ -101,6 +101,15 @@ class WindowedAggregation(Processor):
         if self._emitter is not None and int(last_emit) != NO_TIMESTAMP:
             self._emitter.last_emit_close_time = int(last_emit)
 
+    def _log_expired_inclusive(self, record: Record, start: int, end: int, close_time: int) -> None:
+        """Kafka Streams' warning for a record dropped for a closed window whose end is inclusive (sliding
+        and session windows; time windows log `[start,end)`, see `WindowAggregate._log_expired`)."""
+        meta = self.context.record_metadata()
+        where = "Topic, partition, and offset not known." if meta is None else (
+            f"topic=[{meta.topic}] partition=[{meta.partition}] offset=[{meta.offset}]")
+        log.warning("Skipping record for expired window. %s timestamp=[%d] window=[%d,%d] expiration=[%d] "
+                    "streamTime=[%d]", where, record.timestamp, start, end, close_time, self._observed_stream_time)
+
     def _forward_update(self, record: Record) -> None:
         """Send an update now or through the cache; nothing with `on_window_close`."""
         if not self._emit_final:
