@@ -25,8 +25,8 @@ from streamlet.dsl.processors.window_aggregate import (
     reducing_aggregator,
 )
 from streamlet.dsl.sliding_windows import SlidingWindows
+from streamlet.dsl.windowed_stream import time_windowed_table
 from streamlet.serdes import Serdes
-from streamlet.windowed_serdes import TimeWindowedSerde
 
 if TYPE_CHECKING:
     from streamlet.dsl.grouped_stream import KGroupedStream
@@ -77,10 +77,6 @@ class SlidingWindowedKStream(ChoosesEmitStrategy):
             sliding_window_retention_ms(materialized, windows, store_name)  # fail here, as Kafka Streams does
         name = grouped._builder.names.name_or_generate(Named.resolve(named), prefix)
         supplier = SlidingWindowAggregateSupplier(store_name, windows, initializer, aggregator, emit)
-        node = grouped._aggregation_node(
-            name, store_name, supplier,
+        return time_windowed_table(
+            grouped, name, store_name, supplier, materialized, windows.time_difference_ms,
             lambda: sliding_window_store_builder(materialized, store_name, windows, emit.on_close))
-        key_serde = materialized.key_serde
-        windowed_serde = None if key_serde is None else TimeWindowedSerde(key_serde, windows.time_difference_ms)
-        return KTable(grouped._builder, name, windowed_serde, materialized.value_serde, materialized.name,
-                      supplier, node)

@@ -45,6 +45,18 @@ def _reducing_merger(reducer: Callable[[Any, Any], Any]) -> Merger:
     return merge
 
 
+def time_windowed_table(grouped: KGroupedStream, name: str, store_name: str, supplier: Any,
+                        materialized: Materialized, window_size_ms: int, store_builder: Callable[[], Any]) -> KTable:
+    """The table of a time- or sliding-window aggregation: its node in the graph, keyed by
+    `Windowed(key, TimeWindow)` with a window size of `window_size_ms` (what the serde needs to read
+    a window's end back)."""
+    node = grouped._aggregation_node(name, store_name, supplier, store_builder)
+    key_serde = materialized.key_serde
+    windowed_serde = None if key_serde is None else TimeWindowedSerde(key_serde, window_size_ms)
+    return KTable(grouped._builder, name, windowed_serde, materialized.value_serde, materialized.name,
+                  supplier, node)
+
+
 class WindowedAggregations(ChoosesEmitStrategy):
     """`count` and `reduce` of a windowed grouping (time or session windows: `_aggregation` builds the
     node); the merger is what a session aggregation combines two sessions with."""
@@ -100,10 +112,6 @@ class TimeWindowedKStream(WindowedAggregations):
         name = grouped._builder.names.name_or_generate(Named.resolve(named), prefix)
         emit = self._emit_strategy
         supplier = WindowAggregateSupplier(store_name, windows, initializer, aggregator, emit)
-        node = grouped._aggregation_node(
-            name, store_name, supplier,
+        return time_windowed_table(
+            grouped, name, store_name, supplier, materialized, windows.size_ms,
             lambda: timestamped_window_store_builder(materialized, store_name, windows, emit.on_close))
-        key_serde = materialized.key_serde
-        windowed_serde = None if key_serde is None else TimeWindowedSerde(key_serde, windows.size_ms)
-        return KTable(grouped._builder, name, windowed_serde, materialized.value_serde, materialized.name,
-                      supplier, node)
