@@ -24,12 +24,15 @@ from pyspark.sql.types import LongType, StructField, StructType
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
+from streamlet.spark.group_frames import install as _install_group_frames
 from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
 from streamlet.spark.rows import from_frames
 from streamlet.spark.sink import lookup_topics, send_output
 from streamlet.spark.state_adapter import TaskState
 from streamlet.stores.spark import over_spark_state
 from streamlet.stores.spark.store import SCAN_AFTER
+
+_install_group_frames()  # in the Python worker: unpickling the processor imports this module before any input
 
 OUTPUT_SCHEMA = StructType([StructField("records", LongType(), False)])
 """One row per task and batch: how many records it sent (its output goes to Kafka from the task)."""
