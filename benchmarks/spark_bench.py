@@ -63,6 +63,33 @@ def _batch_times(queries: list[Any]) -> list[int]:
     return [p["durationMs"]["triggerExecution"] for q in queries for p in q.recentProgress if p["numInputRows"]]
 
 
+def _stages(spark: Any, since: int) -> list[dict[str, Any]]:
+    """The session's completed stages after stage `since` (Spark's REST API; the UI must be on):
+    where each query's micro-batches spend their time."""
+    import urllib.request
+
+    url = f"{spark.sparkContext.uiWebUrl}/api/v1/applications/{spark.sparkContext.applicationId}/stages"
+    with urllib.request.urlopen(f"{url}?status=complete") as response:
+        stages = json.load(response)
+    return [{"stage": st["stageId"], "name": st["name"][:60], "tasks": st["numTasks"],
+             "wall_ms": _stage_ms(st), "run_ms": st["executorRunTime"],
+             "cpu_ms": round(st["executorCpuTime"] / 1e6), "input_records": st["inputRecords"],
+             "shuffle_read_records": st["shuffleReadRecords"], "shuffle_write_records": st["shuffleWriteRecords"],
+             "shuffle_write_bytes": st["shuffleWriteBytes"]}
+            for st in sorted(stages, key=lambda st: st["stageId"]) if st["stageId"] > since]
+
+
+def _stage_ms(stage: dict[str, Any]) -> int | None:
+    from datetime import datetime
+
+    def at(text: str) -> datetime:
+        return datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+
+    if "submissionTime" not in stage or "completionTime" not in stage:
+        return None
+    return round((at(stage["completionTime"]) - at(stage["submissionTime"])).total_seconds() * 1000)
+
+
 def _run_engine(spark: Any, bootstrap: str, source: str, cap: int, tag: str) -> tuple[float, list[int], str]:
     from streamlet.spark import SparkStreams
     from streamlet.spark.query import Bounds
@@ -105,6 +132,8 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=20_000, help="lines per micro-batch at most")
     parser.add_argument("--masters", default="local[1],local[2]")
+    parser.add_argument("--stages", type=Path, help="write each run's Spark stages (wall, run and CPU time, "
+                        "records) to this JSON file (turns the Spark UI on)")
     args = parser.parse_args()
 
     from streamlet.runtime.local_broker import LocalKafkaBroker
@@ -112,6 +141,7 @@ def main() -> int:
 
     truth = Counter(w for line in word_lines(args.lines) for w in split_words(line.decode()))
     results: list[dict[str, Any]] = []
+    stage_log: list[dict[str, Any]] = []
     with LocalKafkaBroker(heap="1g") as broker:
         bootstrap = broker.bootstrap_servers
         source = "bench-spark-lines"
@@ -119,13 +149,18 @@ def main() -> int:
         asyncio.run(preload(bootstrap, source, PARTITIONS, ((None, v, BASE_TS) for v in word_lines(args.lines))))
         for master in args.masters.split(","):
             t0 = time.monotonic()
-            spark = spark_session(master, "streamlet-spark-bench")
+            ui = {"spark.ui.enabled": "true", "spark.ui.port": "0"} if args.stages else {}
+            spark = spark_session(master, "streamlet-spark-bench", ui)
             start_s = time.monotonic() - t0
             tag = master.replace("local[", "").replace("]", "").replace("*", "all")
             for system, run, decode in (
                     ("streamlet-spark", _run_engine, lambda v: struct.unpack(">q", v)[0]),
                     ("native Spark", _run_native, lambda v: int(v.decode()))):
+                before = max([s["stage"] for run_log in stage_log if run_log["master"] == master
+                              for s in run_log["stages"]], default=-1)
                 seconds, batches, output = run(spark, bootstrap, source, args.batch, tag)
+                if args.stages:
+                    stage_log.append({"system": system, "master": master, "stages": _stages(spark, before)})
                 correct = asyncio.run(_latest(bootstrap, output, decode)) == dict(truth)
                 row = {"system": system, "master": master, "lines": args.lines, "seconds": round(seconds, 2),
                        "lines_per_s": round(args.lines / seconds), "batches": len(batches),
@@ -137,6 +172,8 @@ def main() -> int:
             spark.stop()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    if args.stages:
+        args.stages.write_text(json.dumps(stage_log, indent=1) + "\n")
     return 0 if all(r["correct"] for r in results) else 1
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
+from streamlet.spark.batch_gc import fewer_collections
 from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.rows import ByPartition, by_offset, from_arrow
 from streamlet.spark.sink import send_output
@@ -69,13 +70,17 @@ def stateless_tasks(plan: SubTopologyPlan) -> Callable[[Iterator[Any]], Iterator
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        found: ByPartition = {}
-        for batch in batches:
-            for where, records in from_arrow(batch).items():
-                found.setdefault(where, []).extend(records)
-        partitions = {partition for _topic, partition in found}
-        assert len(partitions) <= 1, f"a Kafka partition was split or merged across Spark partitions: {partitions}"
-        sent = _run_task(plan, partitions.pop(), found) if partitions else 0
+        with fewer_collections():
+            sent = _read_and_run(plan, batches, {})
         yield pa.RecordBatch.from_pydict({"records": [sent]}, schema=pa.schema([("records", pa.int64(), False)]))
 
     return run
+
+
+def _read_and_run(plan: SubTopologyPlan, batches: Iterator[Any], found: ByPartition) -> int:
+    for batch in batches:
+        for where, records in from_arrow(batch).items():
+            found.setdefault(where, []).extend(records)
+    partitions = {partition for _topic, partition in found}
+    assert len(partitions) <= 1, f"a Kafka partition was split or merged across Spark partitions: {partitions}"
+    return _run_task(plan, partitions.pop(), found) if partitions else 0

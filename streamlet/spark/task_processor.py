@@ -24,6 +24,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
+from streamlet.spark.batch_gc import fewer_collections
 from streamlet.spark.group_frames import install as _install_group_frames
 from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
 from streamlet.spark.rows import from_frames
@@ -125,10 +126,14 @@ class TaskProcessor(StatefulProcessor):
     # -- Spark's callbacks ------------------------------------------------------------------------------
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         now = timerValues.getCurrentProcessingTimeInMs() if self._plan.wall_clock else int(time.time() * 1000)
-        yield self._run(key, now, rows)
+        with fewer_collections():
+            sent = self._run(key, now, rows)
+        yield sent
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
-        yield self._run(key, timerValues.getCurrentProcessingTimeInMs(), None)
+        with fewer_collections():
+            sent = self._run(key, timerValues.getCurrentProcessingTimeInMs(), None)
+        yield sent
 
     def close(self) -> None:
         pass
