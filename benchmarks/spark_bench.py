@@ -13,8 +13,10 @@ on `local[1]` and then `local[2]`:
   write a Java long without more code).
 
 Reported per run: lines/s over the whole run (start of the first query to the end of the last), the
-median and max micro-batch time (Spark's own `triggerExecution`), SparkSession start-up time, and
-whether the final count of every word is right. Results: benchmarks/results/spark.json.
+median and max micro-batch time (Spark's own `triggerExecution`), SparkSession start-up time, the CPU
+seconds the run took in the Spark JVM and in Python (this process and the JVM's Python workers):
+`cpu_s`, `cpu_jvm_s`, `cpu_python_s`, the measure that holds when other work shares the machine,
+whose load average is noted, and whether the final count of every word is right. Results: benchmarks/results/spark.json.
 """
 
 from __future__ import annotations
@@ -61,6 +63,40 @@ async def _latest(bootstrap: str, topic: str, decode: Any) -> dict[str, int]:
 
 def _batch_times(queries: list[Any]) -> list[int]:
     return [p["durationMs"]["triggerExecution"] for q in queries for p in q.recentProgress if p["numInputRows"]]
+
+
+def _spark_cpu_seconds() -> tuple[float, float]:
+    """CPU seconds used so far by the Spark JVM this process started and by Python (this process and
+    the JVM's Python workers, live ones and those reaped): the work of a run, whatever else shares the
+    machine. The broker, also started from here, is left out."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    used: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        used[int(entry)] = sum(int(f) for f in fields[11:15]) / tick  # utime, stime, cutime, cstime
+        children.setdefault(int(fields[1]), []).append(int(entry))
+
+    def is_spark(pid: int) -> bool:
+        try:
+            return b"org.apache.spark.deploy.SparkSubmit" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    jvms = [pid for pid in children.get(os.getpid(), []) if is_spark(pid)]
+    python = sum(os.times()[:2])
+    todo = [child for pid in jvms for child in children.get(pid, [])]
+    while todo:
+        pid = todo.pop()
+        python += used.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return sum(used.get(pid, 0.0) for pid in jvms), python
 
 
 def _stages(spark: Any, since: int) -> list[dict[str, Any]]:
@@ -132,6 +168,8 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=20_000, help="lines per micro-batch at most")
     parser.add_argument("--masters", default="local[1],local[2]")
+    parser.add_argument("--native-first", action="store_true",
+                        help="run native Spark first in each session (the first run warms the JVM up)")
     parser.add_argument("--stages", type=Path, help="write each run's Spark stages (wall, run and CPU time, "
                         "records) to this JSON file (turns the Spark UI on)")
     args = parser.parse_args()
@@ -153,12 +191,16 @@ def main() -> int:
             spark = spark_session(master, "streamlet-spark-bench", ui)
             start_s = time.monotonic() - t0
             tag = master.replace("local[", "").replace("]", "").replace("*", "all")
-            for system, run, decode in (
-                    ("streamlet-spark", _run_engine, lambda v: struct.unpack(">q", v)[0]),
-                    ("native Spark", _run_native, lambda v: int(v.decode()))):
+            systems: list[tuple[str, Any, Any]] = [
+                ("streamlet-spark", _run_engine, lambda v: struct.unpack(">q", v)[0]),
+                ("native Spark", _run_native, lambda v: int(v.decode()))]
+            for system, run, decode in (systems[::-1] if args.native_first else systems):
                 before = max([s["stage"] for run_log in stage_log if run_log["master"] == master
                               for s in run_log["stages"]], default=-1)
+                jvm_before, python_before = _spark_cpu_seconds()
                 seconds, batches, output = run(spark, bootstrap, source, args.batch, tag)
+                jvm_after, python_after = _spark_cpu_seconds()
+                cpu_jvm, cpu_python = jvm_after - jvm_before, python_after - python_before
                 if args.stages:
                     stage_log.append({"system": system, "master": master, "stages": _stages(spark, before)})
                 correct = asyncio.run(_latest(bootstrap, output, decode)) == dict(truth)
@@ -166,7 +208,9 @@ def main() -> int:
                        "lines_per_s": round(args.lines / seconds), "batches": len(batches),
                        "batch_ms_median": statistics.median(batches) if batches else None,
                        "batch_ms_max": max(batches) if batches else None, "session_start_s": round(start_s, 1),
-                       "correct": correct}
+                       "cpu_s": round(cpu_jvm + cpu_python, 1),
+                       "cpu_jvm_s": round(cpu_jvm, 1), "cpu_python_s": round(cpu_python, 1),
+                       "load_avg": round(os.getloadavg()[0], 1), "correct": correct}
                 print(json.dumps(row), flush=True)
                 results.append(row)
             spark.stop()
