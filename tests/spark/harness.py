@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient
 
+from benchmarks.kafka_bench import create_topics as _create_topics
 from streamlet.partitioner import default_partition
 from streamlet.serdes import Serdes
 from streamlet.spark.streams import flow_order
@@ -48,13 +49,7 @@ class Rec:
 async def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     """Topics that keep records of any age: the inputs carry fixed timestamps from 2023, which the broker's
     default 7-day retention would delete at its next check (a first run of this test lost outputs so)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, n, 1, topic_configs={"retention.ms": "-1"})
-                                   for t, n in partitions.items()])
-    finally:
-        await admin.close()
+    await _create_topics(bootstrap, partitions, {"retention.ms": "-1"})
 
 
 async def produce(bootstrap: str, records: Iterable[Rec]) -> None:
