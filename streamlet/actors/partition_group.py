@@ -41,7 +41,11 @@ NO_BOUND = sys.maxsize
 
 
 class ConsumedRecord(Protocol):
-    """The shape of a consumed record (aiokafka's `ConsumerRecord` has it; so do the driver's)."""
+    """The shape of a consumed record (aiokafka's `ConsumerRecord` has it; so do the driver's).
+
+    The main consumer hands aiokafka's decoded records over as they are (see
+    `streamlet.runtime.restore_records`): they lack `topic` and `partition`, which a task knows from the
+    batch; `with_origin` adds them for the error handlers, the only readers of those two fields."""
 
     topic: str
     partition: int
@@ -64,6 +68,13 @@ class RawRecord:
     key: bytes | None
     value: bytes | None
     headers: Headers = field(default=())
+
+
+def with_origin(raw: Any, topic: str, partition: int) -> ConsumedRecord:
+    """`raw` as a `ConsumedRecord` with its topic and partition (a decoded record has neither)."""
+    if hasattr(raw, "topic"):
+        return raw
+    return RawRecord(topic, partition, raw.offset, raw.timestamp, raw.key, raw.value, tuple(raw.headers or ()))
 
 
 Buffered = tuple[Record, int, ConsumedRecord]
@@ -145,6 +156,7 @@ class PartitionGroup:
                 else:
                     ts = extractor.extract(topic, key, value, raw.timestamp, q.partition_time)
             except Exception as exc:
+                raw = with_origin(raw, topic, partition)
                 if self._on_error(raw, exc):
                     self.skipped += 1
                     continue

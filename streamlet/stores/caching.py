@@ -53,6 +53,7 @@ class CachedAccess:
         self._listener: FlushListener | None = None
         self._send_old_values = False
         self._typical_value_size: int | None = None
+        self._record_context = context.record_context
 
     # -- reads --------------------------------------------------------------------------------------
     def get(self, key: bytes, key_obj: Any) -> Any:
@@ -122,13 +123,16 @@ class CachedAccess:
         if value is None:
             size = len(key) + ENTRY_OVERHEAD_BYTES
         else:
-            size = len(key) + self._value_size_hint(value) + ENTRY_OVERHEAD_BYTES
+            typical = self._typical_value_size  # what `_value_size_hint` returns, without its call
+            if typical is None or type(value) is bytes or type(value) is str:
+                typical = self._value_size_hint(value)
+            size = len(key) + typical + ENTRY_OVERHEAD_BYTES
         cache = self._cache
         entry = cache.peek(key)
         if entry is not None and entry.dirty:
-            cache.rewrite(key, entry, value, self._context.record_context(), size)
+            cache.rewrite(key, entry, value, self._record_context(), size)
         else:
-            cache.put(key, CacheEntry(key_obj, value, True, self._context.record_context(), size))
+            cache.put(key, CacheEntry(key_obj, value, True, self._record_context(), size))
         if cache.size_bytes > self._budget:
             self._maybe_evict()
 

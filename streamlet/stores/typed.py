@@ -153,10 +153,10 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         raise InvalidStateStoreError(f"state store {self.name!r} is {state}")
 
     def get(self, key: Any) -> Any:
-        return self._access.get(self._key(key), key)
+        return self._access.get(self._last_key_bytes if key is self._last_key else self._key(key), key)
 
     def put(self, key: Any, value: Any) -> None:
-        self._access.put(self._key(key), key, value)
+        self._access.put(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         data = self._key(key)
