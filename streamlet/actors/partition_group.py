@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from streamlet.actors.processor_node import SourceNode
 from streamlet.errors import DeserializationError, StreamsError
 from streamlet.record import Headers, Record
+from streamlet.serdes import fast_deserializer
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 
@@ -144,13 +145,19 @@ class PartitionGroup:
         source = q.source
         kd = source.key_deserializer.deserialize
         vd = source.value_deserializer.deserialize
+        key_type, decode_key = fast_deserializer(source.key_deserializer)  # see `serdes.FastPath`
+        value_type, decode_value = fast_deserializer(source.value_deserializer)
         extractor = source.timestamp_extractor
         append = q.queue.append
         added = 0
         for raw in records:
             try:
-                key: Any = kd(topic, raw.key)
-                value: Any = vd(topic, raw.value)
+                k, v = raw.key, raw.value
+                try:
+                    key: Any = decode_key(k) if type(k) is key_type else kd(topic, k)
+                    value: Any = decode_value(v) if type(v) is value_type else vd(topic, v)
+                except Exception:
+                    key, value = kd(topic, k), vd(topic, v)  # the deserializers' own calls: result or error
                 if extractor is None:
                     ts = raw.timestamp
                 else:

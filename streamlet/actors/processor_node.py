@@ -15,7 +15,7 @@ from streamlet.partitioner import _positive_hash_memo as _partition_hashes
 from streamlet.partitioner import default_partition
 from streamlet.processor import Processor, TimestampExtractor
 from streamlet.record import Record
-from streamlet.serdes import Deserializer, Serializer
+from streamlet.serdes import Deserializer, Serializer, fast_serializer
 from streamlet.topology import StreamPartitioner
 
 if TYPE_CHECKING:
@@ -113,19 +113,22 @@ class SinkNode(Node):
         self.collector = collector
         self._serialize_key = key_serializer.serialize
         self._serialize_value = value_serializer.serialize
+        self._key_type, self._encode_key = fast_serializer(key_serializer)
+        self._value_type, self._encode_value = fast_serializer(value_serializer)
         self._partitions = 0  # the topic's partition count, asked once (it is fixed while the task runs)
 
     def process(self, record: Record) -> None:
         topic = self.topic
-        try:  # `_serialize` inlined: one frame less per record
-            key = self._serialize_key(topic, record[0])
-            value = self._serialize_value(topic, record[1])
-        except Exception as exc:
-            self._serialization_failed(topic, exc)
+        k, v = record[0], record[1]
+        try:  # `_serialize` inlined, with the serdes' fast paths (see `serdes.FastPath`)
+            key = self._encode_key(k) if type(k) is self._key_type else self._serialize_key(topic, k)
+            value = self._encode_value(v) if type(v) is self._value_type else self._serialize_value(topic, v)
+        except Exception:
+            key, value = self._serialize(topic, record)  # the serdes' own calls: their result or error
         partitions = self._partitions or self._partition_count()
         partition: int | None = None
         if self.partitioner is not None:
-            partition = self.partitioner(topic, record[0], record[1], partitions)
+            partition = self.partitioner(topic, k, v, partitions)
         if partition is None:
             if key is None:
                 partition = self.collector.next_round_robin(topic)

@@ -90,7 +90,7 @@ class StreamTask:
         self.state = ProcessorStateManager(
             self.application_id, self.task_id, partition, config, state_root / self.task_id, collector,
             record_context=partial(_record_ctx_of, self),  # no Python frame: stores ask per write
-            set_record_context=self._set_record_ctx,
+            set_record_context=partial(setattr, self, "record_ctx"),  # no Python frame: a cache flush sets it
             cache_budget=lambda _name: cache_bytes // n_stores,
         )
         self.nodes: dict[str, Node] = {}
