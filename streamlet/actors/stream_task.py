@@ -155,9 +155,6 @@ class StreamTask:
             return None
         return extractor() if isinstance(extractor, type) else extractor
 
-    def _set_record_ctx(self, ctx: RecordContext) -> None:
-        self.record_ctx = ctx
-
     # -- lifecycle ----------------------------------------------------------------------------------
     def initialize_stores(self) -> None:
         """Build and open this task's stores; they register with the state manager for restoration.
