@@ -77,6 +77,7 @@ from streamlet.runtime.fenced_offsets import fetch_stable_offsets
 from streamlet.runtime.global_state import GlobalStreamThread, start_global_thread
 from streamlet.runtime.instance_id import claim_instance_id, state_root
 from streamlet.runtime.repartition_purger import RepartitionPurger
+from streamlet.runtime.restore_records import always_hand_out_as_decoded
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
@@ -345,6 +346,7 @@ class Supervisor:
             resources.push_async_callback(self.global_thread.close)
             self.tasks.global_stores = self.global_thread.stores
         await self.consumer.start()
+        always_hand_out_as_decoded(self.consumer)  # the tasks need no ConsumerRecord per record
         resources.push_async_callback(_stop_group_consumer, self.consumer)
         resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
         self.consumer.subscribe(sorted(self.plan.source_topics), listener=_RebalanceListener(self))
