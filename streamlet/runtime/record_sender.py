@@ -1,7 +1,8 @@
 """`RecordSender`: delivers drained task output to Kafka with aiokafka's batch API.
 
 Records arrive already serialized and partitioned (see `RecordCollector`), grouped per partition,
-so they go straight into `BatchBuilder`s: one await per full batch, never one per record. Delivery
+so they go straight into `BatchBuilder`s, never one call per record; a `BatchPump` hands the batches
+to the producer behind the caller's back, so delivering never waits for the broker. Delivery
 futures are kept until `flush()`, which a commit awaits before committing offsets: a record's input
 offset is committed only once the record is acknowledged. `flush()` also returns, per partition,
 the next offset after our last acknowledged record, which the tasks write into their checkpoints.
@@ -16,6 +17,7 @@ from typing import Any
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import StreamsError
+from streamlet.runtime.batch_pump import BatchPump
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,8 @@ class RecordSender:
         self._error: BaseException | None = None
         self._inflight: list[tuple[str, int, int, asyncio.Future[Any]]] = []
         self.acked_offsets: dict[tuple[str, int], int] = {}
-        self.sent = 0
+        self.sent = 0  # records handed over (queued in the pump or submitted to the producer)
+        self._pump = BatchPump(self._submitted, self._failed)
 
     async def send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
         """Hand records to the producer. A failure is kept for `flush()` to raise: the commit path,
@@ -56,27 +59,31 @@ class RecordSender:
 
     async def _send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
         producer = self.producer
+        pump = self._pump
         for (topic, partition), records in drained.items():
-            builder = producer.create_batch()
-            count = 0
+            builder, count = pump.open_batch(producer, topic, partition)
+            before = count
             limit = self.MAX_RECORD_BYTES
-            for r in records:
-                if (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0) > limit:
-                    self._oversized(topic, partition, r)
-                    continue
-                if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
-                                  headers=list(r.headers)) is None:
-                    if count:
-                        await self._submit(builder, topic, partition, count)
-                        builder = producer.create_batch()
-                        count = 0
-                    if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
-                                      headers=list(r.headers)) is None:
+            try:
+                for r in records:
+                    if (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0) > limit:
                         self._oversized(topic, partition, r)
                         continue
-                count += 1
-            if count:
-                await self._submit(builder, topic, partition, count)
+                    if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
+                                      headers=list(r.headers)) is None:
+                        if count:
+                            self.sent += count - before
+                            builder = pump.seal(producer, topic, partition, count)
+                            count = before = 0
+                        if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
+                                          headers=list(r.headers)) is None:
+                            self._oversized(topic, partition, r)
+                            continue
+                    count += 1
+            finally:  # what the open batch holds, also when a record was refused half-way
+                self.sent += count - before
+                pump.release(producer, topic, partition, count)
+        await pump.backpressure()
 
     def _oversized(self, topic: str, partition: int, r: ProducedRecord) -> None:
         size = len(r.key or b"") + len(r.value or b"")
@@ -86,13 +93,15 @@ class RecordSender:
         log.warning("skipped a record for %s-%d that is larger than the batch size (%d bytes; "
                     "default.production.exception.handler=continue)", topic, partition, size)
 
-    async def _submit(self, builder: Any, topic: str, partition: int, count: int) -> None:
-        fut = await self.producer.send_batch(builder, topic, partition=partition)
+    def _submitted(self, topic: str, partition: int, count: int, fut: asyncio.Future[Any]) -> None:
         self._inflight.append((topic, partition, count, fut))
-        self.sent += count
+
+    def _failed(self, exc: BaseException) -> None:
+        self._error = self._error or exc
 
     async def flush(self) -> dict[tuple[str, int], int]:
         """Wait until everything sent so far is acknowledged; raise if anything failed."""
+        await self._pump.drain()
         inflight, self._inflight = self._inflight, []
         if self._error is not None:
             error, self._error = self._error, None
@@ -120,7 +129,9 @@ class RecordSender:
         return dict(self.acked_offsets)
 
     def forget(self) -> None:
-        """Drop in-flight futures without waiting (after the producer itself failed or was closed)."""
+        """Drop in-flight futures without waiting, and output not yet submitted (after the producer itself
+        failed or was closed, or before its transaction is aborted)."""
+        self._pump.discard()
         _retrieve_quietly(f for _, _, _, f in self._inflight)
         self._inflight = []
         self._error = None
