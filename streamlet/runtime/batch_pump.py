@@ -10,11 +10,18 @@ Here a partition's output goes into its open batch at once; one pump per partiti
 batch as soon as the partition has nothing queued in aiokafka, so whatever arrives while a request
 is out joins a single next batch: the Java producer's accumulator behaves the same way. Per
 partition, batches are submitted in the order their records arrived, one pump at a time.
+
+Linger (`linger.ms`) counts from a batch's first record, as in the Java producer: aiokafka counts it
+from the submission, so a batch that already gathered records for that long while the previous one
+was out is closed before submission (aiokafka sends a closed batch at once). While `drain()` runs (a
+commit waits for its output) every batch goes out at once, the ones already queued in aiokafka
+included, as the Java producer's `flush()` makes every batch ready.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -28,11 +35,12 @@ Submitted = Callable[[str, int, int, "asyncio.Future[Any]"], None]
 class _Partition:
     """One partition's batches not yet handed to the producer."""
 
-    __slots__ = ("builder", "count", "pump", "sealed")
+    __slots__ = ("builder", "count", "opened", "pump", "sealed")
 
     def __init__(self) -> None:
         self.builder: Any = None  # the open batch, still taking records
         self.count = 0  # records in it
+        self.opened = 0.0  # when it was created (monotonic seconds)
         self.sealed: deque[tuple[Any, int]] = deque()  # full batches, oldest first
         self.pump: asyncio.Task[None] | None = None
 
@@ -51,6 +59,7 @@ class BatchPump:
         self._max_sealed = max_sealed
         self._sealed = 0
         self._progress = asyncio.Event()
+        self._hurry = False  # drain() is waiting: no batch lingers
 
     def open_batch(self, producer: Any, topic: str, partition: int) -> tuple[Any, int]:
         """The partition's open batch (created if there is none) and how many records it holds."""
@@ -58,7 +67,7 @@ class BatchPump:
         if entry is None:
             entry = self._partitions[(topic, partition)] = _Partition()
         if entry.builder is None:
-            entry.builder, entry.count = producer.create_batch(), 0
+            entry.builder, entry.count, entry.opened = producer.create_batch(), 0, time.monotonic()
         return entry.builder, entry.count
 
     def seal(self, producer: Any, topic: str, partition: int, count: int) -> Any:
@@ -66,7 +75,7 @@ class BatchPump:
         entry = self._partitions[(topic, partition)]
         entry.sealed.append((entry.builder, count))
         self._sealed += 1
-        entry.builder, entry.count = producer.create_batch(), 0
+        entry.builder, entry.count, entry.opened = producer.create_batch(), 0, time.monotonic()
         return entry.builder
 
     def release(self, producer: Any, topic: str, partition: int, count: int) -> None:
@@ -83,13 +92,18 @@ class BatchPump:
             self._progress.clear()
             await self._progress.wait()
 
-    async def drain(self) -> None:
-        """Wait until every batch is handed to the producer (or failed)."""
-        while True:
-            pumps = [p.pump for p in self._partitions.values() if p.pump is not None]
-            if not pumps:
-                return
-            await asyncio.wait(pumps)
+    async def drain(self, producer: Any) -> None:
+        """Wait until every batch is handed to the producer (or failed), none of them lingering."""
+        self._hurry = True
+        try:
+            while True:
+                _send_queued_now(producer)  # a pump may be waiting for a lingering batch to go out
+                pumps = [p.pump for p in self._partitions.values() if p.pump is not None]
+                if not pumps:
+                    return
+                await asyncio.wait(pumps)
+        finally:
+            self._hurry = False
 
     def discard(self) -> None:
         """Drop every batch not yet handed to the producer and stop the pumps (the output is void:
@@ -113,6 +127,8 @@ class BatchPump:
                 elif entry.count:
                     builder, count = entry.builder, entry.count
                     entry.builder, entry.count = None, 0
+                    if self._hurry or time.monotonic() - entry.opened >= _linger_s(producer):
+                        builder.close()  # it lingered already (or a commit waits): aiokafka sends it at once
                 else:
                     return
                 self._on_submitted(topic, partition, count, await producer.send_batch(builder, topic,
@@ -144,3 +160,23 @@ async def _drained(producer: Any, topic: str, partition: int) -> None:
             pass
         if (after := batches.get(tp)) and after[-1] is batch:
             return  # still queued although its wait ended: send_batch waits (and times out) itself
+
+
+def _linger_s(producer: Any) -> float:
+    return float(getattr(getattr(producer, "_message_accumulator", None), "_linger_time", 0.0))
+
+
+def _send_queued_now(producer: Any) -> None:
+    """End the linger of every batch queued in aiokafka and wake its sender (what aiokafka's own
+    `flush_for_commit` does before a transaction ends). Private aiokafka state: without it, the
+    batches linger out."""
+    accumulator = getattr(producer, "_message_accumulator", None)
+    batches = getattr(accumulator, "_batches", None)
+    waiter = getattr(accumulator, "_waiter_future", None)
+    if batches is None or waiter is None:
+        return
+    for queued in batches.values():
+        for batch in queued:
+            batch._builder.close()
+    if not waiter.done():
+        waiter.set_result(None)

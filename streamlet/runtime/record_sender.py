@@ -101,7 +101,7 @@ class RecordSender:
 
     async def flush(self) -> dict[tuple[str, int], int]:
         """Wait until everything sent so far is acknowledged; raise if anything failed."""
-        await self._pump.drain()
+        await self._pump.drain(self.producer)
         inflight, self._inflight = self._inflight, []
         if self._error is not None:
             error, self._error = self._error, None

@@ -29,9 +29,9 @@ TOPIC = "out"
 
 
 class _Producer:
-    def __init__(self, batch_size: int = 1 << 20, failing: frozenset[int] = frozenset()) -> None:
+    def __init__(self, batch_size: int = 1 << 20, failing: frozenset[int] = frozenset(), linger_ms: int = 0) -> None:
         cluster = SimpleNamespace(leader_for_partition=lambda tp: 0)
-        self._message_accumulator = MessageAccumulator(cluster, batch_size, 0, 30)
+        self._message_accumulator = MessageAccumulator(cluster, batch_size, 0, 30, linger_ms=linger_ms)
         self.log: dict[int, list[bytes]] = defaultdict(list)  # per partition: values in offset order
         self.requests: list[dict[int, int]] = []  # per produce request: partition -> records in its batch
         self._failing = failing
@@ -157,3 +157,18 @@ async def test_handing_over_waits_while_too_many_full_batches_queue() -> None:
             await sender.flush()
         tg.cancel_scope.cancel()
     assert producer.log[0] == [r.value for r in many[(TOPIC, 0)]] + [b"last"]
+
+
+async def test_a_flush_does_not_wait_out_the_linger() -> None:
+    producer = _Producer(linger_ms=60_000)
+    sender = RecordSender(producer)
+    await sender.send({(TOPIC, 0): _records("a")})
+    await anyio.sleep(0.01)
+    assert producer.answer() == 0  # lingering: a produce request now would not take it
+    await sender.send({(TOPIC, 0): _records("b"), (TOPIC, 1): _records("c")})
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_answering, producer)
+        with anyio.fail_after(5):  # as the Java producer's flush(): every batch goes out at once
+            assert await sender.flush() == {(TOPIC, 0): 2, (TOPIC, 1): 1}
+        tg.cancel_scope.cancel()
+    assert dict(producer.log) == {0: [b"a", b"b"], 1: [b"c"]}
