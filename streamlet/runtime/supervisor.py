@@ -398,6 +398,9 @@ class Supervisor:
             if self._stop.is_set():
                 break  # what was fetched stays unconsumed: the next owner reads it from the committed offsets
             self.counters.record_poll(time.perf_counter_ns() - polled_at, sum(map(len, batches.values())))
+            if latency_trace.TRACE is not None:
+                latency_trace.TRACE.duration("loop.poll", polled_at)
+                dispatched_at = time.perf_counter_ns()
             self.on_loop()
             if batches and self.plan is not None and self.plan.missing_sinks - self._partition_counts.keys():
                 await self._await_sink_topics()
@@ -407,6 +410,8 @@ class Supervisor:
                         await self._dispatch(batches)
                     else:
                         self._refetch(batches)
+                if latency_trace.TRACE is not None:
+                    latency_trace.TRACE.duration("loop.dispatch", dispatched_at)
             if time.monotonic() - last_commit >= self._commit_interval_s or self._commit_requested():
                 async with self._dispatch_lock:
                     await self._commit()

@@ -87,3 +87,22 @@ async def test_a_record_larger_than_a_batch_goes_alone_and_an_oversized_one_fail
     await sender.send({("out", 0): [huge]})
     with pytest.raises(ProductionError, match="larger than the batch size"):
         await sender.flush()
+
+
+@pytest.mark.anyio
+async def test_output_of_several_sends_joins_the_open_batch_the_same_way() -> None:
+    """Sends that follow each other before the batch pump takes the open batch append to it (the
+    batch pump's coalescing); the direct path must then continue at the batch's own count."""
+    first, second = _records(5), _records(12)[5:]
+    results = []
+    for builder_type in (BatchBuilder, _OtherBuilder):
+        producer = _Producer(builder_type, 4096)
+        sender = RecordSender(producer)
+        await sender.send({("out", 0): first})
+        await sender.send({("out", 0): second})
+        await sender.flush()
+        results.append(_batches(producer))
+    direct, plain = results
+    assert direct == plain
+    assert [count for _t, _p, count, _rows in direct] == [12]
+    assert [o for o, *_ in direct[0][3]] == list(range(12))
