@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-restore bench-report chaos chaos-repeat soak fidelity venv clean distclean
+.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity venv clean distclean
 
 all: test
 

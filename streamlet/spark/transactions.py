@@ -7,12 +7,15 @@ records and its consumed input offsets, committed to the group `application.id` 
 runtime commits them. Kafka's committed offsets are then the truth: a batch Spark replays (the driver
 died after the transaction but before Spark's commit) finds its input already committed and skips it.
 
-One transactional producer per task, `transactional.id = <application.id>-spark-<subtopology>_<partition>`.
-Python workers are not pinned to tasks, so each worker process keeps its producers by transactional id.
-Starting a producer (InitProducerId) bumps the id's epoch: whatever an older attempt of the task left
-open is aborted, and an older producer still alive elsewhere (a straggler, a speculative copy, another
-worker that ran the task before) is fenced and cannot commit after the newer one. A producer that failed
-in any way is dropped without aborting; its replacement's start aborts what it left.
+One transactional producer per task and batch, `transactional.id = <application.id>-spark-<subtopology>_<partition>`.
+Python workers are not pinned to tasks, and any of them may run a task's next batch or a retry of it, so
+each batch starts its own producer (InitProducerId): the epoch bump aborts whatever an older attempt
+left open and fences an older producer still alive elsewhere (a straggler, a speculative copy), which
+then cannot commit after the newer one; and only after that are the committed offsets read (waiting
+until none is pending), so a retry of a batch that did commit sees it. Keeping one producer per worker
+instead made two workers that took turns at a task fence each other's producer at every turn (a failed
+task each time), and let a retry in the same worker read offsets before its own commit had settled.
+A producer that failed in any way is dropped without aborting; the next one's start aborts what it left.
 """
 
 from __future__ import annotations
@@ -107,26 +110,22 @@ class TaskTransactions:
     async def _begin(self, partitions: list[tuple[str, int]]) -> Committed:
         from aiokafka import AIOKafkaProducer
 
-        wait_stable: float | None = None
-        if self._producer is None:
-            producer = AIOKafkaProducer(**self._kwargs)
-            try:
-                await start_client(producer, self._kwargs)
-                # Waits for the producer id: the epoch bump aborts an older attempt's open transaction.
-                await producer.begin_transaction()
-            except BaseException:
-                await stop_client(producer)
-                raise
-            self._producer = producer
-            self._sender = RecordSender(producer, transactional=True)
-            wait_stable = self._timeout_ms / 1000 + 30
-        else:
-            await self._producer.begin_transaction()
-        return await self._group.committed(partitions, wait_stable)
+        producer = AIOKafkaProducer(**self._kwargs)
+        try:
+            await start_client(producer, self._kwargs)
+            # Waits for the producer id: the epoch bump aborts an older attempt's open transaction and
+            # fences any older producer of this id, wherever it runs.
+            await producer.begin_transaction()
+        except BaseException:
+            await stop_client(producer)
+            raise
+        self._producer = producer
+        self._sender = RecordSender(producer, transactional=True)
+        return await self._group.committed(partitions, self._timeout_ms / 1000 + 30)
 
     def begin(self, partitions: Iterable[tuple[str, int]]) -> Committed:
-        """Start the batch's transaction; returns the group's committed offsets (and progress) for the
-        task's input partitions, read once no older attempt's transaction can still change them."""
+        """Start the batch's transaction with a new producer; returns the group's committed offsets (and
+        progress) for the task's input partitions, read once no transaction can still change them."""
         return self._run(self._begin(sorted(partitions)))
 
     async def _send(self, drained: Drained) -> Offsets:
@@ -152,8 +151,10 @@ class TaskTransactions:
         await self._producer.commit_transaction()
 
     def commit(self, offsets: Offsets, progress: bytes | None) -> None:
-        """Add the task's next input offsets (with `progress` as their metadata) and commit."""
+        """Add the task's next input offsets (with `progress` as their metadata), commit, and close the
+        producer (the next batch starts a new one)."""
         self._run(self._commit(offsets, progress))
+        self.drop()
 
     def drop(self) -> None:
         """Forget the producer without aborting (after any failure): the next `begin` starts a new one,
