@@ -19,7 +19,7 @@ import orjson
 
 from streamlet.spark.plan import ENGINE_KEY_PREFIX, SubTopologyPlan
 from streamlet.spark.rows import ByPartition
-from streamlet.spark.transactions import Committed, Drained, Offsets, task_transactions
+from streamlet.spark.transactions import Committed, Drained, Offsets, TaskTransactions, task_transactions
 
 FAIL_ONCE_KEY = f"{ENGINE_KEY_PREFIX}test.fail.once.file"
 """Tests only: a path. If no file is there when a task commits output, the task creates it, sends part
@@ -55,10 +55,10 @@ class SparkPosition:
 class ExactlyOnceBatch:
     """One task's batch under exactly-once (see the module docstring)."""
 
-    def __init__(self, plan: SubTopologyPlan, partition: int) -> None:
+    def __init__(self, plan: SubTopologyPlan, partition: int, txn: TaskTransactions | None = None) -> None:
         self._plan = plan
         self.inputs = [(topic, partition) for topic in plan.source_topics]
-        self._txn = task_transactions(plan.client_settings(), plan.subtopology_id, partition)
+        self._txn = txn or task_transactions(plan.client_settings(), plan.subtopology_id, partition)
         self.committed: Committed = self._txn.begin(self.inputs)
 
     def behind(self, position: SparkPosition) -> bool:
