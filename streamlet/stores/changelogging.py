@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
 from streamlet.stores.value_formats import split_timestamped
+from streamlet.stores.wrapping import _StoreLayer
 
 
-class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
+class ChangeLoggingKeyValueBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesStore):
     """Logs `(key, value, timestamp of the current record context)`; reads pass straight through."""
 
     def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
@@ -23,9 +24,6 @@ class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
 
     def log(self, key: bytes, value: bytes | None) -> None:
         self._log_change(self.name, key, value, self._context.record_context().timestamp)
-
-    def open(self, context: StateStoreContext) -> None:
-        self.inner.open(context)
 
     def get(self, key: bytes) -> bytes | None:
         return self.inner.get(key)
@@ -46,20 +44,6 @@ class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
 
     def approximate_num_entries(self) -> int:
         return self.inner.approximate_num_entries()
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def persistent(self) -> bool:
-        return self.inner.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
 
 
 class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore):
