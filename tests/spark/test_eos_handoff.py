@@ -6,10 +6,10 @@ runtime for the first half and Spark for the second. The outputs, read `read_com
 stores (the latest value per key in the changelogs, from which either engine restores) must equal the
 reference's, record for record per key: a word count behind a repartition and a windowed count.
 
-The Spark half of the first direction is also replayed once: the last batch of every query loses its
-commit in Spark's checkpoint, as when the driver dies after the tasks' transactions committed but
-before Spark's own commit. The rerun must write nothing again, and its state must catch up from the
-changelog (the asyncio half then continues on top of it).
+The Spark half of the first direction runs in two parts, and between them the last batch of every
+query loses its commit in Spark's checkpoint, as when the driver dies after the tasks' transactions
+committed but before Spark's own commit. The second part replays those batches, which must write nothing
+again and bring the Spark state forward from the changelogs, then counts more lines on top of that state.
 
 Timestamps are recent, as the windowed store's changelog (retention: one day beyond the windows') would
 lose records with old ones. Words are per input partition (`p0w3` occurs only in partition 0), so each
@@ -159,10 +159,14 @@ def test_state_moves_between_spark_and_asyncio_both_ways(spark: Any, kafka_broke
     updates_first = _words(first) + len(first)  # one word-count update per word, one window update per line
     updates_all = updates_first + _words(second) + len(second)
 
-    asyncio.run(produce(bootstrap, first))
+    early, late = first[: len(first) // 2], first[len(first) // 2:]
+    asyncio.run(produce(bootstrap, early))
     _on_spark(spark, topologies["spark-first"], configs["spark-first"])
     assert _drop_last_spark_commits(Path(configs["spark-first"]["spark.checkpoint.location"])) == 2
-    _on_spark(spark, topologies["spark-first"], configs["spark-first"])  # replays the last batches
+    asyncio.run(produce(bootstrap, late))
+    # Replays the last batches (their input is committed in Kafka: nothing may be written again, and the
+    # Spark state must catch up from the changelogs), then counts the late lines on top of that state.
+    _on_spark(spark, topologies["spark-first"], configs["spark-first"])
     replayed = asyncio.run(_read_committed(bootstrap, outputs["spark-first"]))
     assert sum(len(v) for v in replayed.values()) == updates_first, "a replayed Spark batch wrote its output again"
     asyncio.run(_asyncio_until(topologies["asyncio-first"], configs["asyncio-first"], outputs["asyncio-first"],
