@@ -7,9 +7,10 @@ records and its consumed input offsets, committed to the group `application.id` 
 runtime commits them. Kafka's committed offsets are then the truth: a batch Spark replays (the driver
 died after the transaction but before Spark's commit) finds its input already committed and skips it.
 
-One transactional producer per task and batch, `transactional.id = <application.id>-spark-<subtopology>_<partition>`.
-Python workers are not pinned to tasks, and any of them may run a task's next batch or a retry of it, so
-each batch starts its own producer (InitProducerId): the epoch bump aborts whatever an older attempt
+One transactional producer per task and batch, with
+`transactional.id = <application.id>-spark-<subtopology>_<partition>`. Python workers are not pinned
+to tasks, and any of them may run a task's next batch or a retry of it, so each batch starts its own
+producer (InitProducerId): the epoch bump aborts whatever an older attempt
 left open and fences an older producer still alive elsewhere (a straggler, a speculative copy), which
 then cannot commit after the newer one; and only after that are the committed offsets read (waiting
 until none is pending), so a retry of a batch that did commit sees it. Keeping one producer per worker
@@ -126,6 +127,7 @@ class TaskTransactions:
     def begin(self, partitions: Iterable[tuple[str, int]]) -> Committed:
         """Start the batch's transaction with a new producer; returns the group's committed offsets (and
         progress) for the task's input partitions, read once no transaction can still change them."""
+        self.drop()  # a producer left over by a batch that ended without commit or abort
         return self._run(self._begin(sorted(partitions)))
 
     async def _send(self, drained: Drained) -> Offsets:
