@@ -25,6 +25,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks.kafka_bench import create_topics as _create_topics
 from streamlet.partitioner import default_partition
+from streamlet.runtime.client_settings import stop_client
 from streamlet.serdes import Serdes
 from streamlet.spark.streams import flow_order
 from streamlet.testing import TopologyTestDriver
@@ -63,10 +64,12 @@ async def produce(bootstrap: str, records: Iterable[Rec]) -> None:
         await producer.stop()
 
 
-async def read_all(bootstrap: str, topics: dict[str, int], timeout_s: float = 60.0
-                   ) -> dict[tuple[str, int], list[Rec]]:
-    """Everything in `topics` (name -> partitions) up to their current ends, by partition in offset order."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+async def read_all(bootstrap: str, topics: dict[str, int], timeout_s: float = 60.0,
+                   isolation_level: str = "read_uncommitted") -> dict[tuple[str, int], list[Rec]]:
+    """Everything in `topics` (name -> partitions) up to their current ends, by partition in offset order
+    (`read_committed`: only what committed transactions wrote, up to the last stable offsets)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+                                isolation_level=isolation_level)
     await consumer.start()
     found: dict[tuple[str, int], list[Rec]] = defaultdict(list)
     try:
@@ -80,7 +83,7 @@ async def read_all(bootstrap: str, topics: dict[str, int], timeout_s: float = 60
                 found[(tp.topic, tp.partition)].extend(
                     Rec(r.topic, r.partition, r.key, r.value, r.timestamp, tuple(r.headers)) for r in records)
     finally:
-        await consumer.stop()
+        await stop_client(consumer)
     return found
 
 
