@@ -20,10 +20,25 @@ from streamlet.partitioner import default_partition
 
 
 async def create_topics(bootstrap: str, topics: dict[str, int], configs: dict[str, str] | None = None) -> None:
+    """Create the topics and return once the broker's metadata lists each with all its partitions.
+
+    CreateTopics is answered once the controller has the topic; the broker's metadata cache, which
+    every client's metadata request reads, catches up a moment later (seen under load: an application
+    started right after found its source topic missing and stopped with `MissingSourceTopicError`)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
         await admin.create_topics([NewTopic(t, n, 1, topic_configs=configs or {}) for t, n in topics.items()])
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            listed = {t["topic"]: len(t["partitions"]) for t in await admin.describe_topics(list(topics))
+                      if t["error_code"] == 0}
+            if all(listed.get(t) == n for t, n in topics.items()):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                missing = sorted(t for t, n in topics.items() if listed.get(t) != n)
+                raise TimeoutError(f"topics not in the broker's metadata after 30 s: {missing}")
+            await asyncio.sleep(0.05)
     finally:
         await admin.close()
 

@@ -185,6 +185,37 @@ def _deserialize_json(topic: str | None, data: bytes | None, _loads: Callable[[b
         return _decode_json(data)
 
 
+class NoFastPath:
+    """A type no value has: where `fast_serializer` / `fast_deserializer` return it, the fast path never applies."""
+
+
+def _no_fast_path(data: Any) -> Any:  # pragma: no cover - never called: no value has type NoFastPath
+    raise AssertionError("no fast path")
+
+
+FastPath = tuple[type, Callable[[Any], Any]]
+"""`(T, f)`: for data of exactly type `T`, `f(data)` (a C function, no Python frame) returns what the
+serializer's or deserializer's own call returns; for other data, and on any error, call that instead
+(it gives the serde's own result or error)."""
+
+
+def fast_serializer(serializer: Serializer[Any]) -> FastPath:
+    """The built-in String serializer's fast path (`str.encode`), else `(NoFastPath, ...)`."""
+    if getattr(serializer, "serialize", None) is _serialize_str:
+        return str, str.encode
+    return NoFastPath, _no_fast_path
+
+
+def fast_deserializer(deserializer: Deserializer[Any]) -> FastPath:
+    """The built-in String (`bytes.decode`) and Bytes (`bytes`, which returns a `bytes` unchanged)
+    deserializers' fast paths, else `(NoFastPath, ...)`."""
+    if getattr(deserializer, "deserialize", None) is _deserialize_str:
+        return bytes, bytes.decode
+    if type(deserializer) is Deserializer and "deserialize" not in vars(deserializer) and deserializer._fn is bytes:
+        return bytes, bytes
+    return NoFastPath, _no_fast_path
+
+
 class StringSerde(Serde[str]):
     """UTF-8 text, as Java's `Serdes.String()`."""
     name = "String"

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from streamlet.actors.processor_node import SourceNode
 from streamlet.errors import DeserializationError, StreamsError
 from streamlet.record import Headers, Record
+from streamlet.serdes import fast_deserializer
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 
@@ -41,7 +42,11 @@ NO_BOUND = sys.maxsize
 
 
 class ConsumedRecord(Protocol):
-    """The shape of a consumed record (aiokafka's `ConsumerRecord` has it; so do the driver's)."""
+    """The shape of a consumed record (aiokafka's `ConsumerRecord` has it; so do the driver's).
+
+    The main consumer hands aiokafka's decoded records over as they are (see
+    `streamlet.runtime.restore_records`): they lack `topic` and `partition`, which a task knows from the
+    batch; `with_origin` adds them for the error handlers, the only readers of those two fields."""
 
     topic: str
     partition: int
@@ -64,6 +69,13 @@ class RawRecord:
     key: bytes | None
     value: bytes | None
     headers: Headers = field(default=())
+
+
+def with_origin(raw: Any, topic: str, partition: int) -> ConsumedRecord:
+    """`raw` as a `ConsumedRecord` with its topic and partition (a decoded record has neither)."""
+    if hasattr(raw, "topic"):
+        return raw
+    return RawRecord(topic, partition, raw.offset, raw.timestamp, raw.key, raw.value, tuple(raw.headers or ()))
 
 
 Buffered = tuple[Record, int, ConsumedRecord]
@@ -133,18 +145,25 @@ class PartitionGroup:
         source = q.source
         kd = source.key_deserializer.deserialize
         vd = source.value_deserializer.deserialize
+        key_type, decode_key = fast_deserializer(source.key_deserializer)  # see `serdes.FastPath`
+        value_type, decode_value = fast_deserializer(source.value_deserializer)
         extractor = source.timestamp_extractor
         append = q.queue.append
         added = 0
         for raw in records:
             try:
-                key: Any = kd(topic, raw.key)
-                value: Any = vd(topic, raw.value)
+                k, v = raw.key, raw.value
+                try:
+                    key: Any = decode_key(k) if type(k) is key_type else kd(topic, k)
+                    value: Any = decode_value(v) if type(v) is value_type else vd(topic, v)
+                except Exception:
+                    key, value = kd(topic, k), vd(topic, v)  # the deserializers' own calls: result or error
                 if extractor is None:
                     ts = raw.timestamp
                 else:
                     ts = extractor.extract(topic, key, value, raw.timestamp, q.partition_time)
             except Exception as exc:
+                raw = with_origin(raw, topic, partition)
                 if self._on_error(raw, exc):
                     self.skipped += 1
                     continue

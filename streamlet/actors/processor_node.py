@@ -7,14 +7,15 @@ record goes from source to sink in one synchronous call chain with no queue in b
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import SerializationError
+from streamlet.partitioner import _positive_hash_memo as _partition_hashes
 from streamlet.partitioner import default_partition
 from streamlet.processor import Processor, TimestampExtractor
 from streamlet.record import Record
-from streamlet.serdes import Deserializer, Serializer
+from streamlet.serdes import Deserializer, Serializer, fast_serializer
 from streamlet.topology import StreamPartitioner
 
 if TYPE_CHECKING:
@@ -112,32 +113,46 @@ class SinkNode(Node):
         self.collector = collector
         self._serialize_key = key_serializer.serialize
         self._serialize_value = value_serializer.serialize
+        self._key_type, self._encode_key = fast_serializer(key_serializer)
+        self._value_type, self._encode_value = fast_serializer(value_serializer)
         self._partitions = 0  # the topic's partition count, asked once (it is fixed while the task runs)
 
     def process(self, record: Record) -> None:
         topic = self.topic
-        key, value = self._serialize(topic, record)
-        collector = self.collector
+        k, v = record[0], record[1]
+        try:  # `_serialize` inlined, with the serdes' fast paths (see `serdes.FastPath`)
+            key = self._encode_key(k) if type(k) is self._key_type else self._serialize_key(topic, k)
+            value = self._encode_value(v) if type(v) is self._value_type else self._serialize_value(topic, v)
+        except Exception:
+            key, value = self._serialize(topic, record)  # the serdes' own calls: their result or error
         partitions = self._partitions or self._partition_count()
         partition: int | None = None
         if self.partitioner is not None:
-            partition = self.partitioner(topic, record.key, record.value, partitions)
+            partition = self.partitioner(topic, k, v, partitions)
         if partition is None:
-            partition = collector.next_round_robin(topic) if key is None else default_partition(key, partitions)
-        if record.timestamp < 0:
-            raise SerializationError(f"sink {self.name!r}: negative timestamp {record.timestamp}")
-        collector.send(topic, key, value, record.timestamp, record.headers, partition)
+            if key is None:
+                partition = self.collector.next_round_robin(topic)
+            else:
+                h = _partition_hashes.get(key)  # default_partition's memo, read without its call
+                partition = default_partition(key, partitions) if h is None else h % partitions
+        timestamp = record[2]
+        if timestamp < 0:
+            raise SerializationError(f"sink {self.name!r}: negative timestamp {timestamp}")
+        self.collector.send(topic, key, value, timestamp, record[3], partition)
 
     def _serialize(self, topic: str, record: Record) -> tuple[bytes | None, bytes | None]:
         try:
             return self._serialize_key(topic, record.key), self._serialize_value(topic, record.value)
-        except SerializationError:
-            raise
         except Exception as exc:
-            raise SerializationError(
-                f"sink {self.name!r} could not serialize a record for topic {topic!r}: "
-                f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)"
-            ) from exc
+            self._serialization_failed(topic, exc)
+
+    def _serialization_failed(self, topic: str, exc: Exception) -> NoReturn:
+        if isinstance(exc, SerializationError):
+            raise exc
+        raise SerializationError(
+            f"sink {self.name!r} could not serialize a record for topic {topic!r}: "
+            f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)"
+        ) from exc
 
     def _partition_count(self) -> int:
         self._partitions = self.collector.partition_count(self.topic)

@@ -53,7 +53,6 @@ class RecordCollector:
     def __init__(self, partition_count: PartitionCount) -> None:
         self.partition_count = partition_count
         self._buffers: dict[TopicPartitionKey, list[ProducedRecord]] = {}
-        self._pending = 0
         self._round_robin: dict[str, int] = {}
         self._deferred: list[_Deferred] = []
 
@@ -70,7 +69,6 @@ class RecordCollector:
         if buf is None:
             buf = self._buffers[(topic, partition)] = []
         buf.append(_new(ProducedRecord, (key, value, timestamp, headers)))
-        self._pending += 1
 
     def known_partition_count(self, topic: str) -> int | None:
         """The topic's partition count, or None while the runtime does not know the topic."""
@@ -83,7 +81,6 @@ class RecordCollector:
               partitioner: Callable[[str, Any, Any, int], int | None] | None) -> None:
         """Buffer a serialized record for a topic not known yet; `place_deferred` partitions it later."""
         self._deferred.append(_Deferred(topic, record, key, value, partitioner))
-        self._pending += 1
 
     def deferred_topics(self) -> set[str]:
         """The topics whose partition counts must be looked up before the next drain."""
@@ -124,8 +121,8 @@ class RecordCollector:
 
     @property
     def pending(self) -> int:
-        """Records buffered since the last drain."""
-        return self._pending
+        """Records buffered since the last drain (counted when asked, once per batch, not per record)."""
+        return sum(map(len, self._buffers.values())) + len(self._deferred)
 
     def drain(self) -> dict[TopicPartitionKey, list[ProducedRecord]]:
         """Take everything buffered; the caller now owns delivering it."""
@@ -134,13 +131,11 @@ class RecordCollector:
                                     "not know: they must exist (a dynamically routed sink's topics are not created)")
         out = self._buffers
         self._buffers = {}
-        self._pending = 0
         return out
 
     def discard(self) -> int:
         """Drop everything buffered (a dirty close); returns how many records were dropped."""
-        n = self._pending
+        n = self.pending
         self._buffers = {}
         self._deferred = []
-        self._pending = 0
         return n

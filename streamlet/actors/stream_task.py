@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from streamlet.actors.error_handlers import RecordErrorHandler
-from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup
+from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup, with_origin
 from streamlet.actors.processor_context import NodeContext
 from streamlet.actors.processor_node import DynamicSinkNode, Node, ProcessorNode, SinkNode, SourceNode
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule
@@ -29,6 +31,7 @@ from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_record_ctx_of = attrgetter("record_ctx")
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +89,8 @@ class StreamTask:
         n_stores = max(1, len(caching_stores(topology, subtopology.stores)))  # the stores that share the cache
         self.state = ProcessorStateManager(
             self.application_id, self.task_id, partition, config, state_root / self.task_id, collector,
-            record_context=lambda: self.record_ctx,
-            set_record_context=self._set_record_ctx,
+            record_context=partial(_record_ctx_of, self),  # no Python frame: stores ask per write
+            set_record_context=partial(setattr, self, "record_ctx"),  # no Python frame: a cache flush sets it
             cache_budget=lambda _name: cache_bytes // n_stores,
         )
         self.nodes: dict[str, Node] = {}
@@ -151,9 +154,6 @@ class StreamTask:
         if extractor is None:
             return None
         return extractor() if isinstance(extractor, type) else extractor
-
-    def _set_record_ctx(self, ctx: RecordContext) -> None:
-        self.record_ctx = ctx
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def initialize_stores(self) -> None:
@@ -257,7 +257,7 @@ class StreamTask:
                     except StreamsError:
                         raise
                     except Exception as exc:
-                        if not self.errors.on_processing_error(raw, exc):
+                        if not self.errors.on_processing_error(with_origin(raw, topic, partition), exc):
                             exc.add_note(
                                 f"while task {self.task_id} processed the record at topic {topic} "
                                 f"partition {partition} offset {offset}"

@@ -191,7 +191,13 @@ class TaskActor:
                                        records[0].timestamp if records else None,
                                        records[-1].timestamp if records else 0, self._wall())
             task.maybe_punctuate_wall_clock(self._wall())
-            await self._flush_output()
+            if latency_trace.TRACE is None:
+                await self._flush_output()
+            else:
+                latency_trace.TRACE.duration("task.process", started)
+                step = time.perf_counter_ns()
+                await self._flush_output()
+                latency_trace.TRACE.duration("task.deliver", step)
             return False
         if isinstance(message, Commit):
             trace = latency_trace.TRACE

@@ -11,7 +11,10 @@ which repartition and output records inherit) at each stage it passes, per sub-t
   are now readable `read_committed`).
 
 Steps that hold records back are timed too (`commit` and its parts: `commit.flush-tasks`,
-`commit.produce-acks`, `commit.offsets`, `commit.end-txn`, `commit.begin`).
+`commit.task-mailbox-wait`, `commit.task-prepare`, `commit.task-deliver`, `commit.produce-acks`,
+`commit.offsets`, `commit.end-txn`, `commit.begin`), and so are the turns that decide how soon a fetched
+record gets its turn: a task's batch (`task.process`, then `task.deliver`: handing its output to the
+producer) and the poll loop's `loop.poll` and `loop.dispatch` (posting batches to the task mailboxes).
 
 At exit the file gets, per stage, the count and the 50th/90th/99th percentiles in milliseconds. The
 difference between consecutive stages is that stage's share. Off (the default) it costs one `is None`

@@ -1,7 +1,8 @@
 """`RecordSender`: delivers drained task output to Kafka with aiokafka's batch API.
 
 Records arrive already serialized and partitioned (see `RecordCollector`), grouped per partition,
-so they go straight into `BatchBuilder`s: one await per full batch, never one per record. Delivery
+so they go straight into `BatchBuilder`s, never one call per record; a `BatchPump` hands the batches
+to the producer behind the caller's back, so delivering never waits for the broker. Delivery
 futures are kept until `flush()`, which a commit awaits before committing offsets: a record's input
 offset is committed only once the record is acknowledged. `flush()` also returns, per partition,
 the next offset after our last acknowledged record, which the tasks write into their checkpoints.
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from aiokafka.producer.message_accumulator import BatchBuilder as _BatchBuilder
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import StreamsError
+from streamlet.runtime.batch_pump import BatchPump
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,8 @@ class RecordSender:
         self._error: BaseException | None = None
         self._inflight: list[tuple[str, int, int, asyncio.Future[Any]]] = []
         self.acked_offsets: dict[tuple[str, int], int] = {}
-        self.sent = 0
+        self.sent = 0  # records handed over (queued in the pump or submitted to the producer)
+        self._pump = BatchPump(self._submitted, self._failed)
 
     async def send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
         """Hand records to the producer. A failure is kept for `flush()` to raise: the commit path,
@@ -56,27 +61,34 @@ class RecordSender:
 
     async def _send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
         producer = self.producer
+        pump = self._pump
+        limit = self.MAX_RECORD_BYTES
         for (topic, partition), records in drained.items():
-            builder = producer.create_batch()
-            count = 0
-            limit = self.MAX_RECORD_BYTES
-            for r in records:
-                if (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0) > limit:
-                    self._oversized(topic, partition, r)
-                    continue
-                if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
-                                  headers=list(r.headers)) is None:
-                    if count:
-                        await self._submit(builder, topic, partition, count)
-                        builder = producer.create_batch()
-                        count = 0
-                    if builder.append(key=r.key, value=r.value, timestamp=r.timestamp,
-                                      headers=list(r.headers)) is None:
+            builder, count = pump.open_batch(producer, topic, partition)
+            append = _appender(builder, count)
+            before = count
+            try:
+                for r in records:
+                    key, value = r[0], r[1]
+                    if (len(value) if value else 0) + (len(key) if key else 0) > limit:
                         self._oversized(topic, partition, r)
                         continue
-                count += 1
-            if count:
-                await self._submit(builder, topic, partition, count)
+                    if append(builder, count, r) is None:
+                        if count:
+                            self.sent += count - before
+                            _settle(builder, count)
+                            builder = pump.seal(producer, topic, partition, count)
+                            append = _appender(builder, 0)
+                            count = before = 0
+                        if append(builder, count, r) is None:
+                            self._oversized(topic, partition, r)
+                            continue
+                    count += 1
+            finally:  # what the open batch holds, also when a record was refused half-way
+                self.sent += count - before
+                _settle(builder, count)
+                pump.release(producer, topic, partition, count)
+        await pump.backpressure()
 
     def _oversized(self, topic: str, partition: int, r: ProducedRecord) -> None:
         size = len(r.key or b"") + len(r.value or b"")
@@ -86,13 +98,15 @@ class RecordSender:
         log.warning("skipped a record for %s-%d that is larger than the batch size (%d bytes; "
                     "default.production.exception.handler=continue)", topic, partition, size)
 
-    async def _submit(self, builder: Any, topic: str, partition: int, count: int) -> None:
-        fut = await self.producer.send_batch(builder, topic, partition=partition)
+    def _submitted(self, topic: str, partition: int, count: int, fut: asyncio.Future[Any]) -> None:
         self._inflight.append((topic, partition, count, fut))
-        self.sent += count
+
+    def _failed(self, exc: BaseException) -> None:
+        self._error = self._error or exc
 
     async def flush(self) -> dict[tuple[str, int], int]:
         """Wait until everything sent so far is acknowledged; raise if anything failed."""
+        await self._pump.drain(self.producer)
         inflight, self._inflight = self._inflight, []
         if self._error is not None:
             error, self._error = self._error, None
@@ -120,10 +134,50 @@ class RecordSender:
         return dict(self.acked_offsets)
 
     def forget(self) -> None:
-        """Drop in-flight futures without waiting (after the producer itself failed or was closed)."""
+        """Drop in-flight futures without waiting, and output not yet submitted (after the producer itself
+        failed or was closed, or before its transaction is aborted)."""
+        self._pump.discard()
         _retrieve_quietly(f for _, _, _, f in self._inflight)
         self._inflight = []
         self._error = None
+
+
+_NO_HEADERS: list[tuple[str, bytes]] = []  # only read by the batch builder, never kept or changed
+
+
+def _append(builder: Any, offset: int, r: ProducedRecord) -> Any:
+    """Append through aiokafka's `BatchBuilder.append` (None when the batch is full)."""
+    return builder.append(key=r[0], value=r[1], timestamp=r[2], headers=list(r[3]))
+
+
+def _append_directly(builder: Any, offset: int, r: ProducedRecord) -> Any:
+    """Append straight into the record-batch builder under aiokafka's `BatchBuilder` (None when full).
+
+    `BatchBuilder.append` only applies the producer's serializers (streamlet's records are bytes already,
+    and streamlet's producers have none) and counts the records; here `offset` is that count, which
+    `_settle` writes back whenever the batch leaves the sender's hands. Two Python calls less per record."""
+    headers = r[3]
+    metadata = builder._builder.append(offset, r[2], r[0], r[1], list(headers) if headers else _NO_HEADERS)
+    if metadata is None:
+        builder.close()
+    return metadata
+
+
+def _appender(builder: Any, count: int) -> Callable[[Any, int, ProducedRecord], Any]:
+    """`_append_directly` for aiokafka's own `BatchBuilder` without serializers holding `count` records,
+    else `_append`."""
+    if (type(builder) is _BatchBuilder and getattr(builder, "_key_serializer", 0) is None
+            and getattr(builder, "_value_serializer", 0) is None
+            and getattr(builder, "_relative_offset", -1) == count and hasattr(builder, "_builder")):
+        return _append_directly
+    return _append
+
+
+def _settle(builder: Any, count: int) -> None:
+    """Make the batch's own record count right (`_append_directly` does not keep it) before the batch
+    goes to the pump, which may hand it to the producer at any time after."""
+    if getattr(builder, "_relative_offset", count) != count:
+        builder._relative_offset = count
 
 
 def _retrieve_quietly(futures: Iterable[asyncio.Future[Any]]) -> None:

@@ -77,6 +77,7 @@ from streamlet.runtime.fenced_offsets import fetch_stable_offsets
 from streamlet.runtime.global_state import GlobalStreamThread, start_global_thread
 from streamlet.runtime.instance_id import claim_instance_id, state_root
 from streamlet.runtime.repartition_purger import RepartitionPurger
+from streamlet.runtime.restore_records import always_hand_out_as_decoded
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
@@ -345,6 +346,7 @@ class Supervisor:
             resources.push_async_callback(self.global_thread.close)
             self.tasks.global_stores = self.global_thread.stores
         await self.consumer.start()
+        always_hand_out_as_decoded(self.consumer)  # the tasks need no ConsumerRecord per record
         resources.push_async_callback(_stop_group_consumer, self.consumer)
         resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
         self.consumer.subscribe(sorted(self.plan.source_topics), listener=_RebalanceListener(self))
@@ -396,6 +398,9 @@ class Supervisor:
             if self._stop.is_set():
                 break  # what was fetched stays unconsumed: the next owner reads it from the committed offsets
             self.counters.record_poll(time.perf_counter_ns() - polled_at, sum(map(len, batches.values())))
+            if latency_trace.TRACE is not None:
+                latency_trace.TRACE.duration("loop.poll", polled_at)
+                dispatched_at = time.perf_counter_ns()
             self.on_loop()
             if batches and self.plan is not None and self.plan.missing_sinks - self._partition_counts.keys():
                 await self._await_sink_topics()
@@ -405,6 +410,8 @@ class Supervisor:
                         await self._dispatch(batches)
                     else:
                         self._refetch(batches)
+                if latency_trace.TRACE is not None:
+                    latency_trace.TRACE.duration("loop.dispatch", dispatched_at)
             if time.monotonic() - last_commit >= self._commit_interval_s or self._commit_requested():
                 async with self._dispatch_lock:
                     await self._commit()

@@ -68,6 +68,8 @@ def _source(spark: Any, plan: SubTopologyPlan, bounds: Bounds) -> Any:
         reader = reader.option("startingTimestamp", str(bounds.starting_timestamp_ms))
     else:
         reader = reader.option("startingOffsets", bounds.starting)
+    if plan.config().exactly_once:  # aborted transactions (a failed task's partial output) are not input
+        reader = reader.option("kafka.isolation.level", "read_committed")
     cap = trigger_cap(plan)
     if cap is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(cap))

@@ -2,7 +2,8 @@
 
 All state is declared in the processor's `init` (Spark only allows it there) and is scoped by Spark to
 the grouping key, i.e. to one task. Names: `s.<store>` (entries) and `m.<store>` (the store's meta
-entry), `task` (the `TaskProgress`).
+entry), `task` (the `TaskProgress`), `eos` (under exactly-once, what the state reflects of Kafka: see
+`exactly_once.SparkPosition`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class TaskState:
                                          handle.getValueState(f"m.{name}", _VALUE))
                        for name in store_names}
         self._progress = handle.getValueState("task", _VALUE)
+        self._position = handle.getValueState("eos", _VALUE)
 
     def progress(self) -> bytes | None:
         row = self._progress.get()
@@ -66,3 +68,10 @@ class TaskState:
 
     def set_progress(self, data: bytes) -> None:
         self._progress.update((data,))
+
+    def position(self) -> bytes | None:
+        row = self._position.get()
+        return None if row is None else _bytes(row[0])
+
+    def set_position(self, data: bytes) -> None:
+        self._position.update((data,))

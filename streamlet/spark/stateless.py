@@ -25,6 +25,7 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.spark.batch_gc import fewer_collections
+from streamlet.spark.exactly_once import ExactlyOnceBatch
 from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.rows import ByPartition, by_offset, from_arrow
 from streamlet.spark.sink import send_output
@@ -42,9 +43,15 @@ def is_stateless(plan: SubTopologyPlan, probed: TaskProgress) -> bool:
 
 
 def _run_task(plan: SubTopologyPlan, partition: int, found: ByPartition) -> int:
+    """Runs the task; under exactly-once in its own transaction, without the input already committed
+    (see `exactly_once`)."""
     counts = plan.partition_counts
     now = int(time.time() * 1000)
-    task = StreamTask(plan.topology, plan.subtopology, partition, plan.config(), RecordCollector(counts.__getitem__),
+    config = plan.config()
+    batch = ExactlyOnceBatch(plan, partition) if config.exactly_once else None
+    if batch is not None:
+        found = batch.unprocessed(found)
+    task = StreamTask(plan.topology, plan.subtopology, partition, config, RecordCollector(counts.__getitem__),
                       _STATE_ROOT, clock=lambda: now,
                       resolve_topic=plan.resolve_topic, cache_bytes=0)
     try:
@@ -56,11 +63,17 @@ def _run_task(plan: SubTopologyPlan, partition: int, found: ByPartition) -> int:
         task.process()
         task.prepare_commit()
         task.close(clean=True)
+        drained = task.collector.drain()
+        if batch is not None:
+            batch.commit(drained, task.consumed_offsets, None)
+            return sum(len(records) for records in drained.values())
     except BaseException:
         task.collector.discard()
         task.close(clean=False)
+        if batch is not None:
+            batch.abort()
         raise
-    return send_output(plan.client_settings(), task.collector.drain())
+    return send_output(plan.client_settings(), drained)
 
 
 def stateless_tasks(plan: SubTopologyPlan) -> Callable[[Iterator[Any]], Iterator[Any]]:

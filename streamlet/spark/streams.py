@@ -83,9 +83,6 @@ class SparkStreams:
         self.config = StreamsConfig.of(config)
         self._spark = spark
         self._owns_session = spark is None
-        if self.config.exactly_once:
-            log.warning("processing.guarantee=exactly_once_v2: the Spark engine runs at-least-once for now "
-                        "(a replayed micro-batch may write its output again)")
         self.queries: list[Any] = []
         self.plans: list[SubTopologyPlan] = []
 
@@ -139,13 +136,31 @@ class SparkStreams:
         spark = self._session()
         self.plans = self._plan()
         root = self.checkpoint_root()
-        interval = self.config.get(TRIGGER_KEY)
+        configured = self.config.get(TRIGGER_KEY)
+        interval = int(configured) if configured else None
         for plan in self.plans:
-            self.queries.append(start_query(spark, plan, str(root / f"subtopology-{plan.subtopology_id}"),
-                                            Bounds(starting=str(self.config["auto.offset.reset"])),
-                                            int(interval) if interval else None))
+            checkpoint = root / f"subtopology-{plan.subtopology_id}"
+            starting = Bounds(starting=self._starting(plan, checkpoint))
+            self.queries.append(start_query(spark, plan, str(checkpoint), starting, interval))
         log.info("started %d Spark queries for %s (checkpoints in %s)", len(self.queries),
                  self.config.application_id, root)
+
+    def _starting(self, plan: SubTopologyPlan, checkpoint: Path) -> str:
+        """Where the query starts if its checkpoint is fresh: the group's committed offsets if it has
+        any (the application ran before on the asyncio runtime or another checkpoint), else
+        `auto.offset.reset` (see `starting_offsets`)."""
+        from streamlet.spark.starting_offsets import committed_starting_offsets, is_fresh
+
+        reset = str(self.config["auto.offset.reset"])
+        if not is_fresh(checkpoint):
+            return reset
+        internal = {plan.resolve_topic(t) for t in self.topology.internal_topics}
+        committed = asyncio.run(committed_starting_offsets(
+            plan.client_settings(), {t: plan.partition_counts[t] for t in plan.source_topics}, internal, reset))
+        if committed is not None:
+            log.info("subtopology %d starts from the committed offsets of group %s: %s", plan.subtopology_id,
+                     self.config.application_id, committed)
+        return committed or reset
 
     def backfill(self, bounds: Bounds) -> None:
         """Process a bounded range of the input and return: each sub-topology's query runs to the end of

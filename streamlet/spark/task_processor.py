@@ -25,6 +25,8 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.spark.batch_gc import fewer_collections
+from streamlet.spark.catch_up import restore_changelog_tails
+from streamlet.spark.exactly_once import ExactlyOnceBatch, SparkPosition
 from streamlet.spark.group_frames import install as _install_group_frames
 from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
 from streamlet.spark.rows import from_frames
@@ -63,40 +65,60 @@ class TaskProcessor(StatefulProcessor):
         self._config = plan.config()
         self._cache_bytes = int(self._config["statestore.cache.max.bytes"]) // max(1, plan.tasks)
         self._scan_after = int(plan.settings.get(SCAN_AFTER_KEY) or SCAN_AFTER)
+        self._eos = self._config.exactly_once
 
     # -- one task, built for one batch ------------------------------------------------------------------
-    def _open_task(self, key: Any, now: int) -> StreamTask:
+    def _open_task(self, key: Any, now: int, batch: ExactlyOnceBatch | None) -> tuple[StreamTask, SparkPosition]:
+        """The task over Spark's state. Under exactly-once (`batch`), state that Kafka's committed
+        offsets are ahead of is first brought forward from the changelogs (see `catch_up`)."""
         plan = self._plan
         counts = plan.partition_counts
         task = StreamTask(plan.topology, self._sub, self._partition_of[key[0]], self._config,
                           RecordCollector(counts.__getitem__), _STATE_ROOT, clock=lambda: now,
                           resolve_topic=plan.resolve_topic, cache_bytes=self._cache_bytes,
-                          open_store=over_spark_state(self._state.stores.__getitem__, self._scan_after))
+                          open_store=over_spark_state(self._state.stores.__getitem__, self._scan_after,
+                                                      logged=batch is not None))
+        position = SparkPosition()
         try:
             task.initialize_stores()
             task.initialize_processors()
             saved = self._state.progress()
+            if batch is not None:
+                position = SparkPosition.from_bytes(self._state.position())
+                if batch.behind(position):
+                    changelogs = restore_changelog_tails(plan.client_settings(), task, position.changelogs)
+                    position = SparkPosition({f"{t}:{p}": o for (t, p), o in batch.next_offsets({}).items()},
+                                             changelogs)
+                    saved = batch.committed.progress  # what the committed state had; None from the asyncio runtime
             if saved is not None:
                 task.resume(TaskProgress.from_bytes(saved))
         except BaseException:
             task.close(clean=False)
             raise
-        return task
+        return task, position
 
-    def _finish(self, task: StreamTask) -> Any:
+    def _finish(self, task: StreamTask, batch: ExactlyOnceBatch | None, position: SparkPosition) -> Any:
         """Commit the batch: stores write back, progress saved, timers set, the output sent and
-        acknowledged (before Spark commits the batch: at-least-once)."""
+        acknowledged before Spark commits the batch (at-least-once); under exactly-once, committed in
+        the task's transaction with its input offsets."""
         task.prepare_commit()
-        self._state.set_progress(task.progress().to_bytes())
+        progress = task.progress().to_bytes()
+        self._state.set_progress(progress)
         if self._plan.wall_clock:
             self._set_timer(task.next_wall_clock_due())
+        changelogs = list(task.state.changelog_partitions().values())
         task.close(clean=True)
         collector = task.collector
         unknown = collector.deferred_topics()
         if unknown:  # topics a topic name extractor named that the plan does not know (kept for later batches)
             self._plan.partition_counts.update(lookup_topics(self._plan.client_settings(), unknown))
             collector.place_deferred()
-        return _sent(send_output(self._plan.client_settings(), collector.drain()))
+        drained = collector.drain()
+        if batch is None:
+            return _sent(send_output(self._plan.client_settings(), drained))
+        acked = batch.commit(drained, task.consumed_offsets, progress)
+        self._state.set_position(batch.position_after(position, task.consumed_offsets, acked, changelogs).to_bytes())
+        return _sent(sum(len(records) for records in drained.values()))
 
     def _set_timer(self, due: int | None) -> None:
         handle = self._handle
@@ -109,7 +131,15 @@ class TaskProcessor(StatefulProcessor):
 
     def _run(self, key: Any, now: int, frames: Iterator[Any] | None) -> Any:
         by_partition = from_frames(frames) if frames is not None else {}
-        task = self._open_task(key, now)
+        batch = ExactlyOnceBatch(self._plan, self._partition_of[key[0]]) if self._eos else None
+        try:
+            if batch is not None:
+                by_partition = batch.unprocessed(by_partition)
+            task, position = self._open_task(key, now, batch)
+        except BaseException:
+            if batch is not None:
+                batch.abort()
+            raise
         try:
             if by_partition:
                 for (topic, partition), records in sorted(by_partition.items()):
@@ -117,10 +147,12 @@ class TaskProcessor(StatefulProcessor):
                 task.process()
             if self._plan.wall_clock:
                 task.maybe_punctuate_wall_clock(now)
-            return self._finish(task)
+            return self._finish(task, batch, position)
         except BaseException:
             task.collector.discard()
             task.close(clean=False)
+            if batch is not None:
+                batch.abort()
             raise
 
     # -- Spark's callbacks ------------------------------------------------------------------------------

@@ -53,6 +53,8 @@ class CachedAccess:
         self._listener: FlushListener | None = None
         self._send_old_values = False
         self._typical_value_size: int | None = None
+        self._record_context = context.record_context
+        self._set_record_context = context.set_record_context
 
     # -- reads --------------------------------------------------------------------------------------
     def get(self, key: bytes, key_obj: Any) -> Any:
@@ -122,13 +124,16 @@ class CachedAccess:
         if value is None:
             size = len(key) + ENTRY_OVERHEAD_BYTES
         else:
-            size = len(key) + self._value_size_hint(value) + ENTRY_OVERHEAD_BYTES
+            typical = self._typical_value_size  # what `_value_size_hint` returns, without its call
+            if typical is None or type(value) is bytes or type(value) is str:
+                typical = self._value_size_hint(value)
+            size = len(key) + typical + ENTRY_OVERHEAD_BYTES
         cache = self._cache
         entry = cache.peek(key)
         if entry is not None and entry.dirty:
-            cache.rewrite(key, entry, value, self._context.record_context(), size)
+            cache.rewrite(key, entry, value, self._record_context(), size)
         else:
-            cache.put(key, CacheEntry(key_obj, value, True, self._context.record_context(), size))
+            cache.put(key, CacheEntry(key_obj, value, True, self._record_context(), size))
         if cache.size_bytes > self._budget:
             self._maybe_evict()
 
@@ -180,48 +185,48 @@ class CachedAccess:
             entries.insert(0, evicted)
         if not entries:
             return
-        store, context, encode = self._store, self._context, self._format.encode
+        store, encode = self._store, self._format.encode
+        set_context = self._set_record_context
         listener, send_old_values = self._listener, self._send_old_values
         evicted_entry = None if evicted is None else evicted[1]  # no longer cached: not resized
         to_forward: list[tuple[CacheEntry, bytes | None]] = []
-        saved_context = context.record_context()
+        saved_context = self._record_context()
         try:
             with store.batch() as batch:
+                put = batch.put
                 for key, entry in entries:
+                    value = entry.value
                     try:
-                        data = None if entry.value is None else encode(entry.value)
+                        data = None if value is None else encode(value)
                     except Exception as exc:
                         raise SerializationError(
                             f"state store {store.name!r}: cannot serialize the value of key {entry.key!r} "
                             f"(values are serialized when the cache flushes): {exc}"
                         ) from exc
-                    if data is not None:
-                        self._learn_size(key, entry, data, in_cache=entry is not evicted_entry)
+                    if data is not None:  # `_learn_size` inlined (once per flushed entry)
+                        size = len(data)
+                        if entry is not evicted_entry:  # still cached: resized to its real bytes
+                            cache.resize(entry, len(key) + size + ENTRY_OVERHEAD_BYTES)
+                        typical = self._typical_value_size
+                        self._typical_value_size = size if typical is None else (7 * typical + size) >> 3
                     if listener is not None:
                         old = store.get(key) if data is None or send_old_values else None
                         if data is None and old is None:
                             continue  # deleting what was never written below: nothing to tell anyone
                         to_forward.append((entry, old if send_old_values else None))
-                    context.set_record_context(entry.context)
-                    batch.put(key, data)
+                    set_context(entry.context)
+                    put(key, data)
             if listener is not None:
                 decode = self._format.decode
                 for entry, old in to_forward:
-                    context.set_record_context(entry.context)
                     ctx = entry.context
-                    listener(entry.key, entry.value, None if old is None else decode(old), ctx.timestamp, ctx.headers)
+                    set_context(ctx)
+                    listener(entry.key, entry.value, None if old is None else decode(old), ctx[0], ctx[1])
         finally:
-            context.set_record_context(saved_context)
+            set_context(saved_context)
         for key, entry in entries:
             if entry.value is None and cache.peek(key) is entry:
                 cache.remove(key)  # a flushed delete has nothing left to hide
-
-    def _learn_size(self, key: bytes, entry: CacheEntry, data: bytes, *, in_cache: bool) -> None:
-        size = len(data)
-        if in_cache:
-            self._cache.resize(entry, len(key) + size + ENTRY_OVERHEAD_BYTES)
-        typical = self._typical_value_size
-        self._typical_value_size = size if typical is None else (7 * typical + size) >> 3
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def forget(self, keys: Iterable[bytes]) -> None:

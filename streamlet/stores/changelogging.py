@@ -9,10 +9,11 @@ part of the task's transaction.
 from __future__ import annotations
 
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
-from streamlet.stores.value_formats import split_timestamped
+from streamlet.stores.value_formats import TIMESTAMP_SIZE, split_timestamped, unpack_timestamp
+from streamlet.stores.wrapping import _StoreLayer
 
 
-class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
+class ChangeLoggingKeyValueBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesStore):
     """Logs `(key, value, timestamp of the current record context)`; reads pass straight through."""
 
     def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
@@ -23,9 +24,6 @@ class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
 
     def log(self, key: bytes, value: bytes | None) -> None:
         self._log_change(self.name, key, value, self._context.record_context().timestamp)
-
-    def open(self, context: StateStoreContext) -> None:
-        self.inner.open(context)
 
     def get(self, key: bytes) -> bytes | None:
         return self.inner.get(key)
@@ -47,20 +45,6 @@ class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
     def approximate_num_entries(self) -> int:
         return self.inner.approximate_num_entries()
 
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def persistent(self) -> bool:
-        return self.inner.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
-
 
 class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore):
     """Local values carry an 8-byte timestamp prefix; the changelog gets the plain value bytes, and
@@ -70,9 +54,10 @@ class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore
     def log(self, key: bytes, value: bytes | None) -> None:
         if value is None:
             self._log_change(self.name, key, None, self._context.record_context().timestamp)
+        elif len(value) >= TIMESTAMP_SIZE:  # `split_timestamped` inlined (once per logged write)
+            self._log_change(self.name, key, value[TIMESTAMP_SIZE:], unpack_timestamp(value)[0])
         else:
-            timestamp, raw = split_timestamped(value)
-            self._log_change(self.name, key, raw, timestamp)
+            split_timestamped(value)  # raises: too short for a timestamped value
 
 
 class _LoggingWriteBatch(BytesWriteBatch):

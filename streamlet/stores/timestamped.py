@@ -44,7 +44,9 @@ class TypedTimestampedKeyValueStore(TypedKeyValueStore, TimestampedKeyValueStore
         return ChangeLoggingTimestampedKeyValueBytesStore(store, context)
 
     def put(self, key: Any, value: Any) -> None:
-        super().put(key, _checked(value))
+        if type(value) is not ValueAndTimestamp or value[0] is None:  # the usual case skips the checks
+            value = _checked(value)
+        self._access.put(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         return super().put_if_absent(key, _checked(value))

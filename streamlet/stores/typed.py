@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
 from streamlet.record import KeyValue
-from streamlet.serdes import Serde
+from streamlet.serdes import NoFastPath, Serde, fast_serializer
 from streamlet.stores.access import ClosedAccess, DirectAccess, StoreAccess
 from streamlet.stores.api import (
     CachedStateStore,
@@ -63,6 +63,8 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._topic: str | None = None
         self._access: StoreAccess = ClosedAccess(self.name, "not initialized yet")
         self._serialize_key: Any = self._not_open
+        self._key_type: type = NoFastPath
+        self._encode_key: Any = None
         self._last_key: Any = _NO_KEY  # the last immutable key serialized, and its bytes: an
         self._last_key_bytes = b""  # aggregation's get and put of one key serialize it once
 
@@ -94,6 +96,7 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._topic = topic
         self._format = value_format
         self._serialize_key = key_serde.serializer.serialize
+        self._key_type, self._encode_key = fast_serializer(key_serde.serializer)
         self._last_key = _NO_KEY
         self._access = access
         context.register(self, self._restore, logged=self.logging_enabled)
@@ -124,6 +127,7 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         finally:
             self._access = ClosedAccess(self.name, "closed")
             self._serialize_key = self._not_open
+            self._key_type = NoFastPath
             self._last_key = _NO_KEY
 
     @property
@@ -153,10 +157,19 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         raise InvalidStateStoreError(f"state store {self.name!r} is {state}")
 
     def get(self, key: Any) -> Any:
+        if key is self._last_key:
+            return self._access.get(self._last_key_bytes, key)
+        if type(key) is self._key_type:  # `_key` inlined for a serde with a fast path (an immutable type)
+            try:
+                data = self._encode_key(key)
+            except Exception:
+                data = self._key(key)  # the serde's own call: its error
+            self._last_key, self._last_key_bytes = key, data
+            return self._access.get(data, key)
         return self._access.get(self._key(key), key)
 
     def put(self, key: Any, value: Any) -> None:
-        self._access.put(self._key(key), key, value)
+        self._access.put(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         data = self._key(key)

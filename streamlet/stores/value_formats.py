@@ -17,6 +17,8 @@ from streamlet.stores.api import ChangelogEntry, ValueAndTimestamp
 
 _TIMESTAMP = struct.Struct(">q")
 TIMESTAMP_SIZE = _TIMESTAMP.size
+unpack_timestamp = _TIMESTAMP.unpack_from
+"""`(timestamp,)` from the first 8 bytes of a timestamped local value (no length check)."""
 
 
 def join_timestamped(timestamp: int, raw_value: bytes) -> bytes:

@@ -13,18 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from benchmarks.kafka_bench import create_topics
+
+__all__ = ["create_topics"]
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-async def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
-    finally:
-        await admin.close()
 
 
 async def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient
 
+from benchmarks.kafka_bench import create_topics as _create_topics
 from streamlet.partitioner import default_partition
+from streamlet.runtime.client_settings import stop_client
 from streamlet.serdes import Serdes
 from streamlet.spark.streams import flow_order
 from streamlet.testing import TopologyTestDriver
@@ -48,13 +50,7 @@ class Rec:
 async def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     """Topics that keep records of any age: the inputs carry fixed timestamps from 2023, which the broker's
     default 7-day retention would delete at its next check (a first run of this test lost outputs so)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, n, 1, topic_configs={"retention.ms": "-1"})
-                                   for t, n in partitions.items()])
-    finally:
-        await admin.close()
+    await _create_topics(bootstrap, partitions, {"retention.ms": "-1"})
 
 
 async def produce(bootstrap: str, records: Iterable[Rec]) -> None:
@@ -68,10 +64,12 @@ async def produce(bootstrap: str, records: Iterable[Rec]) -> None:
         await producer.stop()
 
 
-async def read_all(bootstrap: str, topics: dict[str, int], timeout_s: float = 60.0
-                   ) -> dict[tuple[str, int], list[Rec]]:
-    """Everything in `topics` (name -> partitions) up to their current ends, by partition in offset order."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+async def read_all(bootstrap: str, topics: dict[str, int], timeout_s: float = 60.0,
+                   isolation_level: str = "read_uncommitted") -> dict[tuple[str, int], list[Rec]]:
+    """Everything in `topics` (name -> partitions) up to their current ends, by partition in offset order
+    (`read_committed`: only what committed transactions wrote, up to the last stable offsets)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+                                isolation_level=isolation_level)
     await consumer.start()
     found: dict[tuple[str, int], list[Rec]] = defaultdict(list)
     try:
@@ -85,7 +83,7 @@ async def read_all(bootstrap: str, topics: dict[str, int], timeout_s: float = 60
                 found[(tp.topic, tp.partition)].extend(
                     Rec(r.topic, r.partition, r.key, r.value, r.timestamp, tuple(r.headers)) for r in records)
     finally:
-        await consumer.stop()
+        await stop_client(consumer)
     return found
 
 

@@ -11,11 +11,9 @@ replayed write to the repartition topic did not make the continuous run count tw
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import struct
 import subprocess
-import sys
 import time
 import uuid
 from collections import defaultdict
@@ -25,57 +23,14 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streamlet.runtime.local_broker import LocalKafkaBroker
-from tests.spark.apps import INPUT_ENV, OUTPUT_ENV
+from tests.spark.cli_runs import kill_group, word_lines
+from tests.spark.cli_runs import spark_cli as _spark_cli
+from tests.spark.cli_runs import word_counts as _truth
 from tests.spark.harness import Rec, create_topics, produce, read_all
 
 pytestmark = pytest.mark.broker
 
-REPO = Path(__file__).resolve().parents[2]
 LINES = 400
-WORDS_PER_PARTITION = 12
-
-
-def _lines(topic: str, start_ms: int) -> list[Rec]:
-    out = []
-    for i in range(LINES):
-        partition = i % 2
-        words = " ".join(f"w{partition}x{(i * 7 + j * 5) % WORDS_PER_PARTITION}" for j in range(1 + i % 4))
-        out.append(Rec(topic, partition, f"line{i}".encode(), words.encode(), start_ms + i))
-    return out
-
-
-def _truth(lines: list[Rec]) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for r in lines:
-        for word in (r.value or b"").decode().split():
-            counts[word] += 1
-    return dict(counts)
-
-
-def _spark_cli(action: str, bootstrap: str, app_id: str, checkpoint: Path, output: str, input_topic: str,
-               log: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **{INPUT_ENV: input_topic, OUTPUT_ENV: output})
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "streamlet", "spark", action, "tests.spark.apps:wordcount",
-               "--master", "local[2]", "--checkpoint", str(checkpoint),
-               "--set", f"bootstrap.servers={bootstrap}", "--set", f"application.id={app_id}",
-               "--set", "statestore.cache.max.bytes=0"]
-    with open(log, "ab") as out:  # its own session: kill -9 of the group takes the JVM and workers too
-        return subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _group_alive(pgid: int) -> list[int]:
-    alive = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                alive.append(int(entry.name))
-    return alive
 
 
 def _updates(records: dict[tuple[str, int], list[Rec]]) -> dict[str, list[tuple[int, int]]]:
@@ -113,7 +68,7 @@ def test_kill_9_restart_then_backfill_writes_the_same(kafka_broker: LocalKafkaBr
     prefix = f"restart-{uuid.uuid4().hex[:8]}"
     source, continuous, backfilled = f"{prefix}-lines", f"{prefix}-counts", f"{prefix}-backfill-counts"
     asyncio.run(create_topics(bootstrap, {source: 2, continuous: 2, backfilled: 2}))
-    lines = _lines(source, int(time.time() * 1000) - 60_000)
+    lines = word_lines(source, int(time.time() * 1000) - 60_000, LINES)
     truth = _truth(lines)
     total = sum(truth.values())
     log = tmp_path / "spark-run.log"
@@ -130,12 +85,7 @@ def test_kill_9_restart_then_backfill_writes_the_same(kafka_broker: LocalKafkaBr
         while asyncio.run(_written(bootstrap, continuous)) <= written_before and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
-        os.killpg(app.pid, signal.SIGKILL)
-        app.wait()
-    deadline = time.monotonic() + 10
-    while _group_alive(app.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _group_alive(app.pid), "kill -9 left processes of the Spark app behind"
+        kill_group(app)
     killed_at = sum(len(v) for v in asyncio.run(read_all(bootstrap, {continuous: 2})).values())
 
     app = _spark_cli("run", bootstrap, prefix, tmp_path / "checkpoint", continuous, source, log)

@@ -16,6 +16,8 @@ from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
 
+_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+
 Initializer = Callable[[], Any]
 Aggregator = Callable[[Any, Any, Any], Any]
 Reducer = Callable[[Any, Any], Any]
@@ -65,22 +67,25 @@ class StreamAggregate(Processor):
         super().init(context)
         self._store = timestamped_store(context, self._store_name)
         self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+        self._caching = self._forwarder.caching  # with a cache, updates go downstream at its flush
 
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
         if key is None or value is None:
             log_skipped(self.context, "null key or value")
             return
-        stored = self._store.get(key)
+        store = self._store
+        stored = store.get(key)
+        timestamp = record.timestamp
         if stored is None:
             old = self._initializer()
-            timestamp = record.timestamp
         else:
-            old = stored.value
-            timestamp = max(record.timestamp, stored.timestamp)
+            old = stored[0]
+            if stored[1] > timestamp:
+                timestamp = stored[1]
         new = self._aggregator(key, value, old)
-        self._store.put(key, ValueAndTimestamp(new, timestamp))
-        if not self._forwarder.caching:  # with a cache, the update goes downstream at its flush
+        store.put(key, _new(ValueAndTimestamp, (new, timestamp)))
+        if not self._caching:
             self._forwarder.maybe_forward(
                 Record(key, Change(new, old if self._send_old_values else None), timestamp, record.headers)
             )
@@ -99,23 +104,26 @@ class StreamReduce(Processor):
         super().init(context)
         self._store = timestamped_store(context, self._store_name)
         self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+        self._caching = self._forwarder.caching  # with a cache, updates go downstream at its flush
 
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
         if key is None or value is None:
             log_skipped(self.context, "null key or value")
             return
-        stored = self._store.get(key)
+        store = self._store
+        stored = store.get(key)
+        timestamp = record.timestamp
         if stored is None:
             old = None
             new = value
-            timestamp = record.timestamp
         else:
-            old = stored.value
+            old = stored[0]
             new = self._reducer(old, value)
-            timestamp = max(record.timestamp, stored.timestamp)
-        self._store.put(key, ValueAndTimestamp(new, timestamp))
-        if not self._forwarder.caching:  # with a cache, the update goes downstream at its flush
+            if stored[1] > timestamp:
+                timestamp = stored[1]
+        store.put(key, _new(ValueAndTimestamp, (new, timestamp)))
+        if not self._caching:
             self._forwarder.maybe_forward(
                 Record(key, Change(new, old if self._send_old_values else None), timestamp, record.headers)
             )

@@ -19,6 +19,8 @@ from streamlet.stores.api import TimestampedKeyValueStore
 from streamlet.stores.session.api import SessionStore
 from streamlet.stores.window.api import WindowStore
 
+_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+
 log = logging.getLogger("streamlet.dsl")
 
 
@@ -39,7 +41,7 @@ class TimestampedTupleForwarder:
         self._caching = store.set_flush_listener(self._forward_flushed, send_old_values)
 
     def _forward_flushed(self, key: Any, new_value: Any, old_value: Any, timestamp: int, headers: Headers) -> None:
-        self._forward(Record(key, Change(new_value, old_value), timestamp, headers))
+        self._forward(_new(Record, (key, _new(Change, (new_value, old_value)), timestamp, headers)))
 
     @property
     def caching(self) -> bool:

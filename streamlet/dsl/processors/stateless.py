@@ -75,7 +75,8 @@ class StreamSelectKey(_Forwarding):
         self._key_selector = key_selector
 
     def process(self, record: Record) -> None:
-        self._forward(record.with_key(self._key_selector(record.key, record.value)))
+        value = record[1]
+        self._forward(_new(Record, (self._key_selector(record[0], value), value, record[2], record[3])))
 
 
 class StreamMapValues(_Forwarding):

@@ -27,6 +27,7 @@ from streamlet.stores.api import (
     QueuedWriteBatch,
     StateStoreContext,
 )
+from streamlet.stores.wrapping import _StoreLayer
 
 _MIN_SEGMENT_INTERVAL_MS = 60_000
 
@@ -41,7 +42,7 @@ def _java_div(a: int, b: int) -> int:
     return a // b if a >= 0 else -((-a) // b)
 
 
-class RetainingSessionBytesStore(KeyValueBytesStore):
+class RetainingSessionBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesStore):
     def __init__(self, inner: KeyValueBytesStore, retention_ms: int) -> None:
         self.name = inner.name
         self.inner = inner
@@ -134,18 +135,3 @@ class RetainingSessionBytesStore(KeyValueBytesStore):
 
     def approximate_num_entries(self) -> int:
         return self.inner.approximate_num_entries()
-
-    # -- lifecycle ----------------------------------------------------------------------------------
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def persistent(self) -> bool:
-        return self.inner.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open

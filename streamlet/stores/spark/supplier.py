@@ -2,7 +2,10 @@
 
 A topology names its stores' backends (LevelDB, memory); on Spark every store lives in Spark's state
 instead, whatever the topology chose, under the same typed, cached layers the builder adds. Change
-logging is off: Spark's checkpoint is how that state recovers, so a changelog topic would only cost.
+logging is off under at-least-once: Spark's checkpoint is how that state recovers, so a changelog
+topic would only cost. Under exactly-once the builder's own choice stands: the changelog, written in
+the task's transaction, is how Spark's state catches up with Kafka after a replayed batch and how an
+application's state moves between Spark and the asyncio runtime (see `streamlet.spark.catch_up`).
 """
 
 from __future__ import annotations
@@ -65,11 +68,11 @@ def check_spark_backend(builder: StoreBuilder) -> None:
                             f"{type(builder).__name__} yet (key-value and window stores only)")
 
 
-def over_spark_state(state_of: Callable[[str], SparkStoreState],
-                     scan_after: int = SCAN_AFTER) -> Callable[[StoreBuilder], StateStore]:
+def over_spark_state(state_of: Callable[[str], SparkStoreState], scan_after: int = SCAN_AFTER,
+                     logged: bool = False) -> Callable[[StoreBuilder], StateStore]:
     """A `StreamTask` store opener that builds each store as its builder would, but over Spark's state
-    (`state_of(store name)`), without a changelog. The topology's builders are not changed.
-    `scan_after`: see `SparkKeyValueBytesStore`."""
+    (`state_of(store name)`); with a changelog only if `logged` and the builder logs. The topology's
+    builders are not changed. `scan_after`: see `SparkKeyValueBytesStore`."""
 
     def open_store(builder: StoreBuilder) -> StateStore:
         spark_builder: KeyValueStoreBuilder | WindowStoreBuilder = copy.copy(builder)  # type: ignore[assignment]
@@ -79,7 +82,8 @@ def over_spark_state(state_of: Callable[[str], SparkStoreState],
             spark_builder.supplier = SparkWindowBytesStoreSupplier(builder.supplier, state_of(builder.name))
         else:
             check_spark_backend(builder)
-        spark_builder.with_logging_disabled()
+        if not logged:
+            spark_builder.with_logging_disabled()
         return spark_builder.build()
 
     return open_store

@@ -19,6 +19,7 @@ from streamlet.stores.api import RecordContext, StateStoreContext
 from streamlet.stores.cache import CacheEntry, NamedCache
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry
 from streamlet.stores.window.key_schema import to_store_key
+from streamlet.stores.wrapping import _StoreLayer
 
 WindowFlushListener = Callable[[bytes, int, bytes | None, bytes | None, int, tuple[tuple[str, bytes], ...]], None]
 """`listener(key bytes, window start, new value bytes, old value bytes, timestamp, headers)`."""
@@ -33,7 +34,7 @@ def _entry_size(store_key: bytes, value: bytes | None, context: RecordContext) -
     return 8 + len(store_key) + 3 * 8 + 1 + (0 if value is None else len(value)) + 8 + 8 + topic + 4 + headers
 
 
-class CachingWindowBytesStore(WindowBytesStore):
+class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
     """Holds writes until flush or eviction; `budget_bytes` is this store's share of the task's cache."""
 
     def __init__(self, inner: WindowBytesStore, context: StateStoreContext, budget_bytes: int) -> None:
@@ -50,9 +51,6 @@ class CachingWindowBytesStore(WindowBytesStore):
     def set_flush_listener(self, listener: WindowFlushListener, send_old_values: bool) -> None:
         self._listener = listener
         self._send_old_values = send_old_values
-
-    def open(self, context: StateStoreContext) -> None:
-        self.inner.open(context)
 
     # -- writes -------------------------------------------------------------------------------------
     def put(self, key: bytes, window_start: int, seqnum: int, value: bytes | None) -> None:
@@ -148,11 +146,3 @@ class CachingWindowBytesStore(WindowBytesStore):
         """Drop the cache without flushing (a clean close has flushed; a dirty one must not write)."""
         self._cache.clear()
         self.inner.close()
-
-    @property
-    def persistent(self) -> bool:
-        return self.inner.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open

@@ -14,9 +14,10 @@ from streamlet.stores.api import StateStoreContext
 from streamlet.stores.value_formats import split_timestamped
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry, WindowWrite
 from streamlet.stores.window.key_schema import to_store_key
+from streamlet.stores.wrapping import _StoreLayer
 
 
-class ChangeLoggingWindowBytesStore(WindowBytesStore):
+class ChangeLoggingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
     """Logs every write under the current record's timestamp; reads pass straight through.
 
     A store that retains duplicates logs with a sequence number of its own, counting every write,
@@ -34,9 +35,6 @@ class ChangeLoggingWindowBytesStore(WindowBytesStore):
 
     def log(self, key: bytes, value: bytes | None) -> None:
         self._log_change(self.name, key, value, self._context.record_context().timestamp)
-
-    def open(self, context: StateStoreContext) -> None:
-        self.inner.open(context)
 
     def put(self, key: bytes, window_start: int, seqnum: int, value: bytes | None) -> None:
         if self._retain_duplicates:
@@ -64,20 +62,6 @@ class ChangeLoggingWindowBytesStore(WindowBytesStore):
     @property
     def observed_stream_time(self) -> int:
         return self.inner.observed_stream_time
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def persistent(self) -> bool:
-        return self.inner.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
 
 
 class ChangeLoggingTimestampedWindowBytesStore(ChangeLoggingWindowBytesStore):
