@@ -96,6 +96,15 @@ def run(lines: list[bytes], partitions: int, commit_every: int, guarantee: str) 
                         n += len(recs)
             return n
 
+        def commit_all() -> int:
+            """A commit: the split tasks flush (their output moves on), then the count tasks (caches)."""
+            n = 0
+            for tasks in (split, count):
+                for task in tasks:
+                    task.prepare_commit()
+                n += move_output()
+            return n
+
         gc.collect()
         start = time.process_time()
         since_commit = 0
@@ -113,18 +122,8 @@ def run(lines: list[bytes], partitions: int, commit_every: int, guarantee: str) 
             since_commit += len(chunk)
             if since_commit >= commit_every:
                 since_commit = 0
-                for task in split:
-                    task.prepare_commit()
-                outputs += move_output()
-                for task in count:
-                    task.prepare_commit()
-                outputs += move_output()
-        for task in split:
-            task.prepare_commit()
-        outputs += move_output()
-        for task in count:
-            task.prepare_commit()
-        outputs += move_output()
+                outputs += commit_all()
+        outputs += commit_all()
         cpu = time.process_time() - start
         for task in split + count:
             task.close(clean=True)
