@@ -259,6 +259,13 @@ async def fetch_stable_offsets(consumer: Any, partitions: Iterable[tuple[str, in
     """The group's committed offsets for `partitions` (None: nothing committed), once no transaction
     holds pending offsets for any of them. Waits at most `timeout_s` (the transaction timeout, after
     which the coordinator aborts a pending transaction itself, plus a margin)."""
+    found = await fetch_stable_commits(consumer, partitions, timeout_s)
+    return {tp: offset for tp, (offset, _metadata) in found.items()}
+
+
+async def fetch_stable_commits(consumer: Any, partitions: Iterable[tuple[str, int]],
+                               timeout_s: float) -> dict[tuple[str, int], tuple[int | None, str]]:
+    """`fetch_stable_offsets` with each offset's committed metadata ('' where there is none)."""
     coordinator = consumer._coordinator
     by_topic: dict[str, list[int]] = collections.defaultdict(list)
     for topic, partition in partitions:
@@ -271,11 +278,11 @@ async def fetch_stable_offsets(consumer: Any, partitions: Iterable[tuple[str, in
         await coordinator.ensure_coordinator_known()
         response = await coordinator._send_req(StableOffsetFetch(coordinator.group_id, dict(by_topic)))
         codes = {response.error_code}
-        result: dict[tuple[str, int], int | None] = {}
+        result: dict[tuple[str, int], tuple[int | None, str]] = {}
         for topic, parts, _ in response.topics:
-            for partition, offset, _, _, code, _ in parts:
+            for partition, offset, _, metadata, code, _ in parts:
                 codes.add(code)
-                result[(topic, partition)] = offset if offset >= 0 else None
+                result[(topic, partition)] = (offset if offset >= 0 else None, metadata or "")
         codes.discard(0)
         if not codes:
             return result

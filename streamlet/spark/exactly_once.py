@@ -17,6 +17,7 @@ from pathlib import Path
 
 import orjson
 
+from streamlet.actors.stream_task import StreamTask
 from streamlet.spark.plan import ENGINE_KEY_PREFIX, SubTopologyPlan
 from streamlet.spark.rows import ByPartition
 from streamlet.spark.transactions import Committed, Drained, Offsets, TaskTransactions, task_transactions
@@ -124,3 +125,11 @@ class ExactlyOnceBatch:
                 logs[where] = end
         return SparkPosition({f"{t}:{p}": o for (t, p), o in self.next_offsets(consumed).items()}, logs)
 
+
+def abandon(task: StreamTask, batch: ExactlyOnceBatch | None) -> None:
+    """A task's batch failed: its unsent output is dropped, the task closed dirty and, under
+    exactly-once, its producer dropped (the next attempt's start aborts the open transaction)."""
+    task.collector.discard()
+    task.close(clean=False)
+    if batch is not None:
+        batch.abort()

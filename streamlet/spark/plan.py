@@ -76,3 +76,9 @@ class SubTopologyPlan:
         if name in self.topology.internal_topics:
             return f"{self.settings['application.id']}-{name}"
         return name
+
+
+def settings_key(settings: dict[str, Any]) -> str:
+    """A hashable key for client settings: a Python worker keeps its Kafka clients per application
+    settings (the sink's producer, the exactly-once transactions), made once and reused by its batches."""
+    return repr(sorted((k, repr(v)) for k, v in settings.items()))

@@ -22,6 +22,7 @@ from streamlet.actors.record_collector import ProducedRecord
 from streamlet.config import StreamsConfig
 from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client
 from streamlet.runtime.record_sender import RecordSender
+from streamlet.spark.plan import settings_key
 
 Drained = Mapping[tuple[str, int], list[ProducedRecord]]
 
@@ -91,7 +92,7 @@ def send_output(settings: dict[str, Any], drained: Drained) -> int:
     """Send a task's drained output and wait for every acknowledgement; returns the record count."""
     count = sum(len(records) for records in drained.values())
     if count:
-        key = repr(sorted((k, repr(v)) for k, v in settings.items()))
+        key = settings_key(settings)
         sender = _senders.get(key)
         if sender is None:
             sender = _senders[key] = _Sender(settings)

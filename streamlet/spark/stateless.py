@@ -25,7 +25,7 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.spark.batch_gc import fewer_collections
-from streamlet.spark.exactly_once import ExactlyOnceBatch
+from streamlet.spark.exactly_once import ExactlyOnceBatch, abandon
 from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.rows import ByPartition, by_offset, from_arrow
 from streamlet.spark.sink import send_output
@@ -68,10 +68,7 @@ def _run_task(plan: SubTopologyPlan, partition: int, found: ByPartition) -> int:
             batch.commit(drained, task.consumed_offsets, None)
             return sum(len(records) for records in drained.values())
     except BaseException:
-        task.collector.discard()
-        task.close(clean=False)
-        if batch is not None:
-            batch.abort()
+        abandon(task, batch)
         raise
     return send_output(plan.client_settings(), drained)
 

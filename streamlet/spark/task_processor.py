@@ -26,7 +26,7 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.spark.batch_gc import fewer_collections
 from streamlet.spark.catch_up import restore_changelog_tails
-from streamlet.spark.exactly_once import ExactlyOnceBatch, SparkPosition
+from streamlet.spark.exactly_once import ExactlyOnceBatch, SparkPosition, abandon
 from streamlet.spark.group_frames import install as _install_group_frames
 from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
 from streamlet.spark.rows import from_frames
@@ -149,10 +149,7 @@ class TaskProcessor(StatefulProcessor):
                 task.maybe_punctuate_wall_clock(now)
             return self._finish(task, batch, position)
         except BaseException:
-            task.collector.discard()
-            task.close(clean=False)
-            if batch is not None:
-                batch.abort()
+            abandon(task, batch)
             raise
 
     # -- Spark's callbacks ------------------------------------------------------------------------------

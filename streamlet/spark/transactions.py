@@ -30,8 +30,9 @@ from typing import Any
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client, stop_client
-from streamlet.runtime.fenced_offsets import fetch_stable_offsets
+from streamlet.runtime.fenced_offsets import fetch_stable_commits
 from streamlet.runtime.record_sender import RecordSender
+from streamlet.spark.plan import settings_key
 
 log = logging.getLogger(__name__)
 
@@ -61,23 +62,23 @@ class _Group:
                         "enable_auto_commit": False}
         self._consumer: Any = None
 
-    async def committed(self, partitions: list[tuple[str, int]], wait_stable_s: float | None) -> Committed:
-        from aiokafka import AIOKafkaConsumer, TopicPartition
+    async def committed(self, partitions: list[tuple[str, int]], wait_stable_s: float) -> Committed:
+        """The committed offsets and progress, read once no transaction holds pending offsets for them
+        (waiting at most `wait_stable_s`)."""
+        from aiokafka import AIOKafkaConsumer
 
         if self._consumer is None:
             consumer = AIOKafkaConsumer(**self._kwargs)
             await start_client(consumer, self._kwargs)
             self._consumer = consumer
-        if wait_stable_s is not None:
-            await fetch_stable_offsets(self._consumer, partitions, wait_stable_s)
-        found = await self._consumer._coordinator.fetch_committed_offsets([TopicPartition(t, p) for t, p in partitions])
+        found = await fetch_stable_commits(self._consumer, partitions, wait_stable_s)
         offsets: dict[tuple[str, int], int | None] = {}
         progress: bytes | None = None
-        for tp in (TopicPartition(t, p) for t, p in partitions):
-            meta = found.get(tp)
-            offsets[(tp.topic, tp.partition)] = meta.offset if meta is not None and meta.offset >= 0 else None
-            if meta is not None and meta.metadata and progress is None:
-                progress = meta.metadata.encode()
+        for tp in partitions:
+            offset, metadata = found.get(tp, (None, ""))
+            offsets[tp] = offset
+            if metadata and progress is None:
+                progress = metadata.encode()
         return Committed(offsets, progress)
 
     async def close(self) -> None:
@@ -192,7 +193,7 @@ _workers: dict[str, _Worker] = {}
 
 def task_transactions(settings: dict[str, Any], subtopology: int, partition: int) -> TaskTransactions:
     """This worker process's transactions of task `subtopology_partition` (made on first use)."""
-    key = repr(sorted((k, repr(v)) for k, v in settings.items()))
+    key = settings_key(settings)
     worker = _workers.get(key)
     if worker is None:
         worker = _workers[key] = _Worker(settings)
