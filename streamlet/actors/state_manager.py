@@ -8,6 +8,11 @@ replay changelogs into them.
 The checkpoint file maps each changelog partition to the offset up to which the local store is
 known to hold the changelog's content. It is written only after a successful commit or a clean
 close. A store found without a checkpoint is not trusted: it is wiped and restored from the start.
+
+Writing a checkpoint is the one place that costs disk syncs (the stores' logs, then the file), so a
+running task writes one only when its changelogs moved far enough since the last one, as Kafka
+Streams does (`checkpoint_needed`): an older checkpoint is still true, it only means a longer
+restore after a crash. A clean close always writes one.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from streamlet.config import StreamsConfig
 from streamlet.stores.api import RecordContext, RestoreCallback, StateStore, StateStoreContext
 
 CHECKPOINT_FILE = ".checkpoint"
+
+OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT = 10_000
+"""A running task's checkpoint is rewritten once its changelogs moved more than this many offsets in
+all since the last one (Kafka Streams' `StateManagerUtil.OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`)."""
 
 
 def changelog_topic_name(application_id: str, store_name: str) -> str:
@@ -62,6 +71,8 @@ class ProcessorStateManager(StateStoreContext):
         self._cache_budget = cache_budget
         self.registered: dict[str, RegisteredStore] = {}
         self._changelog_for: dict[str, str] = {}
+        self._syncs: list[Callable[[], None]] = []
+        self._checkpointed: dict[str, int] | None = None  # the checkpoint file's content, once read
 
     # -- StateStoreContext ------------------------------------------------------------------------
     @property
@@ -91,6 +102,9 @@ class ProcessorStateManager(StateStoreContext):
         if topic is not None:
             self._changelog_for[store.name] = topic
 
+    def register_sync(self, sync: Callable[[], None]) -> None:
+        self._syncs.append(sync)
+
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         rc = self._record_context()
         self._collector.send(self._changelog_for[store_name], key, value, timestamp, rc.headers,
@@ -111,8 +125,14 @@ class ProcessorStateManager(StateStoreContext):
         return {name: (topic, self._partition) for name, topic in self._changelog_for.items()}
 
     def flush(self) -> None:
+        """Push every store's cached writes down (and to the changelog); nothing is synced to disk."""
         for reg in self.registered.values():
             reg.store.flush()
+
+    def sync(self) -> None:
+        """Make the persistent stores' writes so far durable (before a checkpoint vouches for them)."""
+        for sync in self._syncs:
+            sync()
 
     def close(self) -> None:
         for reg in self.registered.values():
@@ -124,6 +144,7 @@ class ProcessorStateManager(StateStoreContext):
         self.close()
         self.registered.clear()
         self._changelog_for.clear()
+        self._syncs.clear()
 
     @property
     def task_dir(self) -> Path:
@@ -139,11 +160,21 @@ class ProcessorStateManager(StateStoreContext):
         try:
             data = json.loads(self.checkpoint_path.read_text())
         except (FileNotFoundError, ValueError):
-            return {}
-        return {str(k): int(v) for k, v in data.items()}
+            data = {}
+        self._checkpointed = {str(k): int(v) for k, v in data.items()}
+        return dict(self._checkpointed)
+
+    def checkpoint_needed(self, offsets: dict[str, int]) -> bool:
+        """Whether `offsets` moved more than `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT` in all past the
+        last checkpoint (a partition missing from it counts from 0, as in Kafka Streams)."""
+        old = self.read_checkpoint() if self._checkpointed is None else self._checkpointed
+        delta = sum(offset - old.get(tp, 0) for tp, offset in offsets.items())
+        return delta > OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT
 
     def write_checkpoint(self, offsets: dict[str, int]) -> None:
-        """Atomically replace the checkpoint (write a temp file, fsync, rename)."""
+        """Sync the stores, then atomically replace the checkpoint (write a temp file, fsync, rename):
+        the checkpoint never vouches for writes an OS crash could still take back."""
+        self.sync()
         self._task_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.checkpoint_path.with_suffix(".tmp")
         with open(tmp, "w") as fh:
@@ -151,8 +182,10 @@ class ProcessorStateManager(StateStoreContext):
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.checkpoint_path)
+        self._checkpointed = dict(offsets)
 
     def delete_checkpoint(self) -> None:
+        self._checkpointed = {}
         try:
             self.checkpoint_path.unlink()
         except FileNotFoundError:
@@ -161,3 +194,4 @@ class ProcessorStateManager(StateStoreContext):
     def wipe_local_state(self) -> None:
         """Delete the task's directory: its stores' files can't be trusted (no checkpoint, dirty close)."""
         shutil.rmtree(self._task_dir, ignore_errors=True)
+        self._checkpointed = {}

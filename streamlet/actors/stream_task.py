@@ -203,6 +203,7 @@ class StreamTask:
         try:
             if clean:
                 self.state.flush()
+                self.state.sync()  # the checkpoint written after the close's commit vouches for these
             for node in self.nodes.values():
                 try:
                     node.close()
@@ -351,14 +352,16 @@ class StreamTask:
         self.commit_requested = False
         return dict(self.consumed_offsets)
 
-    def post_commit(self, changelog_offsets: dict[tuple[str, int], int]) -> None:
-        """After a successful commit: record how far the changelogs hold this task's state."""
+    def post_commit(self, changelog_offsets: dict[tuple[str, int], int], enforce: bool = False) -> None:
+        """After a successful commit: record how far the changelogs hold this task's state, when
+        `enforce`d (a clean close) or once they moved far enough (`checkpoint_needed`)."""
         mine = self.state.changelog_partitions()
         if not mine:
             return
+        moved = {f"{topic}:{partition}": off for topic, partition in mine.values()
+                 if (off := changelog_offsets.get((topic, partition))) is not None}
+        if not moved or not (enforce or self.state.checkpoint_needed(moved)):
+            return
         current = self.state.read_checkpoint()
-        for topic, partition in mine.values():
-            off = changelog_offsets.get((topic, partition))
-            if off is not None:
-                current[f"{topic}:{partition}"] = off
+        current.update(moved)
         self.state.write_checkpoint(current)

@@ -199,7 +199,7 @@ class TaskManager:
                 if clean:
                     acked = await self._commit_with_running({task_id: offsets})
                     acked.update(await self.commits.close_task(task_id, clean=True))
-                    task.post_commit(acked)
+                    task.post_commit(acked, enforce=True)
         except CommitFailed as exc:
             log.warning("task %s: %s; closing it dirty", task_id, exc)
             clean = False

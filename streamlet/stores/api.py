@@ -82,6 +82,13 @@ class StateStoreContext(ABC):
         """Called once from `store.init`: the runtime restores a logged store through `restore`."""
 
     @abstractmethod
+    def register_sync(self, sync: Callable[[], None]) -> None:
+        """Called from a persistent store's `open`: `sync` makes the store's writes so far durable
+        (fsync). The runtime calls it before a checkpoint vouches for those writes and at a clean
+        close, not at every commit: as in Kafka Streams, a commit pushes caches down, and the costly
+        disk flush comes only with a checkpoint."""
+
+    @abstractmethod
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Append one update to the store's changelog (sent with the task's next flush)."""
 
@@ -369,7 +376,8 @@ class KeyValueBytesStore(ABC):
 
     @abstractmethod
     def flush(self) -> None:
-        """Make the writes so far durable (called at commit, before the checkpoint is written)."""
+        """Push writes held above the store down (called at every commit). Durability is not asked
+        for here: a persistent store registers its sync with `StateStoreContext.register_sync`."""
 
     @abstractmethod
     def close(self) -> None: ...

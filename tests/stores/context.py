@@ -7,6 +7,7 @@ the record context and the cache budget.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +55,7 @@ class RecordingStateStoreContext(StateStoreContext):
         self.changelog: list[LoggedChange] = []
         self.registrations: dict[str, Registration] = {}
         self.context_changes: list[RecordContext] = []
+        self.syncs: list[Callable[[], None]] = []
 
     @property
     def application_id(self) -> str:
@@ -78,6 +80,9 @@ class RecordingStateStoreContext(StateStoreContext):
 
     def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool) -> None:
         self.registrations[store.name] = Registration(store, restore, logged)
+
+    def register_sync(self, sync: Callable[[], None]) -> None:
+        self.syncs.append(sync)
 
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         self.changelog.append(LoggedChange(store_name, key, value, timestamp, self.current))

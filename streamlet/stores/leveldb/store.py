@@ -99,8 +99,10 @@ def corrupted(path: Path, name: str, exc: BaseException) -> NoReturn:
 def sync(db: Any) -> None:
     """fdatasync LevelDB's log (an empty synced batch).
 
-    The runtime writes the checkpoint right after a store's flush; without the sync an OS crash could
-    leave a checkpoint that claims writes the store lost.
+    Writes reach LevelDB's log unsynced, which a killed process does not lose but an OS crash can.
+    The runtime calls the store's sync (registered with `StateStoreContext.register_sync`) before a
+    checkpoint that vouches for the writes; without it an OS crash could leave a checkpoint that
+    claims writes the store lost.
     """
     db.write_batch(sync=True).write()
 
@@ -115,6 +117,7 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
     def open(self, context: StateStoreContext) -> None:
         self._db = open_database(context, self.name)
         self._path = context.state_dir / self.name
+        context.register_sync(self._sync)
 
     def get(self, key: bytes) -> bytes | None:
         try:
@@ -155,8 +158,11 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
             return sum(1 for _ in keys)
 
     def flush(self) -> None:
-        """Sync LevelDB's log if anything was written since the last flush (see `sync`)."""
-        if self._unsynced_writes:
+        """Nothing is held above LevelDB; durability is `_sync`'s, at checkpoints."""
+
+    def _sync(self) -> None:
+        """Sync LevelDB's log if anything was written since the last sync (see `sync`)."""
+        if self._db is not None and self._unsynced_writes:
             sync(self._db)
             self._unsynced_writes = False
 
@@ -174,7 +180,7 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
         return self._db is not None
 
     def _write_batch(self, writes: list[tuple[bytes, bytes | None]]) -> None:
-        """One LevelDB write batch, not synced (`flush` syncs before a checkpoint is written)."""
+        """One LevelDB write batch, not synced (`_sync` syncs before a checkpoint is written)."""
         with self._db.write_batch() as wb:
             put, delete = wb.put, wb.delete
             for key, value in writes:

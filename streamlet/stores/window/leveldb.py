@@ -54,6 +54,7 @@ class LevelDBWindowBytesStore(WindowBytesStore):
     def open(self, context: StateStoreContext) -> None:
         self._db = open_database(context, self.name, "window store")
         self._path = context.state_dir / self.name
+        context.register_sync(self._sync)
         self._segments = self._existing_segments()
 
     def _existing_segments(self) -> list[int]:
@@ -171,8 +172,11 @@ class LevelDBWindowBytesStore(WindowBytesStore):
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def flush(self) -> None:
-        """Sync LevelDB's log if anything was written since the last flush (see `leveldb.store.sync`)."""
-        if self._unsynced_writes:
+        """Nothing is held above LevelDB; durability is `_sync`'s, at checkpoints."""
+
+    def _sync(self) -> None:
+        """Sync LevelDB's log if anything was written since the last sync (see `leveldb.store.sync`)."""
+        if self._db is not None and self._unsynced_writes:
             sync(self._db)
             self._unsynced_writes = False
 
