@@ -3,7 +3,8 @@
 A standby task is a task's stores without its processors: it follows the task's changelog partitions
 with a consumer of its own (no group; `read_committed` under exactly-once, so it only ever holds
 committed state) and applies every record through the stores' restore callbacks. After each commit
-interval its stores are flushed and a checkpoint of the changelog offsets it has applied is written.
+interval its stores are flushed, and a checkpoint of the changelog offsets it has applied is written
+once they moved far enough since the last one (as for active tasks).
 When the active task fails over to this instance, the standby is closed first (flush, checkpoint) and
 the new active task restores only the changelog tail beyond that checkpoint instead of everything.
 
@@ -75,7 +76,7 @@ class StandbyTasks:
 
     def _close(self, task_id: TaskId) -> None:
         task = self.tasks.pop(task_id)
-        self._write_checkpoint(task)
+        self._write_checkpoint(task, enforce=True)
         task.state.close()
         log.info("standby task %s closed", task.task_id)
 
@@ -123,15 +124,17 @@ class StandbyTasks:
                 self._write_checkpoint(task)
         return n
 
-    def _write_checkpoint(self, task: StreamTask) -> None:
-        """Flush the stores, then record how far they hold each changelog (the consumer's position)."""
+    def _write_checkpoint(self, task: StreamTask, enforce: bool = False) -> None:
+        """Flush the stores, then record how far they hold each changelog (the consumer's position):
+        at close (`enforce`), or once the changelogs moved far enough, as for an active task
+        (`ProcessorStateManager.checkpoint_needed`)."""
         task.state.flush()
         offsets = {}
         for topic, partition in task.state.changelog_partitions().values():
             position = self._positions.get(TopicPartition(topic, partition))
             if position is not None:
                 offsets[f"{topic}:{partition}"] = position
-        if offsets:
+        if offsets and (enforce or task.state.checkpoint_needed(offsets)):
             current = task.state.read_checkpoint()
             current.update(offsets)
             task.state.write_checkpoint(current)
