@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamlet.actors.record_collector import RecordCollector
+from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
 from streamlet.stores.api import (
     ChangelogEntry,
@@ -19,6 +21,7 @@ from streamlet.stores.api import (
     StateStore,
     StateStoreContext,
 )
+from tests.integration.wordcount_app import topology as wordcount_topology
 
 APPLICATION_ID = "store-tests"
 
@@ -112,3 +115,14 @@ class RecordingStateStoreContext(StateStoreContext):
         callback = self.registrations[store_name].restore
         for start in range(0, len(entries), batch_size):
             callback(entries[start:start + batch_size])
+
+
+def wordcount_task(state_root: Path, application_id: str) -> StreamTask:
+    """The seed WordCount's counting task (partition 0, its persistent `counts-store`, no cache), built
+    as the runtime builds one, its stores not yet opened."""
+    topology = wordcount_topology()
+    config = StreamsConfig({"application.id": application_id, "default.key.serde": "String",
+                            "default.value.serde": "String"})
+    sub = next(s for s in topology.sub_topologies() if s.stores)
+    return StreamTask(topology, sub, 0, config, RecordCollector(lambda _t: 1), state_root, clock=lambda: 0,
+                      resolve_topic=lambda t: t, cache_bytes=0)

@@ -14,15 +14,12 @@ import pytest
 
 import streamlet.stores.leveldb.store as leveldb_store
 import streamlet.stores.window.leveldb as window_leveldb
-from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT
 from streamlet.actors.stream_task import StreamTask
-from streamlet.config import StreamsConfig
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.leveldb import LevelDBKeyValueBytesStore
 from streamlet.stores.window.leveldb import LevelDBWindowBytesStore
-from tests.integration.wordcount_app import topology as wordcount_topology
-from tests.stores.context import RecordingStateStoreContext
+from tests.stores.context import RecordingStateStoreContext, wordcount_task
 
 
 @pytest.fixture
@@ -76,12 +73,7 @@ def test_a_leveldb_window_store_syncs_only_when_its_registered_sync_is_called(
 
 
 def _task(state_root: Path) -> StreamTask:
-    topology = wordcount_topology()
-    config = StreamsConfig({"application.id": "cadence-test", "default.key.serde": "String",
-                            "default.value.serde": "String"})
-    sub = next(s for s in topology.sub_topologies() if s.stores)
-    task = StreamTask(topology, sub, 0, config, RecordCollector(lambda _t: 1), state_root, clock=lambda: 0,
-                      resolve_topic=lambda t: t, cache_bytes=0)
+    task = wordcount_task(state_root, "cadence-test")
     task.initialize_stores()
     return task
 

@@ -15,17 +15,14 @@ from pathlib import Path
 import plyvel
 import pytest
 
-from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
-from streamlet.config import StreamsConfig
 from streamlet.errors import StateStoreCorruptedError, StreamsError
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.leveldb import LevelDBKeyValueBytesStore
 from streamlet.stores.leveldb.store import CORRUPTED_MARKER
 from streamlet.stores.window.leveldb import LevelDBWindowBytesStore
 from tests.integration.state_faults import CORRUPTIONS, corrupt_leveldb
-from tests.integration.wordcount_app import topology as wordcount_topology
-from tests.stores.context import RecordingStateStoreContext
+from tests.stores.context import RecordingStateStoreContext, wordcount_task
 
 KEYS = 3000
 
@@ -111,12 +108,7 @@ def test_a_lock_held_elsewhere_is_an_error_but_not_corruption(context: Recording
 # -- the task: wipe and rebuild ------------------------------------------------------------------------
 
 def _wordcount_task(state_root: Path) -> StreamTask:
-    topology = wordcount_topology()
-    config = StreamsConfig({"application.id": "corrupt-test", "default.key.serde": "String",
-                            "default.value.serde": "String"})
-    sub = next(s for s in topology.sub_topologies() if s.stores)
-    return StreamTask(topology, sub, 0, config, RecordCollector(lambda _t: 1), state_root, clock=lambda: 0,
-                      resolve_topic=lambda t: t, cache_bytes=0)
+    return wordcount_task(state_root, "corrupt-test")
 
 
 def _changelog_key(task: StreamTask) -> str:
