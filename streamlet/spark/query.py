@@ -21,6 +21,14 @@ from streamlet.spark.task_processor import OUTPUT_SCHEMA, TaskProcessor
 _KAFKA_CLIENT_PREFIXES = ("security.", "ssl.", "sasl.")
 """Client settings the connector's own Kafka consumer needs too (it takes them prefixed `kafka.`)."""
 
+SOURCE_FETCH_MAX_WAIT_MS = 10
+"""`fetch.max.wait.ms` of the connector's consumers (Kafka's default: 500). A Spark task reads a range of
+offsets the driver saw exist, so a fetch never needs to wait for data; but a cached consumer that
+read a partition to its end leaves a prefetch parked at the broker, and the next task that seeks it
+waits for that fetch to expire first. Measured on WordCount's counting query (local[2]): its last
+micro-batch's Kafka stage (8 tasks, 112,500 records) took 2.3 s with the default, every task
+~550 ms for 15 ms of CPU, and 0.37 s at 10 ms."""
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -63,7 +71,8 @@ def _source(spark: Any, plan: SubTopologyPlan, bounds: Bounds) -> Any:
               .option("kafka.bootstrap.servers", settings["bootstrap.servers"])
               .option("subscribe", ",".join(plan.source_topics))
               .option("includeHeaders", "true")
-              .option("failOnDataLoss", "false"))  # repartition topics are purged by retention
+              .option("failOnDataLoss", "false")  # repartition topics are purged by retention
+              .option("kafka.fetch.max.wait.ms", str(SOURCE_FETCH_MAX_WAIT_MS)))
     if bounds.starting_timestamp_ms is not None:
         reader = reader.option("startingTimestamp", str(bounds.starting_timestamp_ms))
     else:
