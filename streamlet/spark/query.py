@@ -2,9 +2,10 @@
 
 Kafka partitions are never split across Spark input partitions (no `minPartitions`): a task's rows of
 one partition are then one ordered run, which the processor still sorts by offset after the shuffle.
-Each query's shuffle has exactly as many partitions as the sub-topology has tasks, and the grouping
-keys put task p in partition p. Spark fixes that count for the life of the checkpoint, as Kafka
-Streams fixes the task count for the life of the application id.
+A stateful query's shuffle has one partition per task, or on a local master a divisor of the task count
+that keeps its cores busy (`task_partitions`); the grouping keys put task p in partition p mod that
+count, each partition holding as many tasks. Spark fixes the count for the life of the checkpoint, as
+Kafka Streams fixes the task count for the life of the application id.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streamlet.spark.plan import MAX_OFFSETS_KEY, SubTopologyPlan
+from streamlet.spark.grouping import shuffle_partitions
+from streamlet.spark.plan import MAX_OFFSETS_KEY, PARTITIONS_KEY, SubTopologyPlan
 from streamlet.spark.rows import INPUT_COLUMNS
 from streamlet.spark.sink import run_batch
 from streamlet.spark.stateless import stateless_tasks
@@ -63,6 +65,20 @@ def trigger_cap(plan: SubTopologyPlan) -> int | None:
     if cap and not plan.reads_internal_topics and len(plan.source_topics) == 1:
         return int(cap)
     return None
+
+
+def task_partitions(spark: Any, plan: SubTopologyPlan) -> int:
+    """The shuffle partitions of a stateful query (`spark.task.partitions`, see `plan.PARTITIONS_KEY`).
+    Only a local master packs tasks by default: its cores are those of this process for good, where a
+    cluster's executors (and so `defaultParallelism`) come and go while the checkpoint keeps the
+    count it started with."""
+    configured = plan.settings.get(PARTITIONS_KEY)
+    if configured:
+        return int(configured)
+    context = spark.sparkContext
+    if str(context.master).startswith("local"):
+        return shuffle_partitions(plan.tasks, int(context.defaultParallelism))
+    return plan.tasks
 
 
 def _source(spark: Any, plan: SubTopologyPlan, bounds: Bounds) -> Any:
@@ -121,7 +137,7 @@ def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Boun
     else:
         out = rows.groupBy("task").transformWithStateInPandas(
             TaskProcessor(plan), OUTPUT_SCHEMA, "Update", "ProcessingTime" if plan.wall_clock else "None")
-        spark.conf.set("spark.sql.shuffle.partitions", str(plan.tasks))  # read when the query starts
+        spark.conf.set("spark.sql.shuffle.partitions", str(task_partitions(spark, plan)))  # read at the query's start
     writer = (out.writeStream.foreachBatch(run_batch)
               .option("checkpointLocation", checkpoint)
               .queryName(f"{plan.settings['application.id']}-subtopology-{plan.subtopology_id}"))
