@@ -30,6 +30,10 @@ TRIGGER_KEY = "spark.trigger.interval.ms"
 MASTER_KEY = "spark.master"
 SCAN_AFTER_KEY = "spark.store.scan.after"
 """After this many single reads in a batch, a small key-value store is read whole (default 256)."""
+PARTITIONS_KEY = "spark.task.partitions"
+"""Spark partitions a stateful sub-topology's tasks are spread over (its query's shuffle partitions; a
+divisor of the task count keeps them even). Default: on a `local[N]` master, as few as keep its N cores
+busy (`grouping.shuffle_partitions`); elsewhere one per task. The checkpoint fixes it once the query ran."""
 MAX_OFFSETS_KEY = "spark.max.offsets.per.trigger"
 """Caps a micro-batch's input from the application's input topics (the connector's `maxOffsetsPerTrigger`):
 smaller batches, lower latency. Queries reading repartition topics or several topics are not capped

@@ -47,7 +47,9 @@ def spark_session(master: str = "local[*]", app_name: str = "streamlet",
                .config("spark.jars", ",".join(str(j) for j in ensure_spark_jars()))
                .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
                .config("spark.ui.enabled", "false")
-               .config("spark.sql.adaptive.enabled", "false"))
+               .config("spark.sql.adaptive.enabled", "false")
+               # pyspark's daemon, importing the installed pyspark rather than Spark's zip (see worker_daemon)
+               .config("spark.python.daemon.module", "streamlet.spark.worker_daemon"))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -1,4 +1,4 @@
-"""The grouping keys put each task in a Spark partition of its own, by Spark's own hash."""
+"""The grouping keys put each task in a Spark partition of its own, or share fewer partitions evenly."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from streamlet.spark.grouping import spark_hash_int, task_keys
+from streamlet.spark.grouping import shuffle_partitions, spark_hash_int, task_keys
 
 
 def test_our_murmur3_is_sparks_hash_of_an_int(spark: Any) -> None:
@@ -22,3 +22,13 @@ def test_each_task_lands_in_its_own_shuffle_partition(spark: Any) -> None:
         rows = (spark.createDataFrame([(k,) for k in keys], "k int")
                 .select("k", F.expr(f"pmod(hash(k), {tasks})").alias("bucket")).collect())
         assert [r.bucket for r in sorted(rows, key=lambda r: keys.index(r.k))] == list(range(tasks))
+
+
+def test_tasks_share_fewer_partitions_evenly(spark: Any) -> None:
+    for tasks, cores, partitions in ((8, 2, 2), (8, 3, 2), (6, 4, 3), (12, 8, 6), (4, 16, 4), (7, 2, 7), (1, 2, 1)):
+        assert shuffle_partitions(tasks, cores) == partitions
+        keys = task_keys(tasks)
+        rows = (spark.createDataFrame([(k,) for k in keys], "k int")
+                .select("k", F.expr(f"pmod(hash(k), {partitions})").alias("bucket")).collect())
+        assert [r.bucket for r in sorted(rows, key=lambda r: keys.index(r.k))] == [p % partitions
+                                                                                   for p in range(tasks)]

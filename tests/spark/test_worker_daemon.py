@@ -1,0 +1,55 @@
+"""The workers' daemon imports the installed pyspark, not Spark's zip archive (see `worker_daemon`)."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyspark
+
+from streamlet.spark.worker_daemon import prefer_installed_pyspark
+
+
+def _archives(tmp_path: Path, version: str) -> list[str]:
+    archive = tmp_path / "pyspark.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("pyspark/version.py", f'__version__: str = "{version}"\n')
+    py4j = tmp_path / "py4j-0.10.9.9-src.zip"
+    with zipfile.ZipFile(py4j, "w") as zipped:
+        zipped.writestr("py4j/__init__.py", "")
+    return [str(archive), str(py4j)]
+
+
+def test_archives_move_behind_an_installed_pyspark_of_their_version(tmp_path: Path) -> None:
+    archives = _archives(tmp_path, pyspark.__version__)
+    path = [*archives, "/app", "/site-packages"]
+    assert prefer_installed_pyspark(path)
+    assert path == ["/app", "/site-packages", *archives]
+
+
+def test_archives_stay_first_when_the_installed_pyspark_differs(tmp_path: Path) -> None:
+    archives = _archives(tmp_path, "3.5.0")
+    path = [*archives, "/site-packages"]
+    assert not prefer_installed_pyspark(path)
+    assert path == [*archives, "/site-packages"]
+
+
+def test_a_path_without_archives_is_left_alone() -> None:
+    path = ["/app", "/site-packages"]
+    assert not prefer_installed_pyspark(path)
+    assert path == ["/app", "/site-packages"]
+
+
+def test_the_engines_workers_import_the_installed_pyspark(spark: Any) -> None:
+    def where(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyspark as worker_pyspark
+
+        for _batch in batches:
+            yield pa.RecordBatch.from_pydict({"file": [worker_pyspark.__file__]})
+
+    [row] = spark.range(1).mapInArrow(where, "file string").collect()
+    assert ".zip" not in row.file
+    assert Path(row.file) == Path(pyspark.__file__)
