@@ -38,10 +38,8 @@ HOT_MODULES: tuple[str, ...] = (
     "streamlet.actors.processor_context",
     "streamlet.actors.partition_group",
     "streamlet.actors.record_collector",
-    "streamlet.dsl.processors.aggregate",
     "streamlet.dsl.processors.stateless",
     "streamlet.dsl.processors.forwarding",
-    "streamlet.dsl.processors.table",
     "streamlet.stores.caching",
     "streamlet.stores.cache",
     "streamlet.stores.typed",
@@ -49,7 +47,9 @@ HOT_MODULES: tuple[str, ...] = (
     "streamlet.stores.changelogging",
     "streamlet.stores.value_formats",
 )
-"""The modules mypyc compiles (the ones a WordCount profile spends its time in)."""
+"""The modules mypyc compiles (the ones a WordCount profile spends its time in). Not `dsl.processors.aggregate`
+and `dsl.processors.table`: their suppliers are pickled with the topology (the Spark engine), and a mypyc
+class does not survive pickle (`serializable=True` did not restore its attributes; tests/test_compiled_hot_path.py)."""
 
 MANIFEST_NAME = "_compiled_manifest.json"
 """Written into the package by the build once every module compiled: each source's SHA-256."""

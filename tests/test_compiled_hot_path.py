@@ -88,3 +88,32 @@ def test_wordcount_and_the_driver_tests_pass_in_pure_python() -> None:
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout
+
+
+def test_suppliers_in_a_topology_pickle_compiled_or_not() -> None:
+    """The Spark engine pickles topologies: a supplier in a compiled module must stay a plain class (a mypyc
+    native class can be neither built by pickle's `__new__` nor given its attributes back)."""
+    import pickle
+
+    from streamlet.dsl.processors.aggregate import (
+        StreamAggregateSupplier,
+        StreamReduceSupplier,
+        count_aggregator,
+        count_initializer,
+    )
+    from streamlet.dsl.processors.window_aggregate import WindowAggregateSupplier
+    from streamlet.dsl.time_windows import TimeWindows
+
+    agg = StreamAggregateSupplier("s", count_initializer, count_aggregator)
+    agg.enable_sending_old_values()
+    back = pickle.loads(pickle.dumps(agg))
+    assert (back.store_name, back.send_old_values, back.aggregator) == ("s", True, count_aggregator)
+    reduce = pickle.loads(pickle.dumps(StreamReduceSupplier("r", max)))
+    assert (reduce.store_name, reduce.reducer) == ("r", max)
+    windows = TimeWindows.of_size_with_no_grace(10)
+    win = pickle.loads(pickle.dumps(WindowAggregateSupplier("w", windows, count_initializer, count_aggregator)))
+    assert win.windows == windows
+    from streamlet.dsl.processors.table import TableSourceSupplier
+
+    table = pickle.loads(pickle.dumps(TableSourceSupplier("t", "q")))
+    assert (table.store_name, table.queryable_name) == ("t", "q")

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mypy_extensions import mypyc_attr
-
 from streamlet.dsl.change import Change
 from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, log_skipped, timestamped_store
 from streamlet.processor import Processor, ProcessorContext
@@ -25,7 +23,6 @@ Aggregator = Callable[[Any, Any, Any], Any]
 Reducer = Callable[[Any, Any], Any]
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # the table, window and session suppliers extend it
 class StreamAggregateSupplier:
     """Makes aggregate processors; a downstream table node may ask it to send old values."""
 
@@ -42,7 +39,6 @@ class StreamAggregateSupplier:
         return StreamAggregate(self.store_name, self.initializer, self.aggregator, self.send_old_values)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # the table, window and session suppliers extend it
 class StreamReduceSupplier:
     def __init__(self, store_name: str, reducer: Reducer) -> None:
         self.store_name = store_name
