@@ -47,6 +47,23 @@ def _have_compiler() -> bool:
     return shutil.which(cc) is not None
 
 
+def _remove_stale_extensions() -> None:
+    """Delete compiled modules beside sources that are no longer compiled (a module taken off `HOT_MODULES`):
+    Python would still load them, and only the listed modules are guarded by the manifest."""
+    import importlib.machinery
+
+    keep = {GROUP + "__mypyc", *HOT_MODULES}
+    suffixes = sorted(importlib.machinery.EXTENSION_SUFFIXES, key=len, reverse=True)  # ".cpython-...so" before ".so"
+    for path in (ROOT / "streamlet").rglob("*.so"):
+        suffix = next((s for s in suffixes if path.name.endswith(s)), None)
+        if suffix is None:
+            continue
+        module = ".".join(path.relative_to(ROOT).with_name(path.name[: -len(suffix)]).parts)
+        if module not in keep:
+            print(f"streamlet: removing {path}: no longer compiled", file=sys.stderr)
+            path.unlink()
+
+
 class _BuildHotPath(build_ext):
     """Compiles the hot modules with mypyc when it can, then writes the manifest; never fails the install."""
 
@@ -58,6 +75,8 @@ class _BuildHotPath(build_ext):
         target = ROOT if self.inplace or getattr(self, "editable_mode", False) else Path(self.build_lib)
         manifest = target / "streamlet" / MANIFEST_NAME
         digests = _digests()
+        if self.inplace:
+            _remove_stale_extensions()
         if self.inplace and self._up_to_date(manifest, digests):
             return
         manifest.unlink(missing_ok=True)  # until every module compiled again
