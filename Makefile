@@ -11,18 +11,24 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity venv clean distclean
+.PHONY: all compile demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity venv clean distclean
 
 all: test
 
 venv: $(INSTALLED)
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamlet needs Python 3.11+, but $(PYTHON) is " + sys.version.split()[0] + " (run make PYTHON=python3.11 ...)")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[spark,dev]'
 	touch $@
+
+# The hot path compiled with mypyc (setup.py; the modules are listed in streamlet/_compiled.py), rebuilt in place
+# when one of their sources changed since the last build (a no-op otherwise; about 30 s when not). Without a C
+# compiler it stays pure Python; a stale build is never used (streamlet/_compiled.py checks each source's hash).
+compile: $(INSTALLED)
+	$(BIN)/python setup.py -q build_ext --inplace
 
 # The same code path as the runtime (streamlet.runtime.local_broker.ensure_kafka_jars): no-op once fetched.
 broker-jars: $(INSTALLED)
@@ -67,45 +73,45 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint docs broker-jars spark-jars toxiproxy prometheus chromium
+test: lint docs compile broker-jars spark-jars toxiproxy prometheus chromium
 	$(BIN)/pytest -q
 
 # The documentation (docs/), built with Sphinx; any warning fails the build. Output: docs/_build/html.
 docs: $(INSTALLED)
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
-demo: broker-jars
+demo: compile broker-jars
 	$(BIN)/python examples/demo_wordcount.py
 
 # The same WordCount on the Spark engine (streamlet spark run, local[2]); under 3 minutes.
-demo-spark: broker-jars spark-jars
+demo-spark: compile broker-jars spark-jars
 	$(BIN)/python examples/demo_spark_wordcount.py
 
 # The long chaos run of issue #3: 2,000,000 words, 12 kill -9 of random instances, exactly-once checked.
-chaos: broker-jars
+chaos: compile broker-jars
 	$(BIN)/python -m tests.integration.chaos --words 2000000 --kills 12
 
 # Issue #15's chaos on Spark: WordCount under exactly_once_v2 on `streamlet spark run`, 3 kill -9 of the driver
 # (JVM and Python workers too) at random moments and a task failed mid-batch; exactly 1..n per word. ~3 minutes.
-spark-chaos: broker-jars spark-jars
+spark-chaos: compile broker-jars spark-jars
 	STREAMLET_SPARK_CHAOS=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/integration/test_spark_eos_chaos.py
 
 # Issue #11's repeated runs: every chaos test (and the lost-membership test) RUNS times, each run a fresh
 # pytest process; ends with a table of passes and failures per test. Nothing is retried.
 RUNS ?= 20
-chaos-repeat: broker-jars
+chaos-repeat: compile broker-jars
 	$(BIN)/python -m tests.integration.repeat --runs $(RUNS)
 
 # Issue #11's soak: three exactly-once apps at once under mixed random faults for MINUTES (not in `make test`).
 MINUTES ?= 30
-soak: broker-jars toxiproxy
+soak: compile broker-jars toxiproxy
 	$(BIN)/python -m tests.integration.soak --minutes $(MINUTES)
 
 # Issue #16's differential suite at length: CASES generated topologies and inputs, each run on Kafka Streams
 # 3.9.1's own TopologyTestDriver (tests/fidelity/java, built with Maven on first use) and on streamlet's, record
 # for record (`make test` runs 2,000 of them).
 CASES ?= 50000
-fidelity: $(INSTALLED)
+fidelity: compile $(INSTALLED)
 	FIDELITY_CASES=$(CASES) $(BIN)/pytest -q -p no:cacheprovider tests/fidelity
 
 # The benchmark's extra (matplotlib for the report's charts), on top of the venv; not needed by `make test`.
@@ -115,21 +121,21 @@ $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
 
 # Every workload on every system (long; the Spark engine and native Spark's WordCount included); writes
 # benchmarks/results/ and regenerates benchmarks/RESULTS.md.
-bench: broker-jars spark-jars $(BENCH_INSTALLED)
+bench: compile broker-jars spark-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks
 
 # WordCount on the Spark engine beside native Spark Structured Streaming, local[1] and local[2], as
 # bounded runs (backfills) in one SparkSession (benchmarks/spark_bench.py; writes benchmarks/results/spark.json).
 # make bench runs both continuously beside the other systems.
-bench-spark: broker-jars spark-jars
+bench-spark: compile broker-jars spark-jars
 	$(BIN)/python -m benchmarks.spark_bench
 
-bench-quick: broker-jars spark-jars $(BENCH_INSTALLED)
+bench-quick: compile broker-jars spark-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks --quick
 
 # Restoring a 1,000,000-record count-store changelog, streamlet (1 worker) beside Kafka Streams (1 thread)
 # (benchmarks/restore.py; writes benchmarks/results/restore.json). Not part of make bench.
-bench-restore: broker-jars $(BENCH_INSTALLED)
+bench-restore: compile broker-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks.restore
 
 # RESULTS.md's generated part and the charts, from the JSON in benchmarks/results/ (runs nothing).
@@ -138,6 +144,7 @@ bench-report: $(BENCH_INSTALLED)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find streamlet -name '*.so' -delete; rm -f streamlet/_compiled_manifest.json
 	find . -name __pycache__ -type d -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 # Also the virtualenv and the downloaded Kafka jars (and the dev broker's data in .cache/).

@@ -13,7 +13,8 @@ is routed to sub-topology 1's task of the same partition, as the broker would de
     python -m benchmarks.hot_path [--lines 100000] [--partitions 8] [--commit-every 5000] [--runs 3]
     python -m benchmarks.hot_path --profile out.prof      # cProfile of one run
 
-It reports CPU µs per input line (min over runs) and, where valgrind is installed, instructions per line.
+It reports whether the hot path ran compiled (mypyc) or as pure Python (`STREAMLET_PURE_PYTHON=1` forces
+that), CPU µs per input line (min over runs) and, where valgrind is installed, instructions per line.
 """
 
 from __future__ import annotations
@@ -172,6 +173,8 @@ def main() -> None:
         prof.runcall(run, lines, args.partitions, args.commit_every, args.guarantee)
         prof.dump_stats(args.profile)
         return
+    import streamlet._compiled as compiled
+    print(f"hot path: {compiled.REASON}")  # a stale build runs pure Python (see streamlet/_compiled.py): say which ran
     results = [run(lines, args.partitions, args.commit_every, args.guarantee) for _ in range(args.runs)]
     best = min(cpu for cpu, _ in results)
     n = max(1, args.lines)

@@ -8,6 +8,10 @@ has a getting-started guide, the concepts mapped from Kafka Streams, and operati
 change without notice. Testing helpers live in `streamlet.testing`.
 """
 
+# First: decides between the compiled hot path and pure Python before any hot module loads (_compiled.py).
+from streamlet import _compiled  # noqa: F401
+
+# isort: split
 from streamlet.config import StreamsConfig
 from streamlet.dsl import (
     Branched,

@@ -200,9 +200,14 @@ serializer's or deserializer's own call returns; for other data, and on any erro
 
 
 def fast_serializer(serializer: Serializer[Any]) -> FastPath:
-    """The built-in String serializer's fast path (`str.encode`), else `(NoFastPath, ...)`."""
-    if getattr(serializer, "serialize", None) is _serialize_str:
+    """The built-in String (`str.encode`) and Long (`struct.Struct(">q").pack`, which fails outside the
+    serde's range, so the serde's own call gives its error there) serializers' fast paths, else
+    `(NoFastPath, ...)`."""
+    serialize = getattr(serializer, "serialize", None)
+    if serialize is _serialize_str:
         return str, str.encode
+    if serialize is _serialize_long:
+        return int, _LONG.pack
     return NoFastPath, _no_fast_path
 
 

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from streamlet.actors.processor_node import SourceNode
 from streamlet.errors import DeserializationError, StreamsError
+from streamlet.processor import RecordTimestampExtractor
 from streamlet.record import Headers, Record
 from streamlet.serdes import fast_deserializer
 
@@ -148,6 +149,8 @@ class PartitionGroup:
         key_type, decode_key = fast_deserializer(source.key_deserializer)  # see `serdes.FastPath`
         value_type, decode_value = fast_deserializer(source.value_deserializer)
         extractor = source.timestamp_extractor
+        if type(extractor) is RecordTimestampExtractor:
+            extractor = None  # it returns the record's own timestamp: taken inline, without its call
         append = q.queue.append
         added = 0
         for raw in records:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from streamlet.actors.processor_node import entry_point
 from streamlet.config import StreamsConfig
 from streamlet.errors import InvalidStateStoreError, TopologyError
 from streamlet.processor import Cancellable, ProcessorContext, PunctuationType, Punctuator, to_millis
@@ -43,8 +44,8 @@ class NodeContext(ProcessorContext):
 
     def _forward(self, record: Record, child_name: str | None) -> None:
         if child_name is None:
-            for child in self._node.children:
-                child.process(record)
+            for forward in self._node.child_entries:
+                forward(record)
             return
         named = self._node.children_by_name.get(child_name)
         if named is None:
@@ -52,12 +53,12 @@ class NodeContext(ProcessorContext):
                 f"processor {self._node.name!r} has no child named {child_name!r}; "
                 f"its children are {sorted(self._node.children_by_name)}"
             )
-        named.process(record)
+        entry_point(named)(record)
 
     def forwarder(self) -> Callable[[Record], None]:
         children = self._node.children
         if len(children) == 1:
-            return children[0].process  # one call per record instead of two, on every hop of a chain
+            return entry_point(children[0])  # one call per record instead of two, on every hop of a chain
         return self.forward
 
     def forwarder_in_record_context(self) -> Callable[[Record], None]:

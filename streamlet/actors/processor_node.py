@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 
 
+def entry_point(node: Node) -> Callable[[Record], None]:
+    """What a parent calls to hand `node` a record: a processor node's processor's own `process` (one call
+    per hop instead of two), any other node's `process`. `ProcessorNode.process` is a real method, not
+    an attribute bound to the processor's, so that mypyc can compile the class (`streamlet/_compiled.py`)."""
+    return node.processor.process if isinstance(node, ProcessorNode) else node.process
+
+
 class Node:
     """A node of a task's processor graph."""
 
@@ -63,11 +70,11 @@ class SourceNode(Node):
 
     def init(self) -> None:
         if len(self.children) == 1:
-            self.deliver = self.children[0].process
+            self.deliver = entry_point(self.children[0])
 
     def process(self, record: Record) -> None:
         for child in self.children:
-            child.process(record)
+            entry_point(child)(record)
 
 
 class ProcessorNode(Node):
@@ -79,13 +86,18 @@ class ProcessorNode(Node):
         self.store_names = store_names
         self.children = []
         self.children_by_name: dict[str, Node] = {}
+        self.child_entries: list[Callable[[Record], None]] = []
+        """Each child's `entry_point`, for a forward to all children (set in `init`)."""
         self.context: NodeContext | None = None
-        # Bound once: the hot path calls this per record.
-        self.process = processor.process  # type: ignore[method-assign]
+
+    def process(self, record: Record) -> None:
+        """Parents on the hot path call `entry_point(node)` instead, which skips this frame."""
+        self.processor.process(record)
 
     def init(self) -> None:
         assert self.context is not None
         self.children_by_name = {c.name: c for c in self.children}
+        self.child_entries = [entry_point(c) for c in self.children]
         self.processor.init(self.context)
 
     def close(self) -> None:
@@ -178,7 +190,8 @@ class DynamicSinkNode(SinkNode):
         record_context: Callable[[], Any],
     ) -> None:
         super().__init__(name, "", key_serializer, value_serializer, partitioner, collector)
-        self.extractor = extractor
+        self.extractor: Callable[[Any, Any, Any], object] = extractor
+        """Returns `object`, not `str`: compiled, a wrong return would fail on mypyc's check, not on ours."""
         self._record_context = record_context
         self._counts: dict[str, int] = {}
 

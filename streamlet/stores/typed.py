@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
+from mypy_extensions import mypyc_attr
+
 from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
 from streamlet.record import KeyValue
 from streamlet.serdes import NoFastPath, Serde, fast_serializer
@@ -43,6 +45,7 @@ _IMMUTABLE_KEYS = (str, bytes, int)
 """Key types whose serialized form cannot change while the same object is passed again."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the session store and the outer-join store extend it
 class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
     def __init__(
         self,

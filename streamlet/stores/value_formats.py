@@ -12,7 +12,7 @@ import struct
 from typing import Any
 
 from streamlet.errors import SerializationError
-from streamlet.serdes import Serde
+from streamlet.serdes import Serde, fast_serializer
 from streamlet.stores.api import ChangelogEntry, ValueAndTimestamp
 
 _TIMESTAMP = struct.Struct(">q")
@@ -65,11 +65,20 @@ class TimestampedValueFormat:
         self._serialize = serde.serializer.serialize
         self._deserialize = serde.deserializer.deserialize
         self._topic = topic
+        self._value_type, self._encode_value = fast_serializer(serde.serializer)
 
     def encode(self, value: Any) -> bytes | None:
         if value is None:
             return None
-        raw = self._serialize(self._topic, value.value)
+        v = value.value
+        raw: bytes | None
+        if type(v) is self._value_type:  # the serde's fast path (see `serdes.FastPath`); its own call on error
+            try:
+                raw = self._encode_value(v)
+            except Exception:
+                raw = self._serialize(self._topic, v)
+        else:
+            raw = self._serialize(self._topic, v)
         if raw is None:
             return None
         return _TIMESTAMP.pack(value.timestamp) + raw

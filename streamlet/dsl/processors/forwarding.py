@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from streamlet.dsl.change import Change
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorContext
@@ -67,6 +69,7 @@ def log_skipped(context: ProcessorContext, reason: str) -> None:
                     reason, meta.topic, meta.partition, meta.offset)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the table join merger extends it
 class MaybeMaterialized(Processor):
     """A table node that keeps its rows in a store when it has one (`_store_name`): it then forwards
     through the store's tuple forwarder (its cache), and otherwise straight to its children."""
