@@ -1,10 +1,13 @@
 """`TaskActor`: a `StreamTask` as an async actor with its own mailbox and punctuation timer.
 
 The supervisor never touches a task's state directly: it posts messages (a consumed batch, a commit
-request, a close) and, where it needs an answer, waits for the reply. Because the mailbox is FIFO,
-a commit request is answered only after every batch posted before it has been processed, which is
-what makes the offsets in the reply safe to commit. Between two messages the actor wakes on its
-own to fire wall-clock punctuations. Each message is handled in one synchronous stretch; the await
+request, a close) and, where it needs an answer, waits for the reply. The mailbox is FIFO, except
+that a commit request goes ahead of the batches still waiting in it: like Kafka Streams, which
+commits what it processed and leaves records it polled but did not process yet buffered, the commit
+should not wait for a full mailbox to be worked off (that wait was most of an at-least-once commit's
+duration, and so of its latency). The reply names the offsets the task actually processed, so it is
+safe to commit whatever was still queued. Between two messages the actor wakes on its own to fire
+wall-clock punctuations. Each message is handled in one synchronous stretch; the await
 on the mailbox is the batch boundary where other actors, heartbeats and I/O get their turn.
 """
 
@@ -55,6 +58,10 @@ class Reply:
     def fail(self, error: BaseException) -> None:
         self._error = error
         self._event.set()
+
+    @property
+    def answered(self) -> bool:
+        return self._event.is_set()
 
     async def wait(self) -> Any:
         await self._event.wait()
@@ -112,6 +119,7 @@ class TaskActor:
         self._receive = receive
         self.closed = anyio.Event()
         self.error: BaseException | None = None
+        self._urgent: list[Commit] = []  # commit requests handled before the next queued message
         self.counters = TaskCounters()  # per-batch measurements behind the task metrics
 
     @property
@@ -131,7 +139,17 @@ class TaskActor:
         if self.closed.is_set():
             raise TaskStoppedError(f"task {self.task_id} is no longer running") from self.error
         try:
-            await self.post(message)
+            if isinstance(message, Commit):
+                # Ahead of the queue: the actor takes it before its next message. Also posted, when
+                # there is room, to wake an idle actor (the copy it dequeues later is already answered);
+                # a full mailbox means the actor is busy and will look here first anyway.
+                self._urgent.append(message)
+                try:
+                    self._send.send_nowait(message)
+                except anyio.WouldBlock:
+                    pass
+            else:
+                await self.post(message)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             raise TaskStoppedError(f"task {self.task_id} is no longer running") from exc
         return await message.reply.wait()
@@ -145,10 +163,14 @@ class TaskActor:
                 message: Message | None = None
                 with anyio.move_on_after(timeout):
                     message = await self._receive.receive()
+                while self._urgent:
+                    await self._handle(self._urgent.pop(0))
                 if message is None:
                     task.maybe_punctuate_wall_clock(self._wall())
                     await self._flush_output()
                     continue
+                if isinstance(message, Commit) and message.reply.answered:
+                    continue  # the wake-up copy of a commit taken ahead of the queue
                 if await self._handle(message):
                     return
         except anyio.EndOfStream:
@@ -165,12 +187,15 @@ class TaskActor:
     def _fail_pending(self) -> None:
         """Answer requests still queued when the actor stops, so no caller waits forever."""
         error = TaskStoppedError(f"task {self.task_id} stopped before answering")
+        for commit in self._urgent:
+            commit.reply.fail(error)
+        self._urgent.clear()
         while True:
             try:
                 message = self._receive.receive_nowait()
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 break
-            if isinstance(message, Commit | Close):
+            if isinstance(message, Commit | Close) and not message.reply.answered:
                 message.reply.fail(error)
 
     async def _handle(self, message: Message) -> bool:
