@@ -11,7 +11,7 @@ close. A store found without a checkpoint is not trusted: it is wiped and restor
 
 Writing a checkpoint is the one place that costs disk syncs (the stores' logs, then the file), so a
 running task writes one only when its changelogs moved far enough since the last one, as Kafka
-Streams does (`checkpoint_needed`): an older checkpoint is still true, it only means a longer
+Streams does (`maybe_checkpoint`): an older checkpoint is still true, it only means a longer
 restore after a crash. A clean close always writes one.
 """
 
@@ -164,12 +164,17 @@ class ProcessorStateManager(StateStoreContext):
         self._checkpointed = {str(k): int(v) for k, v in data.items()}
         return dict(self._checkpointed)
 
-    def checkpoint_needed(self, offsets: dict[str, int]) -> bool:
-        """Whether `offsets` moved more than `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT` in all past the
-        last checkpoint (a partition missing from it counts from 0, as in Kafka Streams)."""
+    def maybe_checkpoint(self, offsets: dict[str, int], enforce: bool) -> None:
+        """Merge `offsets` ('topic:partition' -> next offset) into the checkpoint and write it, when
+        `enforce`d (a clean close) or when they moved more than `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`
+        in all past the last checkpoint (a partition missing from it counts from 0, as in Kafka
+        Streams' `StateManagerUtil.checkpointNeeded`)."""
+        if not offsets:
+            return
         old = self.read_checkpoint() if self._checkpointed is None else self._checkpointed
         delta = sum(offset - old.get(tp, 0) for tp, offset in offsets.items())
-        return delta > OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT
+        if enforce or delta > OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT:
+            self.write_checkpoint({**old, **offsets})
 
     def write_checkpoint(self, offsets: dict[str, int]) -> None:
         """Sync the stores, then atomically replace the checkpoint (write a temp file, fsync, rename):

@@ -354,14 +354,7 @@ class StreamTask:
 
     def post_commit(self, changelog_offsets: dict[tuple[str, int], int], enforce: bool = False) -> None:
         """After a successful commit: record how far the changelogs hold this task's state, when
-        `enforce`d (a clean close) or once they moved far enough (`checkpoint_needed`)."""
-        mine = self.state.changelog_partitions()
-        if not mine:
-            return
-        moved = {f"{topic}:{partition}": off for topic, partition in mine.values()
+        `enforce`d (a clean close) or once they moved far enough (`maybe_checkpoint`)."""
+        moved = {f"{topic}:{partition}": off for topic, partition in self.state.changelog_partitions().values()
                  if (off := changelog_offsets.get((topic, partition))) is not None}
-        if not moved or not (enforce or self.state.checkpoint_needed(moved)):
-            return
-        current = self.state.read_checkpoint()
-        current.update(moved)
-        self.state.write_checkpoint(current)
+        self.state.maybe_checkpoint(moved, enforce)

@@ -127,17 +127,14 @@ class StandbyTasks:
     def _write_checkpoint(self, task: StreamTask, enforce: bool = False) -> None:
         """Flush the stores, then record how far they hold each changelog (the consumer's position):
         at close (`enforce`), or once the changelogs moved far enough, as for an active task
-        (`ProcessorStateManager.checkpoint_needed`)."""
+        (`ProcessorStateManager.maybe_checkpoint`)."""
         task.state.flush()
         offsets = {}
         for topic, partition in task.state.changelog_partitions().values():
             position = self._positions.get(TopicPartition(topic, partition))
             if position is not None:
                 offsets[f"{topic}:{partition}"] = position
-        if offsets and (enforce or task.state.checkpoint_needed(offsets)):
-            current = task.state.read_checkpoint()
-            current.update(offsets)
-            task.state.write_checkpoint(current)
+        task.state.maybe_checkpoint(offsets, enforce)
 
     def close(self) -> None:
         for task_id in list(self.tasks):
