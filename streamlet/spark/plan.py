@@ -28,8 +28,6 @@ ENGINE_KEY_PREFIX = "spark."
 CHECKPOINT_KEY = "spark.checkpoint.location"
 TRIGGER_KEY = "spark.trigger.interval.ms"
 MASTER_KEY = "spark.master"
-SCAN_AFTER_KEY = "spark.store.scan.after"
-"""After this many single reads in a batch, a small key-value store is read whole (default 256)."""
 PARTITIONS_KEY = "spark.task.partitions"
 """Spark partitions a stateful sub-topology's tasks are spread over (its query's shuffle partitions; a
 divisor of the task count keeps them even). Default: on a `local[N]` master, as few as keep its N cores

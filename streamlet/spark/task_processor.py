@@ -28,12 +28,11 @@ from streamlet.spark.batch_gc import fewer_collections
 from streamlet.spark.catch_up import restore_changelog_tails
 from streamlet.spark.exactly_once import ExactlyOnceBatch, SparkPosition, abandon
 from streamlet.spark.group_frames import install as _install_group_frames
-from streamlet.spark.plan import SCAN_AFTER_KEY, SubTopologyPlan
+from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.rows import from_frames
 from streamlet.spark.sink import lookup_topics, send_output
 from streamlet.spark.state_adapter import TaskState
 from streamlet.stores.spark import over_spark_state
-from streamlet.stores.spark.store import SCAN_AFTER
 
 _install_group_frames()  # in the Python worker: unpickling the processor imports this module before any input
 
@@ -64,7 +63,6 @@ class TaskProcessor(StatefulProcessor):
         self._partition_of = {key: p for p, key in enumerate(plan.task_keys)}
         self._config = plan.config()
         self._cache_bytes = int(self._config["statestore.cache.max.bytes"]) // max(1, plan.tasks)
-        self._scan_after = int(plan.settings.get(SCAN_AFTER_KEY) or SCAN_AFTER)
         self._eos = self._config.exactly_once
 
     # -- one task, built for one batch ------------------------------------------------------------------
@@ -76,7 +74,7 @@ class TaskProcessor(StatefulProcessor):
         task = StreamTask(plan.topology, self._sub, self._partition_of[key[0]], self._config,
                           RecordCollector(counts.__getitem__), _STATE_ROOT, clock=lambda: now,
                           resolve_topic=plan.resolve_topic, cache_bytes=self._cache_bytes,
-                          open_store=over_spark_state(self._state.stores.__getitem__, self._scan_after,
+                          open_store=over_spark_state(self._state.stores.__getitem__,
                                                       logged=batch is not None))
         position = SparkPosition()
         try:

@@ -74,12 +74,10 @@ def test_spark_writes_what_the_driver_writes(spark: Any, kafka_broker: LocalKafk
     records = _records(topics.table, rows) + _records(topics.events, events)
     cut %= len(records) + 1
     batches = [records[:cut], records[cut:]]
-    # Key-value stores read whole at their first single read of a batch when small (the WordCount shape);
-    # the one-read-per-key path runs in the restart test (default threshold) and the wall-clock test.
     # All of a query's tasks share one Spark partition (`spark.task.partitions`): several tasks per Spark
     # task; test_asyncio_differential runs one partition per task.
     config = {"application.id": topics.prefix, "bootstrap.servers": bootstrap, "statestore.cache.max.bytes": 0,
-              "spark.store.scan.after": 1, "spark.task.partitions": 1,
+              "spark.task.partitions": 1,
               "spark.checkpoint.location": str(tmp_path / uuid.uuid4().hex)}
     for batch in batches:
         asyncio.run(produce(bootstrap, batch))

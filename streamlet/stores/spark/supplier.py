@@ -17,20 +17,19 @@ from streamlet.errors import TopologyError
 from streamlet.stores.api import KeyValueBytesStore, KeyValueBytesStoreSupplier, StateStore, StoreBuilder
 from streamlet.stores.builders import KeyValueStoreBuilder
 from streamlet.stores.spark.state import SparkStoreState
-from streamlet.stores.spark.store import SCAN_AFTER, SparkKeyValueBytesStore
+from streamlet.stores.spark.store import SparkKeyValueBytesStore
 from streamlet.stores.spark.window import SparkWindowBytesStore
 from streamlet.stores.window.api import WindowBytesStore, WindowBytesStoreSupplier
 from streamlet.stores.window.builders import WindowStoreBuilder
 
 
 class SparkKeyValueBytesStoreSupplier(KeyValueBytesStoreSupplier):
-    def __init__(self, name: str, state: SparkStoreState, scan_after: int = SCAN_AFTER) -> None:
+    def __init__(self, name: str, state: SparkStoreState) -> None:
         self.name = name
         self._state = state
-        self._scan_after = scan_after
 
     def get(self) -> KeyValueBytesStore:
-        return SparkKeyValueBytesStore(self.name, self._state, self._scan_after)
+        return SparkKeyValueBytesStore(self.name, self._state)
 
     @property
     def persistent(self) -> bool:
@@ -68,16 +67,16 @@ def check_spark_backend(builder: StoreBuilder) -> None:
                             f"{type(builder).__name__} yet (key-value and window stores only)")
 
 
-def over_spark_state(state_of: Callable[[str], SparkStoreState], scan_after: int = SCAN_AFTER,
+def over_spark_state(state_of: Callable[[str], SparkStoreState],
                      logged: bool = False) -> Callable[[StoreBuilder], StateStore]:
     """A `StreamTask` store opener that builds each store as its builder would, but over Spark's state
     (`state_of(store name)`); with a changelog only if `logged` and the builder logs. The topology's
-    builders are not changed. `scan_after`: see `SparkKeyValueBytesStore`."""
+    builders are not changed."""
 
     def open_store(builder: StoreBuilder) -> StateStore:
         spark_builder: KeyValueStoreBuilder | WindowStoreBuilder = copy.copy(builder)  # type: ignore[assignment]
         if isinstance(builder, KeyValueStoreBuilder):
-            spark_builder.supplier = SparkKeyValueBytesStoreSupplier(builder.name, state_of(builder.name), scan_after)
+            spark_builder.supplier = SparkKeyValueBytesStoreSupplier(builder.name, state_of(builder.name))
         elif isinstance(builder, WindowStoreBuilder):
             spark_builder.supplier = SparkWindowBytesStoreSupplier(builder.supplier, state_of(builder.name))
         else:
