@@ -3,7 +3,8 @@
 The stores here see only this protocol, never pyspark: the engine implements it over a
 `transformWithState` MapState (keyed by the task, the grouping key) plus a small ValueState for the
 store's own bookkeeping. Every call is a round trip to the JVM, so the stores call `get` at most once
-per key per batch, and `write` once per batch with only what changed.
+per map entry and batch (an entry is a page of a key-value store, a record key's windows in a window
+store), and `write` once per batch with only what changed.
 """
 
 from __future__ import annotations
