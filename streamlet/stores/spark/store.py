@@ -211,7 +211,7 @@ class SparkKeyValueBytesStore(KeyValueBytesStore):
         while entries > PAGE_ENTRIES * ((1 << level) + split):
             old = self._page(split)
             new = self._pages[split + (1 << level)] = {}  # a page past the last one was never written
-            for key in [k for k in old if crc32(k) & ((2 << level) - 1) != split]:
+            for key in [k for k in old if self._address(k, level + 1, 0) != split]:
                 new[key] = old.pop(key)
             changed.update((split, split + (1 << level)))
             split += 1
