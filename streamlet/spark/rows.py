@@ -39,10 +39,11 @@ def _bytes(data: Any) -> bytes | None:
 
 def headers_column() -> Any:
     """The `headers` input column: the Kafka source's headers as JSON, `[{"key": ..., "value": base64}]`
-    (Spark writes binary as base64, and leaves out a null value), or null when a record has none."""
+    (Spark writes binary as base64; a null value is left out, also in a session whose
+    `spark.sql.jsonGenerator.ignoreNullFields` is false), or null when a record has none."""
     from pyspark.sql import functions as F
 
-    return F.when(F.size("headers") > 0, F.to_json(F.col("headers")))
+    return F.when(F.size("headers") > 0, F.to_json(F.col("headers"), {"ignoreNullFields": "true"}))
 
 
 def _headers(encoded: str | None) -> Headers:
