@@ -30,7 +30,7 @@ $(INSTALLED): pyproject.toml setup.py
 compile: $(INSTALLED)
 	$(BIN)/python setup.py -q build_ext --inplace
 
-# The same code path as the runtime (streamlet.runtime.local_broker.ensure_kafka_jars): no-op once fetched.
+# The same code path as the runtime (streamlet.testing.local_broker.ensure_kafka_jars): no-op once fetched.
 broker-jars: $(INSTALLED)
 	$(BIN)/python -m streamlet broker fetch
 

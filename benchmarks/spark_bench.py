@@ -174,8 +174,8 @@ def main() -> int:
                         "records) to this JSON file (turns the Spark UI on)")
     args = parser.parse_args()
 
-    from streamlet.runtime.local_broker import LocalKafkaBroker
     from streamlet.spark.session import spark_session
+    from streamlet.testing.local_broker import LocalKafkaBroker
 
     truth = Counter(w for line in word_lines(args.lines) for w in split_words(line.decode()))
     results: list[dict[str, Any]] = []

@@ -30,7 +30,7 @@ from examples.demo_wordcount import (  # noqa: E402 - after the path fix-up
     stop_app,
     tail,
 )
-from streamlet.runtime.local_broker import LocalKafkaBroker  # noqa: E402
+from streamlet.testing.local_broker import LocalKafkaBroker  # noqa: E402
 
 
 def start_app(bootstrap: str, work: Path, log_path: Path) -> subprocess.Popen[bytes]:

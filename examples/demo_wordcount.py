@@ -25,7 +25,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from streamlet.runtime.local_broker import LocalKafkaBroker  # noqa: E402 - after the path fix-up
+from streamlet.testing.local_broker import LocalKafkaBroker  # noqa: E402 - after the path fix-up
 
 INPUT_TOPIC = "streams-plaintext-input"
 OUTPUT_TOPIC = "streams-wordcount-output"

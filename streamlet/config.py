@@ -218,6 +218,6 @@ class StreamsConfig(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         """Secrets (passwords, sasl.jaas.config, keys, tokens) show as [hidden]: configs get logged."""
-        from streamlet.runtime.client_settings import redact
+        from streamlet.kafka.client_settings import redact
 
         return f"StreamsConfig({redact(self._values)!r})"

@@ -48,7 +48,7 @@ def test_the_expected_output_of_the_issue_16_workloads_is_what_the_driver_writes
     the driver, one partition: the final sessions and the joined pairs, nothing missing or extra."""
     from benchmarks.apps import streamlet_app
     from streamlet import Serdes
-    from streamlet.runtime.test_driver import TopologyTestDriver
+    from streamlet.testing.test_driver import TopologyTestDriver
 
     monkeypatch.setenv("BENCH_INPUT", "events")
     monkeypatch.setenv("BENCH_OUTPUT", "out")

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from streamlet.runtime.broker_wait_log import BrokerWaitLog, install
+from streamlet.kafka.broker_wait_log import BrokerWaitLog, install
 
 
 class _Clock:
@@ -24,7 +24,7 @@ def _record(level: int, message: str) -> logging.LogRecord:
 def test_an_outage_is_one_waiting_line_reminders_and_one_continuing_line(caplog: pytest.LogCaptureFixture) -> None:
     clock = _Clock()
     handler = BrokerWaitLog(remind_every=5.0, clock=clock)
-    caplog.set_level(logging.INFO, logger="streamlet.runtime.broker")
+    caplog.set_level(logging.INFO, logger="streamlet.kafka.broker")
     handler.handle(_record(logging.INFO, "Discovered coordinator 1 for group g"))  # no outage: nothing to say
     for _ in range(30):  # aiokafka retries every 100 ms, one error each time
         handler.handle(_record(logging.ERROR, "Unable connect to node with id 1: [Errno 111] Connect call failed"))
@@ -34,7 +34,7 @@ def test_an_outage_is_one_waiting_line_reminders_and_one_continuing_line(caplog:
     assert handler.waiting
     handler.handle(_record(logging.INFO, "Discovered coordinator 1 for group g"))
     assert not handler.waiting
-    lines = [r.getMessage() for r in caplog.records if r.name == "streamlet.runtime.broker"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "streamlet.kafka.broker"]
     assert lines[0].startswith("lost the connection to the Kafka broker; waiting for it to come back")
     assert "Connect call failed" in lines[0]
     assert [line.split(":")[0] for line in lines[1:3]] == ["still waiting for the Kafka broker after 5s",

@@ -26,9 +26,9 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from streamlet.cli import UsageError, load_target, main, parse_properties, parse_settings, read_config_file
 from streamlet.processor import Processor
 from streamlet.record import Record
-from streamlet.runtime import local_broker
-from streamlet.runtime.local_broker import LocalKafkaBroker
 from streamlet.serdes import Serdes
+from streamlet.testing import local_broker
+from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Kafka client settings -> aiokafka arguments (streamlet.runtime.client_settings), without a broker.
+"""Kafka client settings -> aiokafka arguments (streamlet.kafka.client_settings), without a broker.
 
 The SASL_SSL connection itself is tested against the real broker in
 tests/integration/test_secured_cluster.py; here: prefixes, mapping, refusals, warnings and redaction.
@@ -18,8 +18,8 @@ from aiokafka.abc import AbstractTokenProvider
 
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
-from streamlet.runtime import client_settings
-from streamlet.runtime.client_settings import (
+from streamlet.kafka import client_settings
+from streamlet.kafka.client_settings import (
     ClientRole,
     client_kwargs,
     parse_jaas_config,
@@ -200,7 +200,7 @@ def test_settings_that_will_not_apply_are_each_warned_about(caplog: pytest.LogCa
     settings = {"retries": 3, "consumer.group.id": "other", "producer.transactional.id": "t",
                 "frobnicate.ms": 1, "producer.fetch.max.wait.ms": 5, "topology.optimization": "all",
                 "global.consumer.fetch.max.wait.ms": 9, "restore.consumer.auto.offset.reset": "latest"}
-    with caplog.at_level(logging.WARNING, logger="streamlet.runtime.client_settings"):
+    with caplog.at_level(logging.WARNING, logger="streamlet.kafka.client_settings"):
         for role in ClientRole:
             kwargs(role, **settings)
     text = caplog.text
@@ -218,7 +218,7 @@ def test_settings_that_will_not_apply_are_each_warned_about(caplog: pytest.LogCa
 
 
 def test_a_misspelt_setting_is_warned_about_with_the_key_it_resembles(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="streamlet.runtime.client_settings"):
+    with caplog.at_level(logging.WARNING, logger="streamlet.kafka.client_settings"):
         for role in ClientRole:
             kwargs(role, **{"comit.interval.ms": 50, "producer.linger.msec": 5, "sesion.timeout.ms": 7000})
     assert "unknown setting comit.interval.ms" in caplog.text
@@ -226,7 +226,7 @@ def test_a_misspelt_setting_is_warned_about_with_the_key_it_resembles(caplog: py
     assert "(did you mean producer.linger.ms?)" in caplog.text
     assert "(did you mean session.timeout.ms?)" in caplog.text
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="streamlet.runtime.client_settings"):
+    with caplog.at_level(logging.WARNING, logger="streamlet.kafka.client_settings"):
         kwargs(**{"session.timeout.ms": 10000, "transaction.timeout.ms": 5000})  # streamlet's own settings
     assert caplog.text == ""
 

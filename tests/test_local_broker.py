@@ -14,8 +14,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamlet.errors import BrokerUnavailableError
-from streamlet.runtime import local_broker
-from streamlet.runtime.local_broker import LocalKafkaBroker, ensure_kafka_jars
+from streamlet.testing import local_broker
+from streamlet.testing.local_broker import LocalKafkaBroker, ensure_kafka_jars
 
 pytestmark = pytest.mark.broker
 

@@ -46,7 +46,7 @@ class ConsumedRecord(Protocol):
     """The shape of a consumed record (aiokafka's `ConsumerRecord` has it; so do the driver's).
 
     The main consumer hands aiokafka's decoded records over as they are (see
-    `streamlet.runtime.restore_records`): they lack `topic` and `partition`, which a task knows from the
+    `streamlet.kafka.restore_records`): they lack `topic` and `partition`, which a task knows from the
     batch; `with_origin` adds them for the error handlers, the only readers of those two fields."""
 
     topic: str

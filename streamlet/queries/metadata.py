@@ -1,7 +1,7 @@
 """Where each store's partitions live: `HostInfo`, `StreamsMetadata`, `KeyQueryMetadata`.
 
 Every member sends its `application.server` (host:port) in its group subscription, and the leader
-hands every member the same host map in the assignment (see `streamlet.runtime.assignor`): the
+hands every member the same host map in the assignment (see `streamlet.kafka.assignor`): the
 active and standby tasks of each member. From it and the topology, any instance can tell which host
 holds a key: the key's partition is the sink's choice (murmur2 of the serialized key modulo the
 partitions of the store's source topics), and the task of that partition says the host.
@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from streamlet.actors.task_id import TaskId
 from streamlet.errors import ConfigError
+from streamlet.kafka.assignor import HostTasks
 from streamlet.partitioner import default_partition
-from streamlet.runtime.assignor import HostTasks
-from streamlet.runtime.task_id import TaskId
 from streamlet.serdes import Serde, Serializer
 from streamlet.topology import SubTopology, Topology
 

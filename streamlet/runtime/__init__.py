@@ -1,0 +1,9 @@
+"""The asyncio engine: `KafkaStreams` and what runs inside it.
+
+One `KafkaStreams` client owns a `Supervisor`: a consumer-group member whose task group runs the poll
+loop, the task actors (`streamlet.actors`), commits and rebalances. Beside it: the `TaskManager` (which
+tasks run here), the commit protocols (`commit_protocol`: at-least-once and exactly-once v2), standby
+tasks, global stores, the repartition purger, the state directory and instance id, and
+`streamlet run --workers N`'s process pool. Kafka I/O that the Spark engine shares is in
+`streamlet.kafka`; the test driver and the local broker are developer tools in `streamlet.testing`.
+"""

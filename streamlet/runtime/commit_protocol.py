@@ -33,16 +33,16 @@ import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaConnectionError, KafkaTimeoutError
 
-from streamlet.metrics import latency_trace
-from streamlet.runtime.client_settings import stop_client
-from streamlet.runtime.fenced_offsets import (
+from streamlet.kafka.client_settings import stop_client
+from streamlet.kafka.fenced_offsets import (
     GroupMetadata,
     MemberFencedError,
     consumer_group_metadata,
     fence_offset_commits,
     fetch_stable_offsets,
 )
-from streamlet.runtime.record_sender import RecordSender
+from streamlet.kafka.record_sender import RecordSender
+from streamlet.metrics import latency_trace
 
 log = logging.getLogger(__name__)
 

@@ -189,7 +189,7 @@ async def start_global_thread(topology: Topology, config: StreamsConfig, state_r
         return None
     from aiokafka import AIOKafkaConsumer
 
-    from streamlet.runtime.topic_manager import MissingSourceTopicError, admin_client, describe_partition_counts
+    from streamlet.kafka.topic_manager import MissingSourceTopicError, admin_client, describe_partition_counts
 
     topics = set(topology.global_stores.values())
     async with admin_client(admin_kwargs) as admin:

@@ -11,18 +11,25 @@ of its own, because two live producers sharing one transactional id would fence 
 `ensure_state_directory` is the start-up check of that directory (Kafka Streams' `StateDirectory`
 constructor): one that cannot be created or written fails the client before it joins the group,
 with the path in the message, instead of failing a task deep inside the first rebalance.
+
+`clean_up` wipes that directory (Kafka Streams' `KafkaStreams.cleanUp()`; the reset tool uses it too).
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
+import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from streamlet.config import StreamsConfig
 from streamlet.errors import StateDirectoryError
+
+log = logging.getLogger(__name__)
 
 ID_FILE = "streamlet.instance.id"
 LOCK_FILE = "streamlet.instance.lock"
@@ -77,3 +84,16 @@ def claim_instance_id(state_root: Path) -> tuple[str, Callable[[], None]]:
         os.close(fd)  # closing the descriptor drops the lock
 
     return instance_id, release
+
+
+def clean_up(config: StreamsConfig | Mapping[str, Any]) -> Path | None:
+    """Wipe this instance's local state (`<state.dir>/<application.id>`), as Kafka Streams' `cleanUp()`.
+    Returns the directory wiped, or None when there was none. The next start restores every store
+    from its changelog (or starts empty after a reset deleted the changelogs)."""
+    config = StreamsConfig.of(config)
+    root = state_root(config, config.application_id)
+    if not root.exists():
+        return None
+    shutil.rmtree(root)
+    log.info("wiped the local state of %r in %s", config.application_id, root)
+    return root

@@ -28,6 +28,7 @@ from streamlet.errors import (
     UnknownStateStoreError,
     error_summary,
 )
+from streamlet.kafka.client_settings import redact
 from streamlet.metrics.streams_metrics import StreamsMetrics
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, MetadataView, StreamsMetadata
@@ -35,9 +36,7 @@ from streamlet.queries.parameters import QueryableStoreTypes, StoreQueryParamete
 from streamlet.queries.provider import StoreProvider, local_copies
 from streamlet.queries.session_view import ReadOnlySessionView
 from streamlet.queries.window_view import ReadOnlyWindowView
-from streamlet.runtime.client_settings import redact
-from streamlet.runtime.instance_id import ensure_state_directory, state_root
-from streamlet.runtime.reset_tool import clean_up
+from streamlet.runtime.instance_id import clean_up, ensure_state_directory, state_root
 from streamlet.runtime.supervisor import Supervisor
 from streamlet.serdes import Serde, Serializer
 from streamlet.topology import Topology

@@ -23,8 +23,8 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from streamlet.actors.stream_task import StreamTask
+from streamlet.actors.task_id import TaskId
 from streamlet.config import StreamsConfig
-from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import new_runtime_task
 from streamlet.topology import Topology
 

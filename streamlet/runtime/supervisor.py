@@ -54,34 +54,34 @@ from aiokafka.errors import (
 
 from streamlet.actors.error_handlers import dead_letter_topic, skip_failed_productions
 from streamlet.actors.record_collector import UnknownTopicError
+from streamlet.actors.task_id import TaskId
 from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StrayCancellationError
-from streamlet.metrics import latency_trace
-from streamlet.metrics.counters import ThreadCounters
-from streamlet.runtime.assignor import make_assignor
-from streamlet.runtime.changelog_reader import ChangelogReader
-from streamlet.runtime.client_settings import (
+from streamlet.kafka.assignor import make_assignor
+from streamlet.kafka.changelog_reader import ChangelogReader
+from streamlet.kafka.client_settings import (
     ClientRole,
     KafkaAuthorizationError,
     client_kwargs,
     resolved_settings,
     stop_client,
 )
+from streamlet.kafka.fenced_offsets import fetch_stable_offsets
+from streamlet.kafka.restore_records import always_hand_out_as_decoded
+from streamlet.kafka.topic_manager import TopicPlan, await_sink_topics, prepare_topics
+from streamlet.metrics import latency_trace
+from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.commit_protocol import (
     AtLeastOnceCommits,
     CommitFailed,
     CommitProtocol,
     ExactlyOnceCommits,
 )
-from streamlet.runtime.fenced_offsets import fetch_stable_offsets
 from streamlet.runtime.global_state import GlobalStreamThread, start_global_thread
 from streamlet.runtime.instance_id import claim_instance_id, state_root
 from streamlet.runtime.repartition_purger import RepartitionPurger
-from streamlet.runtime.restore_records import always_hand_out_as_decoded
 from streamlet.runtime.standby import StandbyTasks
-from streamlet.runtime.task_id import TaskId
 from streamlet.runtime.task_manager import TaskManager
-from streamlet.runtime.topic_manager import TopicPlan, await_sink_topics, prepare_topics
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)

@@ -23,10 +23,10 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TopicResolver
 from streamlet.config import StreamsConfig
+from streamlet.kafka.changelog_reader import ChangelogReader
+from streamlet.kafka.record_sender import RecordSender
 from streamlet.metrics import latency_trace
-from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Offsets
-from streamlet.runtime.record_sender import RecordSender
 from streamlet.stores.api import StateStore
 from streamlet.topology import SubTopology, Topology
 

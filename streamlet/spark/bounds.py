@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from streamlet.errors import ConfigError
-from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client
+from streamlet.kafka.client_settings import ClientRole, client_kwargs, start_client
 from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.query import Bounds
 

@@ -15,7 +15,7 @@ import asyncio
 from typing import Any
 
 from streamlet.actors.stream_task import StreamTask
-from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client, stop_client
+from streamlet.kafka.client_settings import ClientRole, client_kwargs, start_client, stop_client
 
 
 async def _restore(settings: dict[str, Any], task: StreamTask, positions: dict[str, int]) -> dict[str, int]:

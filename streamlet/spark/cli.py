@@ -31,9 +31,9 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def _app(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    from streamlet.cli import _configure_logging, load_target, parse_settings, read_config_file
+    from streamlet.cli import configure_logging, load_target, parse_settings, read_config_file
 
-    _configure_logging(args.log_level)
+    configure_logging(args.log_level)
     topology, config = load_target(args.target)
     for path in args.config or []:
         config.update(read_config_file(path))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamlet.runtime.local_broker import cache_dir, fetch_maven_jars
+from streamlet.kafka.maven_jars import cache_dir, fetch_maven_jars
 
 SPARK_VERSION = "4.2.0"
 """Pinned with pyproject.toml's `spark` extra and connector/pom.xml: the connector must match pyspark."""

@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client, stop_client
-from streamlet.runtime.fenced_offsets import fetch_stable_offsets
+from streamlet.kafka.client_settings import ClientRole, client_kwargs, start_client, stop_client
+from streamlet.kafka.fenced_offsets import fetch_stable_offsets
 
 _EARLIEST, _LATEST = -2, -1
 

@@ -22,8 +22,8 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError, TopologyError
-from streamlet.runtime.client_settings import ClientRole, client_kwargs
-from streamlet.runtime.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
+from streamlet.kafka.client_settings import ClientRole, client_kwargs
+from streamlet.kafka.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamlet.actors.record_collector import ProducedRecord
-from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client, stop_client
-from streamlet.runtime.fenced_offsets import fetch_stable_commits
-from streamlet.runtime.record_sender import RecordSender
+from streamlet.kafka.client_settings import ClientRole, client_kwargs, start_client, stop_client
+from streamlet.kafka.fenced_offsets import fetch_stable_commits
+from streamlet.kafka.record_sender import RecordSender
 from streamlet.spark.plan import settings_key
 
 log = logging.getLogger(__name__)

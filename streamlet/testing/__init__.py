@@ -1,23 +1,33 @@
-"""Helpers for users' tests: the in-memory `TopologyTestDriver` and a real `LocalKafkaBroker`."""
+"""Developer tools for users' tests: the in-memory `TopologyTestDriver` and a real `LocalKafkaBroker`.
+
+- `test_driver` and `store_facades`: the driver runs a topology in memory on the same task core as the
+  engines (`streamlet.actors.stream_task`), with Kafka Streams' `TestInputTopic`/`TestOutputTopic`;
+- `local_broker` (with its pom and log4j config in `broker/`) and `broker_acls`: a genuine single-node
+  Kafka broker from Maven Central jars, for integration tests, the demo and `streamlet broker`;
+- `strategies`: hypothesis strategies for property-based topology tests;
+- `pytest_plugin`: the `kafka_broker` and `topology_test_driver` fixtures.
+
+The engines never import this package; `import streamlet` does not either.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Self
 
 from streamlet.errors import StreamsError
-from streamlet.runtime.store_facades import WindowStoreFacade
-from streamlet.runtime.test_driver import (
+from streamlet.stores.session.api import SessionStore
+from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
+from streamlet.testing.store_facades import WindowStoreFacade
+from streamlet.testing.test_driver import (
     NoSuchElementError,
     TestInputTopic,
     TestOutputTopic,
 )
-from streamlet.runtime.test_driver import TopologyTestDriver as _TopologyTestDriver
-from streamlet.stores.session.api import SessionStore
-from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
+from streamlet.testing.test_driver import TopologyTestDriver as _TopologyTestDriver
 
 if TYPE_CHECKING:
-    from streamlet.runtime.broker_acls import Acl, create_acls, streams_application_acls
-    from streamlet.runtime.local_broker import LocalKafkaBroker
+    from streamlet.testing.broker_acls import Acl, create_acls, streams_application_acls
+    from streamlet.testing.local_broker import LocalKafkaBroker
 
 __all__ = [
     "Acl",
@@ -32,7 +42,7 @@ __all__ = [
 
 
 class TopologyTestDriver(_TopologyTestDriver):
-    """The in-memory driver (see `streamlet.runtime.test_driver`), with the window store getters."""
+    """The in-memory driver (see `streamlet.testing.test_driver`), with the window store getters."""
 
     __test__ = False
 
@@ -67,11 +77,11 @@ class TopologyTestDriver(_TopologyTestDriver):
 def __getattr__(name: str) -> Any:
     # The broker module pulls in process management; import it only when a test asks for it.
     if name == "LocalKafkaBroker":
-        from streamlet.runtime.local_broker import LocalKafkaBroker
+        from streamlet.testing.local_broker import LocalKafkaBroker
 
         return LocalKafkaBroker
     if name in ("Acl", "create_acls", "streams_application_acls"):  # for LocalKafkaBroker(acls=True)
-        from streamlet.runtime import broker_acls
+        from streamlet.testing import broker_acls
 
         return getattr(broker_acls, name)
     raise AttributeError(name)

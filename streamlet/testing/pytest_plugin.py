@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from streamlet.runtime.local_broker import LocalKafkaBroker
     from streamlet.testing import TopologyTestDriver
+    from streamlet.testing.local_broker import LocalKafkaBroker
     from streamlet.topology import Topology
 
 
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[LocalKafkaBroker]:
     """A real Kafka broker on 127.0.0.1 for the session (KRaft, transactions on); stopped at the end."""
-    from streamlet.runtime.local_broker import LocalKafkaBroker
+    from streamlet.testing.local_broker import LocalKafkaBroker
 
     with LocalKafkaBroker() as broker:
         yield broker

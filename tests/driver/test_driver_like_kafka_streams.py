@@ -12,10 +12,10 @@ import pytest
 from streamlet.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
 from streamlet.errors import StreamsError
 from streamlet.record import KeyValue, Record
-from streamlet.runtime.store_facades import NO_TIMESTAMP
 from streamlet.serdes import Serdes
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.testing import TopologyTestDriver
+from streamlet.testing.store_facades import NO_TIMESTAMP
 from streamlet.topology import Topology
 
 STR = Serdes.String()

@@ -25,10 +25,10 @@ from streamlet.dsl.processors.fk_wire import (
     murmur3_hash128,
 )
 from streamlet.errors import InvalidStateStoreError, TopologyError
+from streamlet.kafka.topic_manager import plan_internal_topics
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.runtime.global_state import GlobalStateUpdater
-from streamlet.runtime.topic_manager import plan_internal_topics
 from streamlet.stores.factory import Stores
 from streamlet.testing import TopologyTestDriver
 

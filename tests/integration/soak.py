@@ -44,7 +44,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from examples.wordcount import split_words
-from streamlet.runtime.local_broker import LocalKafkaBroker, free_ports
+from streamlet.testing.local_broker import LocalKafkaBroker, free_ports
 from tests.integration.chaos import VOCABULARY, check_sequences
 from tests.integration.kafka_helpers import AppProcess, create_topics
 from tests.integration.toxiproxy import Proxy, ToxiproxyServer, find_server

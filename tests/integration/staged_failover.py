@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from streamlet import Serdes, Topology
-from streamlet.runtime.test_driver import TopologyTestDriver
+from streamlet.testing.test_driver import TopologyTestDriver
 from tests.integration.kafka_helpers import AppProcess, create_topics, read_until
 from tests.integration.test_windows_join_broker import produce_at
 

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from streamlet import Consumed, KafkaStreams, Produced, State, StreamsBuilder, TopologyError
+from streamlet.kafka.topic_manager import admin_client, describe_partition_counts
 from streamlet.partitioner import default_partition
-from streamlet.runtime.topic_manager import admin_client, describe_partition_counts
 from streamlet.serdes import Serdes
 from tests.integration.kafka_helpers import create_topics, produce, read_until
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 
-from streamlet.runtime.fenced_offsets import MemberFencedError, consumer_group_metadata, fence_offset_commits
+from streamlet.kafka.fenced_offsets import MemberFencedError, consumer_group_metadata, fence_offset_commits
 from tests.integration.kafka_helpers import create_topics, read_until
 from tests.integration.test_fenced_offsets import _joined_consumer
 

@@ -11,7 +11,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
-from streamlet.runtime.fenced_offsets import (
+from streamlet.kafka.fenced_offsets import (
     MemberFencedError,
     consumer_group_metadata,
     fence_offset_commits,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from streamlet.runtime.local_broker import LocalKafkaBroker, free_ports
+from streamlet.testing.local_broker import LocalKafkaBroker, free_ports
 from tests.integration.chaos import ChaosResult, Disruption, run_chaos
 from tests.integration.network_faults import added_latency, connection_resets, cut_one_of_two
 from tests.integration.toxiproxy import Proxy, ToxiproxyServer, find_server

@@ -17,7 +17,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streamlet.runtime.topic_manager import describe_partition_counts
+from streamlet.kafka.topic_manager import describe_partition_counts
 from tests.integration.kafka_helpers import REPO, AppProcess, produce, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from examples.wordcount import split_words
-from streamlet.runtime.broker_acls import create_acls, streams_application_acls
-from streamlet.runtime.client_settings import secret_values
-from streamlet.runtime.local_broker import LocalKafkaBroker
+from streamlet.kafka.client_settings import secret_values
+from streamlet.testing.broker_acls import create_acls, streams_application_acls
+from streamlet.testing.local_broker import LocalKafkaBroker
 from tests.integration.kafka_helpers import AppProcess, create_topics, produce, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

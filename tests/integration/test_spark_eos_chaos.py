@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.runtime.local_broker import LocalKafkaBroker
+from streamlet.testing.local_broker import LocalKafkaBroker
 from tests.spark.cli_runs import kill_group, spark_cli, word_counts, word_lines
 from tests.spark.harness import create_topics, produce, read_all
 

@@ -16,8 +16,8 @@ import anyio
 import pytest
 
 from streamlet.runtime.kafka_streams import KafkaStreams, State
-from streamlet.runtime.local_broker import LocalKafkaBroker
 from streamlet.runtime.supervisor import Supervisor
+from streamlet.testing.local_broker import LocalKafkaBroker
 from tests.integration.kafka_helpers import create_topics, produce, read_until
 from tests.integration.test_runtime_pipe import upper_topology
 
@@ -174,7 +174,7 @@ async def test_stopping_a_client_does_not_pass_its_background_tasks_cancellation
     clean-up, the member's task ended "cancelled", and anyio took that for an ordinary end of the
     member (which then left its stores open). `stop_client` absorbs a cancellation that is the
     client's own (the caller was not cancelled) and still closes the client's connections."""
-    from streamlet.runtime.client_settings import stop_client
+    from streamlet.kafka.client_settings import stop_client
 
     bootstrap = kafka_broker.bootstrap_servers
     bare = await _joined_consumer(bootstrap, "bare-stop")
@@ -182,7 +182,7 @@ async def test_stopping_a_client_does_not_pass_its_background_tasks_cancellation
         await bare.stop()  # the hazard is aiokafka's own
     await bare._client.close()
     guarded = await _joined_consumer(bootstrap, "guarded-stop")
-    with caplog.at_level(logging.INFO, logger="streamlet.runtime.client_settings"):
+    with caplog.at_level(logging.INFO, logger="streamlet.kafka.client_settings"):
         await stop_client(guarded)  # returns normally
     assert "one of its background tasks ended cancelled" in caplog.text
     assert not any(conn.connected() for conn in guarded._client._conns.values()), "connections left open"

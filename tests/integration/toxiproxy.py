@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 
-from streamlet.runtime.local_broker import HOST, free_ports
 from streamlet.runtime.parent_death import die_with_parent
+from streamlet.testing.local_broker import HOST, free_ports
 from tests.integration.kafka_helpers import REPO
 
 SERVER = REPO / ".cache" / "bin" / "toxiproxy-server"

@@ -18,7 +18,8 @@ from aiokafka.protocol.metadata import MetadataResponse_v0
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamlet.runtime.assignor import (
+from streamlet.actors.task_id import TaskId
+from streamlet.kafka.assignor import (
     ASSIGNOR_NAME,
     HostTasks,
     MemberClaim,
@@ -29,7 +30,6 @@ from streamlet.runtime.assignor import (
     make_assignor,
     tasks_for_partition_counts,
 )
-from streamlet.runtime.task_id import TaskId
 
 T = TaskId
 

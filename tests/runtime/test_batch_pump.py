@@ -22,7 +22,7 @@ from aiokafka.producer.message_accumulator import MessageAccumulator
 from aiokafka.record.memory_records import MemoryRecords
 
 from streamlet.actors.record_collector import ProducedRecord
-from streamlet.runtime.record_sender import ProductionError, RecordSender
+from streamlet.kafka.record_sender import ProductionError, RecordSender
 
 pytestmark = pytest.mark.anyio
 TOPIC = "out"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from streamlet.dsl import Consumed, JoinWindows, Repartitioned, StreamsBuilder
 from streamlet.errors import TopologyError
-from streamlet.runtime.topic_manager import plan_internal_topics
+from streamlet.kafka.topic_manager import plan_internal_topics
 from streamlet.serdes import Serdes
 from streamlet.topology import Topology
 

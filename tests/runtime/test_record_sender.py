@@ -13,7 +13,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.default_records import DefaultRecordBatch
 
 from streamlet.actors.record_collector import ProducedRecord
-from streamlet.runtime.record_sender import ProductionError, RecordSender
+from streamlet.kafka.record_sender import ProductionError, RecordSender
 
 
 class _OtherBuilder(BatchBuilder):

@@ -15,7 +15,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords
 from aiokafka.structs import ConsumerRecord
 
-from streamlet.runtime.restore_records import always_hand_out_as_decoded, hand_out_as_decoded
+from streamlet.kafka.restore_records import always_hand_out_as_decoded, hand_out_as_decoded
 
 TP = TopicPartition("app-store-changelog", 0)
 WRITES = [(b"a", b"1", 1000), (b"b", None, 1001), (b"a", b"3", 1002)]  # a duplicate key and a tombstone

@@ -12,9 +12,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamlet.processor import Processor
-from streamlet.record import Record
-from streamlet.runtime.topic_manager import (
+from streamlet.kafka.topic_manager import (
     InternalTopicError,
     MissingSinkTopicError,
     MissingSourceTopicError,
@@ -24,6 +22,8 @@ from streamlet.runtime.topic_manager import (
     plan_internal_topics,
     prepare_topics,
 )
+from streamlet.processor import Processor
+from streamlet.record import Record
 from streamlet.stores.api import StateStore, StoreBuilder
 from streamlet.topology import InternalTopicSpec, Topology
 

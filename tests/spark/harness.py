@@ -24,8 +24,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks.kafka_bench import create_topics as _create_topics
+from streamlet.kafka.client_settings import stop_client
 from streamlet.partitioner import default_partition
-from streamlet.runtime.client_settings import stop_client
 from streamlet.serdes import Serdes
 from streamlet.spark.streams import flow_order
 from streamlet.testing import TopologyTestDriver

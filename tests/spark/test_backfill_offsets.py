@@ -21,13 +21,13 @@ import pytest
 
 from streamlet.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuilder
 from streamlet.errors import ConfigError
-from streamlet.runtime.local_broker import LocalKafkaBroker
 from streamlet.serdes import Serdes
 from streamlet.spark import SparkStreams
 from streamlet.spark.bounds import for_query
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.query import Bounds
+from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 from tests.spark.harness import Rec, create_topics, produce, read_all
 

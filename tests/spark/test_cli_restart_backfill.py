@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streamlet.runtime.local_broker import LocalKafkaBroker
+from streamlet.testing.local_broker import LocalKafkaBroker
 from tests.spark.cli_runs import kill_group, word_lines
 from tests.spark.cli_runs import spark_cli as _spark_cli
 from tests.spark.cli_runs import word_counts as _truth

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from streamlet.partitioner import default_partition
-from streamlet.runtime.local_broker import LocalKafkaBroker
 from streamlet.spark import SparkStreams
 from streamlet.spark.query import Bounds
+from streamlet.testing.local_broker import LocalKafkaBroker
 from tests.spark.harness import Rec, compare, create_topics, expected_outputs, produce, read_all
 from tests.spark.topologies import Topics, everything
 

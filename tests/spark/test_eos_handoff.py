@@ -32,10 +32,10 @@ import pytest
 from streamlet.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows
 from streamlet.record import KeyValue
 from streamlet.runtime.kafka_streams import KafkaStreams
-from streamlet.runtime.local_broker import LocalKafkaBroker
 from streamlet.serdes import Serdes
 from streamlet.spark import SparkStreams
 from streamlet.spark.query import Bounds
+from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 from streamlet.windowed import Windowed
 from tests.spark.harness import Rec, create_topics, produce, read_all

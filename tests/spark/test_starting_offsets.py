@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streamlet.runtime.client_settings import stop_client
-from streamlet.runtime.local_broker import LocalKafkaBroker
+from streamlet.kafka.client_settings import stop_client
 from streamlet.spark.starting_offsets import committed_starting_offsets, is_fresh
+from streamlet.testing.local_broker import LocalKafkaBroker
 from tests.spark.harness import Rec, create_topics, produce
 
 pytestmark = pytest.mark.broker

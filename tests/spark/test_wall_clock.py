@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from streamlet.runtime.local_broker import LocalKafkaBroker
 from streamlet.spark import SparkStreams
+from streamlet.testing.local_broker import LocalKafkaBroker
 from tests.spark.harness import Rec, create_topics, produce, read_all
 from tests.spark.topologies import Topics, wall_clock
 

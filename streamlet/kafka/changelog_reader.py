@@ -38,7 +38,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from streamlet.actors.stream_task import StreamTask
-from streamlet.runtime.restore_records import hand_out_as_decoded
+from streamlet.kafka.restore_records import hand_out_as_decoded
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -26,17 +25,17 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from streamlet.errors import BrokerUnavailableError
+from streamlet.kafka.maven_jars import cache_dir, fetch_maven_jars, file_lock, find_java
 from streamlet.runtime.parent_death import die_with_parent
 
 log = logging.getLogger(__name__)
@@ -54,62 +53,7 @@ ADMIN_USER = "streamlet-admin"
 """The SASL super-user a broker with `sasl_users` adds for test harnesses (password made at start-up)."""
 
 
-# -- cache and tools ------------------------------------------------------------------------------
-
-def cache_dir() -> Path:
-    """Where downloaded jars and the dev broker's state live.
-
-    `STREAMLET_CACHE_DIR` wins; a source checkout (pyproject.toml next to the package) keeps its
-    cache in `<repo>/.cache` so that `make clean`-style tooling and .gitignore cover it; an installed
-    package uses the per-user `~/.cache/streamlet`.
-    """
-    configured = os.environ.get("STREAMLET_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser().resolve()
-    repo = Path(__file__).resolve().parents[2]
-    if (repo / "pyproject.toml").is_file() and (repo / "streamlet").is_dir():
-        return repo / ".cache"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "streamlet"
-
-
-def find_java() -> str:
-    """The `java` executable ($JAVA_HOME/bin/java, else the one on PATH)."""
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home:
-        candidate = Path(java_home) / "bin" / "java"
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which("java")
-    if found is None:
-        raise BrokerUnavailableError(
-            "Java was not found (neither $JAVA_HOME/bin/java nor java on PATH): the local Kafka broker "
-            "needs a Java 17+ runtime, e.g. `apt-get install openjdk-17-jre-headless`."
-        )
-    return found
-
-
-def find_maven(label: str = f"Apache Kafka {KAFKA_VERSION}") -> str:
-    found = shutil.which("mvn")
-    if found is None:
-        raise BrokerUnavailableError(
-            f"Maven (mvn) was not found on PATH: it is needed once to fetch the {label} "
-            "jars from Maven Central, e.g. `apt-get install maven`."
-        )
-    return found
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock held across processes (released when the process dies)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
+# -- the broker's jars -------------------------------------------------------------------------
 
 def kafka_home(cache: Path | None = None) -> Path:
     return (cache or cache_dir()) / f"kafka-{KAFKA_VERSION}"
@@ -120,47 +64,6 @@ def ensure_kafka_jars(cache: Path | None = None) -> Path:
     home = kafka_home(cache)
     fetch_maven_jars(_RESOURCES / "pom.xml", home, f"Apache Kafka {KAFKA_VERSION}", _BROKER_JAR)
     return home / "libs"
-
-
-def fetch_maven_jars(pom: Path, home: Path, label: str, marker_jar: str,
-                     keep: Callable[[str], bool] | None = None) -> None:
-    """Fill `home/libs` with the runtime jars `pom` depends on, unless `marker_jar` is already there.
-
-    Maven copies the dependencies into a private scratch directory that is renamed into place only
-    when complete, and the whole fetch runs under a lock file: a crashed or concurrent fetch never
-    leaves a half-filled jar directory behind for the next user to trip over. `keep` (a jar's file
-    name -> bool) drops jars the caller gets elsewhere.
-    """
-    if (home / "libs" / marker_jar).is_file():
-        return
-    find_java()  # Maven needs Java too; say so first, in the words that matter
-    mvn = find_maven(label)
-    with _file_lock(home.parent / f"{home.name}.lock"):
-        if (home / "libs" / marker_jar).is_file():  # another process fetched while we waited for the lock
-            return
-        scratch = home.parent / f"{home.name}.partial-{os.getpid()}"
-        shutil.rmtree(scratch, ignore_errors=True)
-        scratch.mkdir(parents=True)
-        shutil.copy(pom, scratch / "pom.xml")
-        fetch_log = home.parent / f"{home.name}-fetch.log"
-        print(f"streamlet: fetching {label} jars from Maven Central into {home} ...", file=sys.stderr, flush=True)
-        with open(fetch_log, "wb") as out:
-            result = subprocess.run(
-                [mvn, "-B", "-q", "-Dstyle.color=never", "dependency:copy-dependencies",
-                 f"-DoutputDirectory={scratch / 'libs'}", "-DincludeScope=runtime"],
-                cwd=scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False,
-            )
-        if result.returncode != 0 or not (scratch / "libs" / marker_jar).is_file():
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise BrokerUnavailableError(
-                f"Maven could not fetch the {label} jars (exit code {result.returncode}); see {fetch_log}."
-            )
-        if keep is not None:
-            for jar in (scratch / "libs").iterdir():
-                if not keep(jar.name):
-                    jar.unlink()
-        shutil.rmtree(home, ignore_errors=True)
-        os.rename(scratch, home)
 
 
 # -- ports ----------------------------------------------------------------------------------------
@@ -290,7 +193,7 @@ class LocalKafkaBroker:
     for 127.0.0.1 made at start-up; SCRAM-SHA-256/512 and PLAIN) where those users and the harness's
     super-user `ADMIN_USER` log in: `.sasl_ssl_bootstrap_servers`, `.client_settings(user)`.
     `acls=True` runs Kafka's StandardAuthorizer: SASL users may then do only what ACLs allow (see
-    `streamlet.runtime.broker_acls`). The PLAINTEXT listener stays open for the harness; its
+    `streamlet.testing.broker_acls`). The PLAINTEXT listener stays open for the harness; its
     principal (`User:ANONYMOUS`, also the inter-broker and controller one) is a super-user.
     """
 
@@ -740,7 +643,7 @@ def start_dev_broker(port: int | None = None) -> tuple[DevBrokerState, bool]:
     else on any free port. Its data survives stop/start in `<dev broker dir>/data`.
     """
     directory = dev_broker_dir()
-    with _file_lock(directory / "state.lock"):
+    with file_lock(directory / "state.lock"):
         running = dev_broker_status()
         if running is not None:
             return running, False
@@ -761,7 +664,7 @@ def start_dev_broker(port: int | None = None) -> tuple[DevBrokerState, bool]:
 
 def stop_dev_broker(timeout: float = 30.0) -> DevBrokerState | None:
     """Stop the background development broker; returns what was stopped, or None if none ran."""
-    with _file_lock(dev_broker_dir() / "state.lock"):
+    with file_lock(dev_broker_dir() / "state.lock"):
         running = dev_broker_status()
         if running is not None:
             terminate_pid(running.pid, timeout)

@@ -19,7 +19,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder as _BatchBuilder
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import StreamsError
-from streamlet.runtime.batch_pump import BatchPump
+from streamlet.kafka.batch_pump import BatchPump
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.protocol.metadata import MetadataRequest
 
 from streamlet.errors import StreamsError, TopologyError
-from streamlet.runtime.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs, start_client
+from streamlet.kafka.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs, start_client
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)

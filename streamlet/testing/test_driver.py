@@ -26,9 +26,9 @@ from streamlet.errors import StreamsError
 from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
 from streamlet.runtime.global_state import GlobalStateUpdater
-from streamlet.runtime.store_facades import KeyValueStoreFacade
 from streamlet.serdes import Deserializer, Serde, Serializer
 from streamlet.stores.api import KeyValueStore, StateStore, TimestampedKeyValueStore
+from streamlet.testing.store_facades import KeyValueStoreFacade
 from streamlet.topology import Topology
 
 DEFAULT_APP_ID = "dummy-topology-test-driver-app-id"

@@ -30,15 +30,15 @@ from aiokafka.structs import OffsetAndMetadata
 
 from streamlet.config import StreamsConfig
 from streamlet.errors import StreamsError
-from streamlet.runtime.client_settings import ClientRole, client_kwargs, start_client
-from streamlet.runtime.instance_id import state_root
-from streamlet.runtime.topic_manager import (
+from streamlet.kafka.client_settings import ClientRole, client_kwargs, start_client
+from streamlet.kafka.topic_manager import (
     admin_client,
     changelog_topic_name,
     describe_partition_counts,
     internal_topic_name,
     user_topics,
 )
+from streamlet.runtime.instance_id import state_root
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -69,19 +69,6 @@ class ResetPlan:
         if len(lines) == 1:
             lines.append("  nothing to do")
         return "\n".join(lines)
-
-
-def clean_up(config: StreamsConfig | Mapping[str, Any]) -> Path | None:
-    """Wipe this instance's local state (`<state.dir>/<application.id>`), as Kafka Streams' `cleanUp()`.
-    Returns the directory wiped, or None when there was none. The next start restores every store
-    from its changelog (or starts empty after a reset deleted the changelogs)."""
-    config = StreamsConfig.of(config)
-    root = state_root(config, config.application_id)
-    if not root.exists():
-        return None
-    shutil.rmtree(root)
-    log.info("wiped the local state of %r in %s", config.application_id, root)
-    return root
 
 
 async def plan_reset(topology: Topology, config: StreamsConfig | Mapping[str, Any], *,

@@ -183,13 +183,14 @@ def load_target(spec: str) -> tuple[Any, dict[str, Any]]:
 
 # -- commands -------------------------------------------------------------------------------------
 
-def _configure_logging(level: str) -> None:
+def configure_logging(level: str) -> None:
+    """Log to stderr at `level`, and say in streamlet's words when the app waits for the broker."""
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    from streamlet.runtime import broker_wait_log
+    from streamlet.kafka import broker_wait_log
 
     broker_wait_log.install()  # "waiting for the broker" / "continuing" instead of only aiokafka's retry errors
 
@@ -265,7 +266,7 @@ def _check_worker_state_dirs(config: dict[str, Any], workers: int) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    _configure_logging(args.log_level)  # first, so that the app's import-time logging shows too
+    configure_logging(args.log_level)  # first, so that the app's import-time logging shows too
     topology, config = _load_with_config(args)
     if args.workers > 1:
         from streamlet.runtime.workers import WorkerPool
@@ -336,10 +337,10 @@ def _load_with_config(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 def _cmd_reset(args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from streamlet.runtime import reset_tool
+    from streamlet.cli import reset as reset_tool
     from streamlet.runtime.instance_id import state_root
 
-    _configure_logging("WARNING")
+    configure_logging("WARNING")
     topology, config = _load_with_config(args)
     streams_config = StreamsConfig(config)
     app_id = streams_config.application_id
@@ -364,9 +365,9 @@ def _cmd_reset(args: argparse.Namespace) -> int:
 
 
 def _cmd_topics(args: argparse.Namespace) -> int:
-    from streamlet.runtime.topic_manager import create_user_topics
+    from streamlet.kafka.topic_manager import create_user_topics
 
-    _configure_logging("WARNING")
+    configure_logging("WARNING")
     topology, config = _load_with_config(args)
     created = asyncio.run(create_user_topics(topology, config, args.partitions, args.replication_factor))
     for name, partitions in created.items():
@@ -377,7 +378,7 @@ def _cmd_topics(args: argparse.Namespace) -> int:
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
-    from streamlet.runtime import local_broker
+    from streamlet.testing import local_broker
 
     if args.action == "fetch":
         print(local_broker.ensure_kafka_jars())

@@ -52,7 +52,7 @@ from typing import Any
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 
-from streamlet.runtime.task_id import TaskId
+from streamlet.actors.task_id import TaskId
 
 log = logging.getLogger(__name__)
 

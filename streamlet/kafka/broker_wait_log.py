@@ -8,7 +8,7 @@ fine and waiting, nor for what. An operator needs one line when the waiting star
 unreachable and why), a reminder now and then while it lasts, and one line when the app continues.
 
 `BrokerWaitLog` is a logging handler on the `aiokafka` logger that condenses those records into such
-lines on the `streamlet.runtime.broker` logger. It reads the records rather than probing the broker
+lines on the `streamlet.kafka.broker` logger. It reads the records rather than probing the broker
 itself, so it adds no connection and no task of its own, and it cannot disagree with the clients
 about whether they reach the broker. `install()` attaches it once (the CLI does so at start-up;
 library users may call it after configuring logging).
@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 
-log = logging.getLogger("streamlet.runtime.broker")
+log = logging.getLogger("streamlet.kafka.broker")
 
 # Fragments of aiokafka's messages (aiokafka 0.14) that mean "a request or connection failed for want
 # of the broker", and those that mean a broker answered again after such a failure.

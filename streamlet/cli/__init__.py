@@ -1,0 +1,31 @@
+"""The command-line tools: `streamlet run | describe | topics | reset | broker | spark`.
+
+`main.py` parses the command line and runs a command; `reset.py` is Kafka Streams' application
+reset tool (`streamlet reset`); the Spark engine's own commands live with it (`streamlet.spark.cli`).
+The tools load an application (`MODULE:FUNCTION`) and its layered settings the same way, so the
+helpers for that are public here for the Spark engine's command and for users' scripts.
+"""
+
+from streamlet.cli.main import (
+    UsageError,
+    build_parser,
+    configure_logging,
+    load_target,
+    main,
+    parse_properties,
+    parse_settings,
+    read_config_file,
+    run_streams,
+)
+
+__all__ = [
+    "UsageError",
+    "build_parser",
+    "configure_logging",
+    "load_target",
+    "main",
+    "parse_properties",
+    "parse_settings",
+    "read_config_file",
+    "run_streams",
+]
