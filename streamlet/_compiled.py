@@ -40,11 +40,11 @@ HOT_MODULES: tuple[str, ...] = (
     "streamlet.actors.record_collector",
     "streamlet.dsl.processors.stateless",
     "streamlet.dsl.processors.forwarding",
-    "streamlet.stores.caching",
+    "streamlet.stores.keyvalue.caching",
     "streamlet.stores.cache",
-    "streamlet.stores.typed",
-    "streamlet.stores.timestamped",
-    "streamlet.stores.changelogging",
+    "streamlet.stores.keyvalue.typed",
+    "streamlet.stores.keyvalue.timestamped",
+    "streamlet.stores.keyvalue.changelogging",
     "streamlet.stores.value_formats",
 )
 """The modules mypyc compiles (the ones a WordCount profile spends its time in). Not `dsl.processors.aggregate`

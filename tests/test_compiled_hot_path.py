@@ -67,7 +67,7 @@ def test_pure_python_when_asked() -> None:
 def test_a_changed_source_is_never_shadowed_by_its_compiled_module(monkeypatch: pytest.MonkeyPatch) -> None:
     if not _built():
         pytest.skip("the hot path is not compiled here")
-    edited = compiled.source_path("streamlet.stores.caching")
+    edited = compiled.source_path("streamlet.stores.keyvalue.caching")
     real = compiled.source_digest
     monkeypatch.setattr(compiled, "source_digest", lambda p: "edited" if p == edited else real(p))
     use, reason = compiled._decide({})

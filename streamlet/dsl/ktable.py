@@ -315,7 +315,7 @@ class KTable:
         config = suppressed.buffer_config
 
         def write(topology: Topology, parent_names: list[str]) -> None:
-            from streamlet.stores.memory.suppression_buffer import SuppressionBufferBuilder
+            from streamlet.stores.suppression.buffer import SuppressionBufferBuilder
 
             topology.add_processor(name, supplier, *parent_names)
             builder = SuppressionBufferBuilder(store_name)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from streamlet.dsl.options import Materialized, StreamJoined
 from streamlet.errors import TopologyError
-from streamlet.stores.api import KeyValueBytesStoreSupplier, StoreBuilder
+from streamlet.stores.api import StoreBuilder
+from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any
 from streamlet.errors import TopologyError
 from streamlet.processor import TimestampExtractor, to_millis
 from streamlet.serdes import Serde, resolve_serde
-from streamlet.stores.api import KeyValueBytesStoreSupplier
+from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 from streamlet.topology import StreamPartitioner
 

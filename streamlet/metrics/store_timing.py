@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from streamlet.stores.caching import CachedAccess
+from streamlet.stores.keyvalue.caching import CachedAccess
 
 
 @dataclass(slots=True)
@@ -33,7 +33,7 @@ class StoreCounters:
 
 
 class _TimedAccess:
-    """Wraps a typed store's access layer (see `streamlet.stores.access`) and times its calls."""
+    """Wraps a typed store's access layer (see `streamlet.stores.keyvalue.access`) and times its calls."""
 
     def __init__(self, inner: Any, counters: StoreCounters) -> None:
         self._inner = inner

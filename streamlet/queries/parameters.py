@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from streamlet.stores.api import KeyValueStore, TimestampedKeyValueStore
+from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
 from streamlet.stores.session.api import SessionStore
 from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 

@@ -1,22 +1,27 @@
-"""State stores: bytes stores (LevelDB, in-memory), change-logging, caching and typed layers.
+"""State stores, on one axis: store types first, each with its layers; backends beside them.
 
-Every store is built from the same layers, inner to outer: bytes store -> change-logging (when
-logging is on) -> cache (when caching is on and the task has a cache budget) -> typed facade.
-See `api.py` for the contracts and `factory.py` for the public `Stores` factory.
+Store types (Kafka Streams' way): `keyvalue/`, `window/`, `session/`, `suppression/`. Each type folder
+holds that type's contract (`api.py`), its builders and its layers, inner to outer: bytes store ->
+change-logging (when logging is on) -> cache (when caching is on and the task has a cache budget) ->
+typed facade. Backends: `leveldb/`, `memory/`, `spark/`. Each backend folder implements the bytes
+store of every type it serves, one file per type (`keyvalue.py`, `window.py`), plus its suppliers;
+session stores are kept in key-value bytes stores, and the suppression buffer is in memory only (it
+is rebuilt from its changelog), as in Kafka Streams.
+
+At this root only what every type shares: the base contracts (`api.py`: `StateStore`, the store
+context, `StoreBuilder`, iterators and write batches), the base builder (`builders.py`), the record
+cache as a data structure (`cache.py`, `sorted_keys.py`), value formats, the layer base
+(`wrapping.py`), and the public factory `Stores` (`factory.py`).
 """
 
-from streamlet.stores.api import (
-    CachedStateStore,
+from streamlet.stores.api import CachedStateStore, KeyValueIterator, StateStore, StoreBuilder, ValueAndTimestamp
+from streamlet.stores.factory import Stores
+from streamlet.stores.keyvalue.api import (
     KeyValueBytesStore,
     KeyValueBytesStoreSupplier,
-    KeyValueIterator,
     KeyValueStore,
-    StateStore,
-    StoreBuilder,
     TimestampedKeyValueStore,
-    ValueAndTimestamp,
 )
-from streamlet.stores.factory import Stores
 from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStoreSupplier, WindowStore
 
 __all__ = [

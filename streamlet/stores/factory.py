@@ -13,8 +13,8 @@ from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.processor import to_millis
-from streamlet.stores.api import KeyValueBytesStoreSupplier
-from streamlet.stores.builders import KeyValueStoreBuilder, TimestampedKeyValueStoreBuilder
+from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
+from streamlet.stores.keyvalue.builders import KeyValueStoreBuilder, TimestampedKeyValueStoreBuilder
 from streamlet.stores.leveldb.supplier import LevelDBKeyValueBytesStoreSupplier
 from streamlet.stores.memory.supplier import InMemoryKeyValueBytesStoreSupplier
 from streamlet.stores.session.api import SessionBytesStoreSupplier

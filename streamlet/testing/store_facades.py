@@ -12,15 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from streamlet.record import KeyValue
-from streamlet.stores.api import (
-    KeyValueIterator,
-    KeyValueStore,
-    StateStore,
-    StateStoreContext,
-    TimestampedKeyValueStore,
-    ValueAndTimestamp,
-)
+from streamlet.stores.api import KeyValueIterator, StateStore, StateStoreContext, ValueAndTimestamp
 from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
 from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 
 NO_TIMESTAMP = -1

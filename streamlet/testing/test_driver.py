@@ -27,7 +27,8 @@ from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
 from streamlet.runtime.global_state import GlobalStateUpdater
 from streamlet.serdes import Deserializer, Serde, Serializer
-from streamlet.stores.api import KeyValueStore, StateStore, TimestampedKeyValueStore
+from streamlet.stores.api import StateStore
+from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
 from streamlet.testing.store_facades import KeyValueStoreFacade
 from streamlet.topology import Topology
 

@@ -16,8 +16,9 @@ from streamlet.dsl import Consumed, Grouped, Materialized, Produced, Repartition
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import KeyValue, Record
 from streamlet.serdes import Serdes
-from streamlet.stores.api import KeyValueStore, ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.factory import Stores
+from streamlet.stores.keyvalue.api import KeyValueStore
 from streamlet.testing import TestInputTopic, TestOutputTopic, TopologyTestDriver
 from streamlet.topology import Topology
 

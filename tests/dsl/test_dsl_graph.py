@@ -19,8 +19,8 @@ from streamlet.dsl import (
 from streamlet.errors import TopologyError
 from streamlet.processor import RecordTimestampExtractor, WallclockTimestampExtractor
 from streamlet.serdes import LongSerde, Serdes, StringSerde
-from streamlet.stores.builders import TimestampedKeyValueStoreBuilder
 from streamlet.stores.factory import Stores
+from streamlet.stores.keyvalue.builders import TimestampedKeyValueStoreBuilder
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, Topology
 from tests.dsl.topologies import PassThrough, wordcount
 

@@ -1,4 +1,4 @@
-"""The key-value store over Spark's state keeps its entries in pages (`streamlet.stores.spark.store`):
+"""The key-value store over Spark's state keeps its entries in pages (`streamlet.stores.spark.keyvalue`):
 it reads and writes like a dict across batches, splits pages as it grows, makes a state call per page
 rather than per key, and moves a store of the older one-entry-per-key layout into pages."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamlet.stores.spark import store as pages
-from streamlet.stores.spark.store import SparkKeyValueBytesStore, SparkStateLayoutError, decode_page, encode_page
+from streamlet.stores.spark import keyvalue as pages
+from streamlet.stores.spark.keyvalue import SparkKeyValueBytesStore, SparkStateLayoutError, decode_page, encode_page
 
 
 class _State:

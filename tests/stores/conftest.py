@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from streamlet.serdes import Serdes
-from streamlet.stores.api import KeyValueBytesStore
 from streamlet.stores.factory import Stores
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
+from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 from streamlet.stores.leveldb import LevelDBKeyValueBytesStore
 from streamlet.stores.memory import InMemoryKeyValueBytesStore
-from streamlet.stores.typed import TypedKeyValueStore
 from tests.stores.context import RecordingStateStoreContext
 
 BACKENDS: dict[str, Callable[[str], KeyValueBytesStore]] = {

@@ -14,13 +14,7 @@ from pathlib import Path
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
-from streamlet.stores.api import (
-    ChangelogEntry,
-    RecordContext,
-    RestoreCallback,
-    StateStore,
-    StateStoreContext,
-)
+from streamlet.stores.api import ChangelogEntry, RecordContext, RestoreCallback, StateStore, StateStoreContext
 from tests.integration.wordcount_app import topology as wordcount_topology
 
 APPLICATION_ID = "store-tests"

@@ -10,7 +10,7 @@ import plyvel
 import pytest
 
 from streamlet.errors import InvalidStateStoreError
-from streamlet.stores.api import KeyValueBytesStore
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.leveldb import LevelDBKeyValueBytesStore
 from tests.stores.conftest import open_bytes_store
 from tests.stores.context import RecordingStateStoreContext

@@ -10,7 +10,7 @@ from streamlet.errors import SerializationError
 from streamlet.serdes import Serdes
 from streamlet.stores.api import RecordContext
 from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES
-from streamlet.stores.typed import TypedKeyValueStore
+from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 from tests.stores.conftest import build_store
 from tests.stores.context import RecordingStateStoreContext, record_context
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-import streamlet.stores.leveldb.store as leveldb_store
-import streamlet.stores.window.leveldb as window_leveldb
+import streamlet.stores.leveldb.keyvalue as leveldb_store
+import streamlet.stores.leveldb.window as window_leveldb
 from streamlet.actors.state_manager import OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT
 from streamlet.actors.stream_task import StreamTask
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.leveldb import LevelDBKeyValueBytesStore
-from streamlet.stores.window.leveldb import LevelDBWindowBytesStore
+from streamlet.stores.leveldb.window import LevelDBWindowBytesStore
 from tests.stores.context import RecordingStateStoreContext, wordcount_task
 
 

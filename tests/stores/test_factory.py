@@ -6,8 +6,9 @@ import pytest
 
 from streamlet.errors import SerializationError, TopologyError
 from streamlet.serdes import LongSerde, Serdes, StringSerde
-from streamlet.stores.api import KeyValueBytesStoreSupplier, KeyValueStore, StoreBuilder, TimestampedKeyValueStore
+from streamlet.stores.api import StoreBuilder
 from streamlet.stores.factory import Stores
+from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier, KeyValueStore, TimestampedKeyValueStore
 from streamlet.stores.leveldb import LevelDBKeyValueBytesStore
 from streamlet.stores.memory import InMemoryKeyValueBytesStore
 

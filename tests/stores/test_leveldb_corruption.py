@@ -19,8 +19,8 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.errors import StateStoreCorruptedError, StreamsError
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.leveldb import LevelDBKeyValueBytesStore
-from streamlet.stores.leveldb.store import CORRUPTED_MARKER
-from streamlet.stores.window.leveldb import LevelDBWindowBytesStore
+from streamlet.stores.leveldb.keyvalue import CORRUPTED_MARKER
+from streamlet.stores.leveldb.window import LevelDBWindowBytesStore
 from tests.integration.state_faults import CORRUPTIONS, corrupt_leveldb
 from tests.stores.context import RecordingStateStoreContext, wordcount_task
 

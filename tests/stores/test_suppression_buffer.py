@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamlet.stores.memory.suppression_buffer import BufferedChange, SuppressionBuffer
+from streamlet.stores.suppression.buffer import BufferedChange, SuppressionBuffer
 from tests.stores.context import RecordingStateStoreContext
 
 

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from streamlet.serdes import Serdes
-from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.factory import Stores
+from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
+from streamlet.stores.keyvalue.timestamped import TypedTimestampedKeyValueStore
 from streamlet.stores.memory import InMemoryKeyValueBytesStore
-from streamlet.stores.timestamped import TypedTimestampedKeyValueStore
 from tests.stores.conftest import build_store
 from tests.stores.context import RecordingStateStoreContext
 

@@ -10,8 +10,8 @@ import pytest
 from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
 from streamlet.record import KeyValue
 from streamlet.serdes import Deserializer, Serde, Serdes, Serializer
-from streamlet.stores.api import KeyValueStore
 from streamlet.stores.factory import Stores
+from streamlet.stores.keyvalue.api import KeyValueStore
 from tests.stores.conftest import build_store
 from tests.stores.context import RecordingStateStoreContext
 

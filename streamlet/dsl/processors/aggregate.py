@@ -14,7 +14,8 @@ from streamlet.dsl.change import Change
 from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, log_skipped, timestamped_store
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 

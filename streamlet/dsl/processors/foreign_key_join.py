@@ -44,7 +44,8 @@ from streamlet.dsl.processors.value_getters import ValueGetter, ValueGetterSuppl
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.serdes import Serde
-from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
 
 ValueJoiner = Callable[[Any, Any], Any]
 

@@ -17,7 +17,7 @@ from streamlet.dsl.change import Change
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Headers, Record
-from streamlet.stores.api import TimestampedKeyValueStore
+from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
 from streamlet.stores.session.api import SessionStore
 from streamlet.stores.window.api import WindowStore
 

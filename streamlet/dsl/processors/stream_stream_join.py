@@ -28,8 +28,9 @@ from streamlet.errors import SerializationError, TopologyError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.serdes import Deserializer, Serde, Serializer
-from streamlet.stores.api import KeyValueBytesStore, StateStoreContext
-from streamlet.stores.typed import TypedKeyValueStore
+from streamlet.stores.api import StateStoreContext
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
+from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 from streamlet.stores.window.api import WindowStore
 
 Joiner = Callable[[Any, Any], Any]

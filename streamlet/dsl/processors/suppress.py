@@ -23,7 +23,7 @@ from streamlet.record import Record
 from streamlet.serdes import Serde
 
 if TYPE_CHECKING:
-    from streamlet.stores.memory.suppression_buffer import BufferedChange, SuppressionBuffer
+    from streamlet.stores.suppression.buffer import BufferedChange, SuppressionBuffer
 
 
 class TableSuppressSupplier:
@@ -58,8 +58,8 @@ class TableSuppress(Processor):
         self._observed_stream_time = -1
 
     def init(self, context: ProcessorContext) -> None:
-        from streamlet.stores.memory.suppression_buffer import SuppressionBuffer
-        from streamlet.stores.typed import changelog_topic
+        from streamlet.stores.keyvalue.typed import changelog_topic
+        from streamlet.stores.suppression.buffer import SuppressionBuffer
 
         super().init(context)
         spec = self._spec

@@ -27,7 +27,8 @@ from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, times
 from streamlet.errors import StreamsError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
 
 KeyValueMapper = Callable[[Any, Any], Any]
 

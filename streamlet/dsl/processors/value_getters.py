@@ -14,7 +14,8 @@ from typing import Any
 
 from streamlet.dsl.processors.forwarding import timestamped_store
 from streamlet.processor import ProcessorContext
-from streamlet.stores.api import TimestampedKeyValueStore, ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
 
 
 class ValueGetter:

@@ -6,8 +6,8 @@ bytes store is format-agnostic, and the builder decides whether values carry a t
 
 from __future__ import annotations
 
-from streamlet.stores.api import KeyValueBytesStore, KeyValueBytesStoreSupplier
-from streamlet.stores.leveldb.store import LevelDBKeyValueBytesStore
+from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueBytesStoreSupplier
+from streamlet.stores.leveldb.keyvalue import LevelDBKeyValueBytesStore
 
 
 class LevelDBKeyValueBytesStoreSupplier(KeyValueBytesStoreSupplier):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from streamlet.stores.api import KeyValueBytesStore, KeyValueBytesStoreSupplier
-from streamlet.stores.memory.store import InMemoryKeyValueBytesStore
+from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueBytesStoreSupplier
+from streamlet.stores.memory.keyvalue import InMemoryKeyValueBytesStore
 
 
 class InMemoryKeyValueBytesStoreSupplier(KeyValueBytesStoreSupplier):

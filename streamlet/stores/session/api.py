@@ -5,13 +5,8 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from streamlet.stores.api import (
-    FlushListener,
-    KeyValueBytesStore,
-    KeyValueBytesStoreSupplier,
-    KeyValueIterator,
-    StateStore,
-)
+from streamlet.stores.api import FlushListener, KeyValueIterator, StateStore
+from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueBytesStoreSupplier
 
 
 class SessionStore(StateStore):

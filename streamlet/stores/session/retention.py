@@ -20,13 +20,8 @@ import heapq
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from streamlet.stores.api import (
-    BytesIterator,
-    BytesWriteBatch,
-    KeyValueBytesStore,
-    QueuedWriteBatch,
-    StateStoreContext,
-)
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, QueuedWriteBatch, StateStoreContext
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.wrapping import _StoreLayer
 
 _MIN_SEGMENT_INTERVAL_MS = 60_000

@@ -15,11 +15,12 @@ from typing import Any
 from streamlet.errors import ConfigError
 from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Serde
-from streamlet.stores.api import FlushListener, KeyValueBytesStore, KeyValueIterator, StateStoreContext
+from streamlet.stores.api import FlushListener, KeyValueIterator, StateStoreContext
 from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
+from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 from streamlet.stores.session.api import SessionStore
 from streamlet.stores.session.retention import RetainingSessionBytesStore
-from streamlet.stores.typed import TypedKeyValueStore
 from streamlet.windowed import MAX_TIME, SessionWindow, Windowed
 from streamlet.windowed_serdes import SessionWindowedSerde
 

@@ -14,10 +14,11 @@ import copy
 from collections.abc import Callable
 
 from streamlet.errors import TopologyError
-from streamlet.stores.api import KeyValueBytesStore, KeyValueBytesStoreSupplier, StateStore, StoreBuilder
-from streamlet.stores.builders import KeyValueStoreBuilder
+from streamlet.stores.api import StateStore, StoreBuilder
+from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueBytesStoreSupplier
+from streamlet.stores.keyvalue.builders import KeyValueStoreBuilder
+from streamlet.stores.spark.keyvalue import SparkKeyValueBytesStore
 from streamlet.stores.spark.state import SparkStoreState
-from streamlet.stores.spark.store import SparkKeyValueBytesStore
 from streamlet.stores.spark.window import SparkWindowBytesStore
 from streamlet.stores.window.api import WindowBytesStore, WindowBytesStoreSupplier
 from streamlet.stores.window.builders import WindowStoreBuilder

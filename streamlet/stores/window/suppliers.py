@@ -6,9 +6,9 @@ makes a fresh bytes store per task; the builder adds serdes and logging.
 
 from __future__ import annotations
 
+from streamlet.stores.leveldb.window import LevelDBWindowBytesStore
+from streamlet.stores.memory.window import InMemoryWindowBytesStore
 from streamlet.stores.window.api import WindowBytesStore, WindowBytesStoreSupplier
-from streamlet.stores.window.leveldb import LevelDBWindowBytesStore
-from streamlet.stores.window.memory import InMemoryWindowBytesStore
 
 
 class _WindowSupplier(WindowBytesStoreSupplier):

@@ -20,15 +20,9 @@ from typing import Any, NoReturn
 from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
 from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Deserializer, Serde, Serializer
-from streamlet.stores.api import (
-    ChangelogEntry,
-    FlushListener,
-    KeyValueIterator,
-    StateStoreContext,
-    ValueAndTimestamp,
-)
+from streamlet.stores.api import ChangelogEntry, FlushListener, KeyValueIterator, StateStoreContext, ValueAndTimestamp
 from streamlet.stores.iterators import StoreKeyValueIterator
-from streamlet.stores.typed import changelog_topic
+from streamlet.stores.keyvalue.typed import changelog_topic
 from streamlet.stores.value_formats import PlainValueFormat, TimestampedValueFormat, ValueFormat
 from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStore, WindowEntry, WindowStore
 from streamlet.stores.window.caching import CachingWindowBytesStore

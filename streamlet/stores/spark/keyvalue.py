@@ -30,7 +30,8 @@ from itertools import accumulate
 from zlib import crc32
 
 from streamlet.errors import StreamsError
-from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, QueuedWriteBatch, StateStoreContext
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, QueuedWriteBatch, StateStoreContext
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.spark.state import SparkStoreState
 
 PAGE_ENTRIES = 256

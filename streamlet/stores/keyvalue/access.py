@@ -14,8 +14,9 @@ from typing import Any, NoReturn, Protocol
 from streamlet.errors import InvalidStateStoreError
 from streamlet.record import KeyValue
 from streamlet.serdes import Deserializer
-from streamlet.stores.api import BytesIterator, FlushListener, KeyValueBytesStore, KeyValueIterator
+from streamlet.stores.api import BytesIterator, FlushListener, KeyValueIterator
 from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.value_formats import ValueFormat
 
 

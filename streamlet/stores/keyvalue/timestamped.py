@@ -13,15 +13,10 @@ from typing import Any
 
 from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Serde
-from streamlet.stores.api import (
-    FlushListener,
-    KeyValueBytesStore,
-    StateStoreContext,
-    TimestampedKeyValueStore,
-    ValueAndTimestamp,
-)
-from streamlet.stores.changelogging import ChangeLoggingTimestampedKeyValueBytesStore
-from streamlet.stores.typed import TypedKeyValueStore
+from streamlet.stores.api import FlushListener, StateStoreContext, ValueAndTimestamp
+from streamlet.stores.keyvalue.api import KeyValueBytesStore, TimestampedKeyValueStore
+from streamlet.stores.keyvalue.changelogging import ChangeLoggingTimestampedKeyValueBytesStore
+from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 from streamlet.stores.value_formats import TimestampedValueFormat, ValueFormat
 
 

@@ -20,19 +20,12 @@ from mypy_extensions import mypyc_attr
 from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
 from streamlet.record import KeyValue
 from streamlet.serdes import NoFastPath, Serde, fast_serializer
-from streamlet.stores.access import ClosedAccess, DirectAccess, StoreAccess
-from streamlet.stores.api import (
-    CachedStateStore,
-    ChangelogEntry,
-    FlushListener,
-    KeyValueBytesStore,
-    KeyValueIterator,
-    KeyValueStore,
-    StateStoreContext,
-)
-from streamlet.stores.caching import CachedAccess
-from streamlet.stores.changelogging import ChangeLoggingKeyValueBytesStore
+from streamlet.stores.api import CachedStateStore, ChangelogEntry, FlushListener, KeyValueIterator, StateStoreContext
 from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.keyvalue.access import ClosedAccess, DirectAccess, StoreAccess
+from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueStore
+from streamlet.stores.keyvalue.caching import CachedAccess
+from streamlet.stores.keyvalue.changelogging import ChangeLoggingKeyValueBytesStore
 from streamlet.stores.value_formats import PlainValueFormat, ValueFormat
 
 

@@ -28,15 +28,10 @@ from typing import Any
 from streamlet.errors import SerializationError
 from streamlet.record import KeyValue
 from streamlet.serdes import Deserializer
-from streamlet.stores.api import (
-    BytesIterator,
-    FlushListener,
-    KeyValueBytesStore,
-    KeyValueIterator,
-    StateStoreContext,
-)
+from streamlet.stores.api import BytesIterator, FlushListener, KeyValueIterator, StateStoreContext
 from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES, NO_CONTEXT, CacheEntry, NamedCache
 from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.value_formats import ValueFormat
 
 

@@ -8,7 +8,8 @@ part of the task's transaction.
 
 from __future__ import annotations
 
-from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, StateStoreContext
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.value_formats import TIMESTAMP_SIZE, split_timestamped, unpack_timestamp
 from streamlet.stores.wrapping import _StoreLayer
 

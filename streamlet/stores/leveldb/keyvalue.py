@@ -23,7 +23,8 @@ from typing import Any, NoReturn
 import plyvel
 
 from streamlet.errors import InvalidStateStoreError, StateStoreCorruptedError, StreamsError
-from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, StateStoreContext
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, StateStoreContext
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
 
 CORRUPTED_MARKER = "STREAMLET-CORRUPTED"
 """Written into a store's directory when a read met corruption: the next open rebuilds the store."""

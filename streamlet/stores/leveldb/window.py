@@ -19,7 +19,7 @@ from typing import Any
 import plyvel
 
 from streamlet.stores.api import StateStoreContext
-from streamlet.stores.leveldb.store import corrupted, open_database, sync
+from streamlet.stores.leveldb.keyvalue import corrupted, open_database, sync
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry, WindowWrite
 from streamlet.stores.window.key_schema import SUFFIX_SIZE, to_store_key
 from streamlet.stores.window.retention import RetentionClock

@@ -9,7 +9,8 @@ start, which is why it registers as non-persistent.
 
 from __future__ import annotations
 
-from streamlet.stores.api import BytesIterator, BytesWriteBatch, KeyValueBytesStore, QueuedWriteBatch, StateStoreContext
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, QueuedWriteBatch, StateStoreContext
+from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.sorted_keys import SortedKeyIndex
 
 

@@ -1,0 +1,54 @@
+"""Key-value store builders: a bytes store supplier plus serdes and the logging/caching choices.
+
+One store per task: the plain `KeyValueStore` (Processor API) or the timestamped one the DSL's
+aggregations keep (`ValueAndTimestamp` values).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamlet.serdes import resolve_serde
+from streamlet.stores.builders import DEFAULT_CHANGELOG_CONFIG, ConfigurableStoreBuilder
+from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
+from streamlet.stores.keyvalue.timestamped import TypedTimestampedKeyValueStore
+from streamlet.stores.keyvalue.typed import TypedKeyValueStore
+
+
+class KeyValueStoreBuilder(ConfigurableStoreBuilder):
+    def __init__(self, supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None) -> None:
+        if not isinstance(supplier, KeyValueBytesStoreSupplier):
+            raise TypeError(
+                f"a key-value store builder needs a store supplier such as "
+                f"Stores.persistent_key_value_store(name), got {supplier!r}"
+            )
+        self.supplier = supplier
+        self.name = supplier.name
+        self.key_serde = resolve_serde(key_serde)
+        self.value_serde = resolve_serde(value_serde)
+        self.persistent = supplier.persistent
+        self.logging_enabled = True
+        self.caching_enabled = False
+        self.logging_config = dict(DEFAULT_CHANGELOG_CONFIG)
+
+    def build(self) -> TypedKeyValueStore:
+        return TypedKeyValueStore(
+            self.supplier.get(), self.key_serde, self.value_serde,
+            logging_enabled=self.logging_enabled, caching_enabled=self.caching_enabled,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.supplier!r}, {self.key_serde!r}, {self.value_serde!r}, "
+            f"logging_enabled={self.logging_enabled}, caching_enabled={self.caching_enabled})"
+        )
+
+
+class TimestampedKeyValueStoreBuilder(KeyValueStoreBuilder):
+    """Builds `TimestampedKeyValueStore`s: values are `ValueAndTimestamp` over the given value serde."""
+
+    def build(self) -> TypedTimestampedKeyValueStore:
+        return TypedTimestampedKeyValueStore(
+            self.supplier.get(), self.key_serde, self.value_serde,
+            logging_enabled=self.logging_enabled, caching_enabled=self.caching_enabled,
+        )

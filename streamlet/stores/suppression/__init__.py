@@ -1,0 +1,1 @@
+"""The suppression buffer: `KTable.suppress`'s store, in memory and restored from its changelog."""
