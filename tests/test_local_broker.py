@@ -3,6 +3,7 @@ a restart, and a machine without Java or Maven gets one clear sentence instead o
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import threading
@@ -193,7 +194,50 @@ def test_concurrent_fetches_share_one_download(tmp_path: Path, capfd: pytest.Cap
     assert errors == []
     assert len(results) == 2 and results[0] == results[1]
     jars = {p.name for p in results[0].iterdir()}
-    assert f"kafka_2.13-{local_broker.KAFKA_VERSION}.jar" in jars and "slf4j-reload4j-1.7.36.jar" in jars
+    version = local_broker.default_kafka_version()
+    binding = "slf4j-reload4j-1.7.36.jar" if version.startswith("3.") else "log4j-slf4j-impl-2.25.5.jar"
+    assert f"kafka_2.13-{version}.jar" in jars and binding in jars
     leftovers = [p.name for p in cache.iterdir() if ".partial-" in p.name]
     assert leftovers == []
     assert capfd.readouterr().err.count("fetching Apache Kafka") == 1
+
+
+def test_an_unsupported_kafka_version_is_refused_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(BrokerUnavailableError, match="4.4.0, 3.9.1"):
+        LocalKafkaBroker(version="4.3.0")
+    monkeypatch.setenv(local_broker.VERSION_ENV, "2.8.0")
+    with pytest.raises(BrokerUnavailableError, match="STREAMLET_KAFKA_VERSION"):
+        LocalKafkaBroker()
+    monkeypatch.setenv(local_broker.VERSION_ENV, "3.9.1")
+    assert LocalKafkaBroker().version == "3.9.1"
+    monkeypatch.delenv(local_broker.VERSION_ENV)
+    assert LocalKafkaBroker().version == local_broker.KAFKA_VERSIONS[0] == "4.4.0"
+
+
+@pytest.mark.parametrize("version", local_broker.KAFKA_VERSIONS)
+def test_each_supported_version_starts_and_serves_a_transaction(version: str) -> None:
+    """Both lines start from their own jars and log config, and take a transactional write."""
+    async def round_trip(bootstrap: str) -> list[bytes | None]:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="probe", enable_idempotence=True)
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait("t", b"v")
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer("t", bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                    isolation_level="read_committed")
+        await consumer.start()
+        try:
+            values: list[bytes | None] = []
+            deadline = asyncio.get_running_loop().time() + 60
+            while not values and asyncio.get_running_loop().time() < deadline:
+                batch = await consumer.getmany(timeout_ms=1_000)
+                values += [record.value for records in batch.values() for record in records]
+            return values
+        finally:
+            await consumer.stop()
+
+    with LocalKafkaBroker(version=version) as broker:
+        assert broker.log_file.is_file() and "Kafka Server started" in broker.log_file.read_text()
+        assert asyncio.run(round_trip(broker.bootstrap_servers)) == [b"v"]

@@ -381,10 +381,12 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     from streamlet.testing import local_broker
 
     if args.action == "fetch":
-        print(local_broker.ensure_kafka_jars())
+        versions = local_broker.KAFKA_VERSIONS if args.kafka_version == "all" else (args.kafka_version,)
+        for version in versions:
+            print(local_broker.ensure_kafka_jars(version=version))
         return 0
     if args.action == "start":
-        state, started = local_broker.start_dev_broker(args.port)
+        state, started = local_broker.start_dev_broker(args.port, args.kafka_version)
         if not started:
             print(f"already running (pid {state.pid}, data in {state.data_dir})", file=sys.stderr)
         print(state.bootstrap_servers)
@@ -454,13 +456,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="replicas of each (default: the broker's default.replication.factor)")
     topics.set_defaults(handler=_cmd_topics)
 
+    from streamlet.testing import local_broker
+
     broker = commands.add_parser("broker", help="the local development Kafka broker")
     actions = broker.add_subparsers(dest="action", required=True, metavar="ACTION")
     start = actions.add_parser("start", help="start it in the background and print its bootstrap servers")
     start.add_argument("--port", type=int, default=None, help="listener port (default 9092 if free)")
+    start.add_argument("--kafka-version", choices=local_broker.KAFKA_VERSIONS, default=None,
+                       help=f"the broker's Kafka version (default ${local_broker.VERSION_ENV}, else "
+                            f"{local_broker.KAFKA_VERSIONS[0]})")
     actions.add_parser("stop", help="stop it")
     actions.add_parser("status", help=f"say whether it runs (exit code {EXIT_NOT_RUNNING} if not)")
-    actions.add_parser("fetch", help="download the Kafka jars into the cache (done once)")
+    fetch = actions.add_parser("fetch", help="download the Kafka jars into the cache (done once)")
+    fetch.add_argument("--kafka-version", choices=(*local_broker.KAFKA_VERSIONS, "all"), default="all",
+                       help="which version's jars (default: every version streamlet runs)")
     broker.set_defaults(handler=_cmd_broker)
 
     from streamlet.spark.cli import add_spark_commands

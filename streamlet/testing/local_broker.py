@@ -40,13 +40,16 @@ from streamlet.runtime.parent_death import die_with_parent
 
 log = logging.getLogger(__name__)
 
-KAFKA_VERSION = "3.9.1"
+KAFKA_VERSIONS = ("4.4.0", "3.9.1")
+"""The broker versions streamlet runs and tests against (one pom each in `broker/`); the first is the default."""
+VERSION_ENV = "STREAMLET_KAFKA_VERSION"
+"""Names the version a `LocalKafkaBroker()` without `version=` runs (the test suite runs its broker-level
+exactly-once, chaos and security tests on the other one too)."""
 SCALA_VERSION = "2.13"
 HOST = "127.0.0.1"
 DEFAULT_DEV_PORT = 9092
 
 _RESOURCES = Path(__file__).resolve().parent / "broker"
-_BROKER_JAR = f"kafka_{SCALA_VERSION}-{KAFKA_VERSION}.jar"
 _STARTED_MARKER = "Kafka Server started"
 SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 ADMIN_USER = "streamlet-admin"
@@ -55,14 +58,29 @@ ADMIN_USER = "streamlet-admin"
 
 # -- the broker's jars -------------------------------------------------------------------------
 
-def kafka_home(cache: Path | None = None) -> Path:
-    return (cache or cache_dir()) / f"kafka-{KAFKA_VERSION}"
+def default_kafka_version() -> str:
+    """`$STREAMLET_KAFKA_VERSION` if set (it must be one of `KAFKA_VERSIONS`), else the newest supported."""
+    return check_kafka_version(os.environ.get(VERSION_ENV) or KAFKA_VERSIONS[0])
 
 
-def ensure_kafka_jars(cache: Path | None = None) -> Path:
-    """Return the directory holding the Kafka broker jars, fetching them with Maven the first time."""
-    home = kafka_home(cache)
-    fetch_maven_jars(_RESOURCES / "pom.xml", home, f"Apache Kafka {KAFKA_VERSION}", _BROKER_JAR)
+def check_kafka_version(version: str) -> str:
+    if version not in KAFKA_VERSIONS:
+        raise BrokerUnavailableError(f"Kafka {version} is not one streamlet runs: pick one of "
+                                     f"{', '.join(KAFKA_VERSIONS)} (set {VERSION_ENV} or version=...)")
+    return version
+
+
+def kafka_home(cache: Path | None = None, version: str | None = None) -> Path:
+    return (cache or cache_dir()) / f"kafka-{version or default_kafka_version()}"
+
+
+def ensure_kafka_jars(cache: Path | None = None, version: str | None = None) -> Path:
+    """Return the directory holding the Kafka broker jars of `version` (default: `default_kafka_version()`),
+    fetching them with Maven the first time."""
+    version = check_kafka_version(version or default_kafka_version())
+    home = kafka_home(cache, version)
+    fetch_maven_jars(_RESOURCES / f"pom-{version}.xml", home, f"Apache Kafka {version}",
+                     f"kafka_{SCALA_VERSION}-{version}.jar")
     return home / "libs"
 
 
@@ -176,6 +194,9 @@ class _Listener:
 class LocalKafkaBroker:
     """A single-node Apache Kafka broker+controller (KRaft) listening on 127.0.0.1.
 
+    `version` is one of `KAFKA_VERSIONS` (default: `$STREAMLET_KAFKA_VERSION`, else 4.4.0, KRaft with
+    transactions v2 and streams groups on, as a fresh 4.4 cluster is formatted); `version="3.9.1"` runs the
+    3.x line. Mind 4.x's defaults: it rejects records timestamped more than an hour in the future.
     `port=None` picks a free port; `data_dir=None` uses a temporary directory that `stop()` removes
     (a given `data_dir` is kept, and a formatted one is reused). `restart()` keeps port and data,
     which is what tests of broker outages need. `detach=True` lets the broker outlive this Python
@@ -211,7 +232,9 @@ class LocalKafkaBroker:
         sasl_users: Mapping[str, str] | None = None,
         acls: bool = False,
         sasl_ssl_port: int | None = None,
+        version: str | None = None,
     ) -> None:
+        self.version = check_kafka_version(version or default_kafka_version())
         self._requested_port = port
         self._requested_controller_port = controller_port
         self._given_data_dir = Path(data_dir).resolve() if data_dir is not None else None
@@ -305,7 +328,7 @@ class LocalKafkaBroker:
         if self.is_running():
             return self
         java = find_java()
-        libs = ensure_kafka_jars()
+        libs = ensure_kafka_jars(version=self.version)
         self._assign_ports()
         if self.data_dir is None:
             self.data_dir = Path(tempfile.mkdtemp(prefix="streamlet-kafka-"))
@@ -335,7 +358,7 @@ class LocalKafkaBroker:
             self._stop_process()
             raise
         log.info("Kafka %s broker at %s ready in %.1fs (data in %s)",
-                 KAFKA_VERSION, self.bootstrap_servers, time.monotonic() - began, self.data_dir)
+                 self.version, self.bootstrap_servers, time.monotonic() - began, self.data_dir)
         return self
 
     def stop(self) -> None:
@@ -360,7 +383,8 @@ class LocalKafkaBroker:
 
     def __repr__(self) -> str:
         where = self.bootstrap_servers if self.port is not None else "no port yet"
-        return f"LocalKafkaBroker({where}, running={self.is_running()}, data_dir={self.data_dir})"
+        return (f"LocalKafkaBroker({where}, version={self.version}, running={self.is_running()}, "
+                f"data_dir={self.data_dir})")
 
     # -- internals ---------------------------------------------------------------------------------
     def _dirs(self) -> tuple[Path, Path]:
@@ -394,8 +418,14 @@ class LocalKafkaBroker:
         logs_dir = self._dirs()[1]
         return [
             heap_option, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
-            f"-Dkafka.logs.dir={logs_dir}", f"-Dlog4j.configuration=file:{_RESOURCES / 'log4j.properties'}",
+            f"-Dkafka.logs.dir={logs_dir}", self._log_config_option(),
         ]
+
+    def _log_config_option(self) -> str:
+        """Kafka 3.x logs with reload4j, 4.x with log4j2: each reads its own system property and file format."""
+        if self.version.startswith("3."):
+            return f"-Dlog4j.configuration=file:{_RESOURCES / 'log4j.properties'}"
+        return f"-Dlog4j2.configurationFile={_RESOURCES / 'log4j2.properties'}"
 
     def _listeners(self) -> list[_Listener]:
         """Every listener the broker opens; the three listener properties are built from this list."""
@@ -636,11 +666,12 @@ def dev_broker_status() -> DevBrokerState | None:
     return state if state is not None and _is_our_broker(state) else None
 
 
-def start_dev_broker(port: int | None = None) -> tuple[DevBrokerState, bool]:
+def start_dev_broker(port: int | None = None, version: str | None = None) -> tuple[DevBrokerState, bool]:
     """Start the background development broker unless it runs; returns (state, newly_started).
 
     Without `port`, it listens on 9092 when that is free (the address every Kafka tutorial uses),
-    else on any free port. Its data survives stop/start in `<dev broker dir>/data`.
+    else on any free port. Its data survives stop/start in `<dev broker dir>/data`. `version`: see
+    `LocalKafkaBroker` (a 4.x broker takes over a 3.9 one's data; not the other way round).
     """
     directory = dev_broker_dir()
     with file_lock(directory / "state.lock"):
@@ -654,7 +685,8 @@ def start_dev_broker(port: int | None = None) -> tuple[DevBrokerState, bool]:
         if previous is not None and previous.controller_port != port \
                 and port_is_free(previous.controller_port):
             controller_port = previous.controller_port
-        broker = LocalKafkaBroker(port, directory / "data", controller_port=controller_port, detach=True)
+        broker = LocalKafkaBroker(port, directory / "data", controller_port=controller_port, detach=True,
+                                  version=version)
         broker.start()
         assert broker.pid is not None and broker.port is not None and broker.controller_port is not None
         state = DevBrokerState(broker.pid, broker.port, broker.controller_port, str(broker.data_dir))
