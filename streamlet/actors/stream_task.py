@@ -119,9 +119,11 @@ class StreamTask:
             if isinstance(spec, SourceSpec):
                 kd: Deserializer[Any] = spec.key_deserializer or self._serde("key", name).deserializer
                 vd: Deserializer[Any] = spec.value_deserializer or self._serde("value", name).deserializer
-                if isinstance(vd, InnerDefaulted):  # a table grouping's Change serde with no value serde given
+                # A wrapper with no inner serde given (a table grouping's Change serde, a foreign-key join's
+                # subscriptions and responses) takes the default; one with a serde from upstream needs none.
+                if isinstance(vd, InnerDefaulted) and vd.inner is None:
                     vd.use_default_inner(self._serde("value", name))
-                if isinstance(vd, KeyDefaulted):  # a foreign-key join's subscriptions
+                if isinstance(vd, KeyDefaulted) and vd.inner is None:
                     vd.use_default_key(self._serde("key", name))
                 extractor = spec.timestamp_extractor or self._default_extractor()
                 topics = [resolve_topic(t) for t in spec.topics]
@@ -136,9 +138,9 @@ class StreamTask:
                 assert isinstance(spec, SinkSpec)
                 ks: Serializer[Any] = spec.key_serializer or self._serde("key", name).serializer
                 vs: Serializer[Any] = spec.value_serializer or self._serde("value", name).serializer
-                if isinstance(vs, InnerDefaulted):
+                if isinstance(vs, InnerDefaulted) and vs.inner is None:
                     vs.use_default_inner(self._serde("value", name))
-                if isinstance(vs, KeyDefaulted):
+                if isinstance(vs, KeyDefaulted) and vs.inner is None:
                     vs.use_default_key(self._serde("key", name))
                 if spec.topic_extractor is not None:
                     node = DynamicSinkNode(name, spec.topic_extractor, ks, vs, spec.partitioner, self.collector,

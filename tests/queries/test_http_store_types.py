@@ -163,8 +163,8 @@ async def test_a_session_store_answers_keys_and_scans_with_stale_and_partition_o
     await eventually_async(every_session_everywhere)
     for port in served.ports:
         # from/to: the sessions that end at or after `from` and start at or before `to` (find_sessions).
-        status, body = await get_json("127.0.0.1", port,
-                                      f"/stores/sessions/keys/key-001?from={BASE_TS + WINDOW_MS}&to={BASE_TS + 2 * WINDOW_MS}")
+        late = f"from={BASE_TS + WINDOW_MS}&to={BASE_TS + 2 * WINDOW_MS}"
+        status, body = await get_json("127.0.0.1", port, f"/stores/sessions/keys/key-001?{late}")
         assert status == 200 and body["sessions"] == sessions("key-001")[1:], body
         status, body = await get_json("127.0.0.1", port, "/stores/sessions/keys/never-seen")
         assert status == 200 and body["sessions"] == [], body
