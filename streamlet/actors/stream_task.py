@@ -24,6 +24,7 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.actors.task_progress import CarriesProgress, TaskProgress
 from streamlet.config import StreamsConfig
+from streamlet.error_remedies import PROCESSING_REMEDY, missing_serde_remedy
 from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
 from streamlet.serdes import Deserializer, InnerDefaulted, KeyDefaulted, Serializer
@@ -107,7 +108,8 @@ class StreamTask:
         serde = self.config.default_key_serde() if which == "key" else self.config.default_value_serde()
         if serde is None:
             raise ConfigError(
-                f"node {node!r} has no {which} serde and default.{which}.serde is not configured"
+                f"node {node!r} has no {which} serde and default.{which}.serde is not configured: "
+                f"{missing_serde_remedy(which)}"
             )
         return serde
 
@@ -265,6 +267,7 @@ class StreamTask:
                                 f"while task {self.task_id} processed the record at topic {topic} "
                                 f"partition {partition} offset {offset}"
                             )
+                            exc.add_note(PROCESSING_REMEDY)
                             raise
                     else:
                         n += 1

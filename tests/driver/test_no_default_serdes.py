@@ -240,7 +240,8 @@ def test_serdes_from_upstream_are_enough(scenario: Callable[[StreamsBuilder], No
 @pytest.mark.parametrize("scenario", [s for s, e in EXPECTED.items() if isinstance(e, str)], ids=lambda s: s.__name__)
 def test_where_nothing_upstream_names_a_serde_the_default_is_needed(scenario: Callable[[StreamsBuilder], None]) -> None:
     which = EXPECTED[scenario]
-    with pytest.raises(ConfigError, match=f"no {which} serde and default.{which}.serde is not configured"):
+    with pytest.raises(ConfigError, match=f"no {which} serde and default.{which}.serde is not configured: give "
+                                          f"it a {which} serde .* or set default.{which}.serde"):
         _run(scenario)
 
 
