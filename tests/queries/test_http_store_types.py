@@ -7,6 +7,7 @@ each partition read once (`stale=true` included: the standby copies must not dou
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -194,6 +195,11 @@ async def test_a_failing_route_answers_a_json_error_and_the_server_keeps_serving
         assert status == 500 and body == {"error": "RuntimeError: the route broke"}
         status, body = await get_json("127.0.0.1", port, "/health/live")  # still serving
         assert status == 200 and body == {"state": "CREATED"}
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"NONSENSE\r\n\r\n")  # no method, target and version: a malformed request
+        answer = await reader.read()
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 400 ") and b'{"error": "malformed request' in answer, answer
     finally:
         server.close()
 
