@@ -11,6 +11,7 @@ from streamlet.actors.record_collector import ProducedRecord
 from streamlet.error_remedies import missing_serde_remedy, production_remedy, unreachable_remedy
 from streamlet.errors import DeserializationError, error_summary
 from streamlet.runtime.record_sender import ProductionError, RecordSender
+from streamlet.runtime.topic_manager import MissingSourceTopicError
 from streamlet.testing import TopologyTestDriver
 
 
@@ -79,3 +80,8 @@ def test_the_remedies_name_their_settings() -> None:
 
 def test_a_summary_without_notes_is_type_and_message() -> None:
     assert error_summary(ValueError("bad")) == "ValueError: bad"
+
+
+def test_missing_source_topics_say_how_to_create_them() -> None:
+    summary = error_summary(MissingSourceTopicError(["orders"]))
+    assert "source topics ['orders'] do not exist" in summary and "streamlet topics create" in summary, summary
