@@ -20,12 +20,15 @@ class SerializationError(StreamsError):
 
 
 class DeserializationError(StreamsError):
-    """A consumed record could not be deserialized; names where it came from."""
+    """A consumed record could not be deserialized (and `default.deserialization.exception.handler` is
+    log_and_fail); names where it came from and, as Kafka Streams' message does, the setting to change."""
 
     def __init__(self, topic: str, partition: int, offset: int, cause: BaseException) -> None:
+        from streamlet.error_remedies import DESERIALIZATION_REMEDY
+
         super().__init__(
             f"failed to deserialize the record at topic {topic!r} partition {partition} offset {offset}: "
-            f"{type(cause).__name__}: {cause}"
+            f"{type(cause).__name__}: {cause}; {DESERIALIZATION_REMEDY}"
         )
         self.topic = topic
         self.partition = partition
@@ -90,11 +93,13 @@ class StateStoreCorruptedError(StreamsError):
         self.reason = reason
 
 
-def error_summary(error: BaseException) -> str:
+def error_summary(error: BaseException, with_type: bool = True) -> str:
     """One line for a failure: its type, its message, and the notes added on the way up (which task,
-    which record: topic, partition, offset), so that a summary says where as well as what."""
+    which record: topic, partition, offset; which setting decides what such a failure does), so that a
+    summary says where and what to change as well as what."""
     notes = [str(note) for note in getattr(error, "__notes__", ()) or ()]
-    return f"{type(error).__name__}: {error}" + (f" ({'; '.join(notes)})" if notes else "")
+    head = f"{type(error).__name__}: {error}" if with_type else str(error)
+    return head + (f" ({'; '.join(notes)})" if notes else "")
 
 
 class StrayCancellationError(StreamsError):

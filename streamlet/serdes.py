@@ -339,7 +339,10 @@ def resolve_serde(value: Any) -> Serde[Any] | None:
 class InnerDefaulted:
     """A wrapping serializer or deserializer (a table grouping's `Change` serde) whose inner value serde
     may be left unset: the task that builds the node fills it in with `default.value.serde`, as Kafka
-    Streams' `WrappingNullableSerializer.setIfUnset` does."""
+    Streams' `WrappingNullableSerializer.setIfUnset` does. Only then: a wrapper whose inner serde came
+    from upstream (`Consumed`, `Grouped`, `Materialized`) needs no default serde configured."""
+
+    inner: Any  # the wrapped serde (or serializer / deserializer); None until set
 
     def use_default_inner(self, serde: Serde[Any]) -> None:
         raise NotImplementedError
@@ -349,6 +352,8 @@ class KeyDefaulted:
     """A wrapping serializer or deserializer whose inner serde is a *key* serde that may be left unset (a
     foreign-key join's subscriptions carry the primary key): the task that builds the node fills it in
     with `default.key.serde`, as `InnerDefaulted` does with the value serde."""
+
+    inner: Any  # the wrapped key serde; None until set
 
     def use_default_key(self, serde: Serde[Any]) -> None:
         raise NotImplementedError

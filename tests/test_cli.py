@@ -232,7 +232,9 @@ def test_run_against_an_unreachable_broker_fails_in_one_line(tmp_path: Path) -> 
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
     )
     assert result.returncode == 1, result.stderr[-3000:]
-    assert result.stderr.splitlines()[-1].startswith("streamlet: error: cannot reach Kafka"), result.stderr[-3000:]
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("streamlet: error: cannot reach Kafka"), result.stderr[-3000:]
+    assert f"check bootstrap.servers (127.0.0.1:{closed_port})" in last, last  # the setting to check
 
 
 # -- streamlet broker start|stop|status -----------------------------------------------------------

@@ -24,6 +24,7 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.actors.task_progress import CarriesProgress, TaskProgress
 from streamlet.config import StreamsConfig
+from streamlet.error_remedies import PROCESSING_REMEDY, missing_serde_remedy
 from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
 from streamlet.serdes import Deserializer, InnerDefaulted, KeyDefaulted, Serializer
@@ -107,7 +108,8 @@ class StreamTask:
         serde = self.config.default_key_serde() if which == "key" else self.config.default_value_serde()
         if serde is None:
             raise ConfigError(
-                f"node {node!r} has no {which} serde and default.{which}.serde is not configured"
+                f"node {node!r} has no {which} serde and default.{which}.serde is not configured: "
+                f"{missing_serde_remedy(which)}"
             )
         return serde
 
@@ -119,9 +121,11 @@ class StreamTask:
             if isinstance(spec, SourceSpec):
                 kd: Deserializer[Any] = spec.key_deserializer or self._serde("key", name).deserializer
                 vd: Deserializer[Any] = spec.value_deserializer or self._serde("value", name).deserializer
-                if isinstance(vd, InnerDefaulted):  # a table grouping's Change serde with no value serde given
+                # A wrapper with no inner serde given (a table grouping's Change serde, a foreign-key join's
+                # subscriptions and responses) takes the default; one with a serde from upstream needs none.
+                if isinstance(vd, InnerDefaulted) and vd.inner is None:
                     vd.use_default_inner(self._serde("value", name))
-                if isinstance(vd, KeyDefaulted):  # a foreign-key join's subscriptions
+                if isinstance(vd, KeyDefaulted) and vd.inner is None:
                     vd.use_default_key(self._serde("key", name))
                 extractor = spec.timestamp_extractor or self._default_extractor()
                 topics = [resolve_topic(t) for t in spec.topics]
@@ -136,9 +140,9 @@ class StreamTask:
                 assert isinstance(spec, SinkSpec)
                 ks: Serializer[Any] = spec.key_serializer or self._serde("key", name).serializer
                 vs: Serializer[Any] = spec.value_serializer or self._serde("value", name).serializer
-                if isinstance(vs, InnerDefaulted):
+                if isinstance(vs, InnerDefaulted) and vs.inner is None:
                     vs.use_default_inner(self._serde("value", name))
-                if isinstance(vs, KeyDefaulted):
+                if isinstance(vs, KeyDefaulted) and vs.inner is None:
                     vs.use_default_key(self._serde("key", name))
                 if spec.topic_extractor is not None:
                     node = DynamicSinkNode(name, spec.topic_extractor, ks, vs, spec.partitioner, self.collector,
@@ -263,6 +267,7 @@ class StreamTask:
                                 f"while task {self.task_id} processed the record at topic {topic} "
                                 f"partition {partition} offset {offset}"
                             )
+                            exc.add_note(PROCESSING_REMEDY)
                             raise
                     else:
                         n += 1

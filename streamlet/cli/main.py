@@ -483,10 +483,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except StreamsError as exc:
-        print(f"streamlet: error: {exc}", file=sys.stderr)
+        print(f"streamlet: error: {error_summary(exc, with_type=False)}", file=sys.stderr)
         return 1
     except KafkaConnectionError as exc:  # a wrong bootstrap.servers or a broker that is down
-        print(f"streamlet: error: cannot reach Kafka: {exc}", file=sys.stderr)
+        print(f"streamlet: error: cannot reach Kafka: {error_summary(exc, with_type=False)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -3,11 +3,14 @@
 It runs `streamlet run --http HOST:PORT` and nothing more: GET and HEAD requests, bodies read by
 Content-Length, one request per connection (`Connection: close`). An application that already has
 an ASGI server (uvicorn, hypercorn) mounts `streamlet.http.streams_app(streams)` there instead.
+A request is always answered: a malformed one with 400, an app that fails before it answers with 500
+(JSON `{"error": ...}`, the traceback in the log); the server itself keeps serving.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -53,10 +56,16 @@ async def _one_request(app: ASGIApp, reader: asyncio.StreamReader, writer: async
                        server: tuple[str, int]) -> None:
     head = await reader.readuntil(b"\r\n\r\n")
     request_line, *header_lines = head.decode("latin-1").split("\r\n")
-    method, target, _version = request_line.split(" ", 2)
-    headers = [tuple(line.split(":", 1)) for line in header_lines if ":" in line]
-    raw_headers = [(name.strip().lower().encode("latin-1"), value.strip().encode("latin-1")) for name, value in headers]
-    length = int(dict(raw_headers).get(b"content-length", b"0") or 0)
+    try:
+        method, target, _version = request_line.split(" ", 2)
+        headers = [tuple(line.split(":", 1)) for line in header_lines if ":" in line]
+        raw_headers = [(name.strip().lower().encode("latin-1"), value.strip().encode("latin-1"))
+                       for name, value in headers]
+        length = int(dict(raw_headers).get(b"content-length", b"0") or 0)
+    except ValueError:
+        _answer_error(writer, 400, f"malformed request {request_line[:200]!r}")
+        await writer.drain()
+        return
     body = await reader.readexactly(length) if length else b""
     url = urlsplit(target)
     scope: Scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method.upper(),
@@ -64,6 +73,7 @@ async def _one_request(app: ASGIApp, reader: asyncio.StreamReader, writer: async
                     "query_string": url.query.encode("latin-1"), "root_path": "", "headers": raw_headers,
                     "server": server, "client": writer.get_extra_info("peername")}
     received = False
+    started = False
 
     async def receive() -> Message:
         nonlocal received
@@ -73,7 +83,9 @@ async def _one_request(app: ASGIApp, reader: asyncio.StreamReader, writer: async
         return {"type": "http.request", "body": body, "more_body": False}
 
     async def send(message: Message) -> None:
+        nonlocal started
         if message["type"] == "http.response.start":
+            started = True
             status = int(message["status"])
             lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
             lines += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in message.get("headers", [])]
@@ -83,7 +95,20 @@ async def _one_request(app: ASGIApp, reader: asyncio.StreamReader, writer: async
             writer.write(message.get("body", b""))
         await writer.drain()
 
-    await app(scope, receive, send)
+    try:
+        await app(scope, receive, send)
+    except Exception as exc:
+        if started:  # part of the answer is out: all that is left is to close the connection
+            raise
+        log.error("HTTP app failed on %s %s", method, target, exc_info=exc)
+        _answer_error(writer, 500, f"{type(exc).__name__}: {exc}")
+        await writer.drain()
+
+
+def _answer_error(writer: asyncio.StreamWriter, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    writer.write((f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\ncontent-type: application/json\r\n"
+                  f"content-length: {len(body)}\r\nConnection: close\r\n\r\n").encode("latin-1") + body)
 
 
 def serve_in_thread(app: ASGIApp, host: str, port: int) -> None:

@@ -10,16 +10,24 @@ Query routes (GET, JSON answers):
     /health/live, /health/ready                200 while the client runs / once it is RUNNING, else 503
     /metrics                                   Kafka Streams' metrics, Prometheus text format
     /  and /status.json                        the live page and its data (streamlet.http.page)
+Key-value and session stores answer /keys, /range and /all; window stores /windows. A session store's
+key answers `"sessions": [{"start", "end", "value"}]` (with `from=T&to=U`: the sessions that end at or
+after T and start at or before U, Kafka Streams' `find_sessions`); its scans, like window scans, answer
+items `{"key": {"key", "start", "end"}, "value"}`. Every scan item names its `partition`.
+
 Options: `stale=true` also reads standby and restoring copies (Kafka Streams' `enable_stale_stores()`),
-`timestamped=true` answers `{"value", "timestamp"}`, `local=true` answers from this instance only (what
-instances send each other when they forward).
+`partition=P` reads only partition P (`with_partition(P)`), `timestamped=true` answers
+`{"value", "timestamp"}` (key-value and window stores), `local=true` answers from this instance only
+(what instances send each other when they forward). A scan reads each partition once, from an active
+copy when one answers, else (stale) from a standby or restoring one.
 
 An instance answers a key itself when it owns it and forwards the request to the owner's
 `application.server` otherwise (found with `query_metadata_for_key`); scans ask every instance that
 holds the store. Without `application.server` there is nothing to forward to: each instance answers
 from its own copies. Errors follow Kafka Streams' exceptions: a store that is migrating is 503 with
-the reason (retry, or ask with `stale=true`), an unknown store 404, bad parameters 400, an owner that
-cannot be reached 502.
+the reason (retry, or ask with `stale=true`), an unknown store 404, bad parameters (or a key the
+store's key serde cannot serialize) 400, an owner that cannot be reached 502. Any other failure in any
+route is 500 with `{"error": ...}` and the traceback in the log: a request never goes unanswered.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from urllib.parse import parse_qs, quote, urlencode
 from streamlet.errors import (
     InvalidStateStoreError,
     InvalidStateStorePartitionError,
+    SerializationError,
     StateStoreMigratedError,
     StateStoreNotAvailableError,
     StreamsError,
@@ -46,6 +55,7 @@ from streamlet.http.server import Receive, Scope, Send, respond
 from streamlet.metrics.prometheus import CONTENT_TYPE, render
 from streamlet.queries.metadata import HostInfo
 from streamlet.queries.parameters import QueryableStoreType, StoreQueryParameters, native_store_type
+from streamlet.queries.session_view import ReadOnlySessionView
 from streamlet.windowed import MAX_TIME
 
 log = logging.getLogger(__name__)
@@ -63,17 +73,19 @@ def _flag(query: dict[str, str], name: str) -> bool:
 
 
 def _error_answer(exc: Exception) -> Answer:
-    """Kafka Streams' exceptions as HTTP statuses (see the module docstring)."""
+    """Kafka Streams' exceptions as HTTP statuses (see the module docstring); anything else is 500,
+    its traceback logged."""
     if isinstance(exc, UnknownStateStoreError):
         return 404, {"error": str(exc)}
     if isinstance(exc, StateStoreMigratedError | StateStoreNotAvailableError | StreamsNotStartedError
                   | InvalidStateStorePartitionError):
         return 503, {"error": str(exc), "retriable": True}
-    if isinstance(exc, InvalidStateStoreError | _BadRequest | ValueError):
+    if isinstance(exc, InvalidStateStoreError | _BadRequest | ValueError | SerializationError):
         return 400, {"error": str(exc)}
     if isinstance(exc, ForwardingError):
         return 502, {"error": str(exc)}
-    raise exc
+    log.error("HTTP query failed", exc_info=exc)
+    return 500, {"error": f"{type(exc).__name__}: {exc}"}
 
 
 class StreamsApp:
@@ -111,7 +123,12 @@ class StreamsApp:
             if route is None:
                 status, body, content_type = 404, dumps({"error": f"no route {path}"}), "application/json"
             else:
-                status, body, content_type = await route(parts[1:], query)
+                try:
+                    status, body, content_type = await route(parts[1:], query)
+                except Exception as exc:  # any route: an answer, never a dropped connection
+                    log.error("HTTP route %s failed", path, exc_info=exc)
+                    status, body = 500, dumps({"error": f"{type(exc).__name__}: {exc}"})
+                    content_type = "application/json"
         await respond(send, status, content_type, body)
 
     # -- routes -------------------------------------------------------------------------------------
@@ -197,55 +214,89 @@ class StreamsApp:
 
     def _local_key(self, store: str, key: Any, what: str, query: dict[str, str], partition: int) -> Answer:
         params = self._params(store, query, want_window=what == "windows")
-        if partition >= 0:
+        if partition >= 0 and params.partition is None:  # `partition=P` in the query wins
             params = params.with_partition(partition)
         view = self.streams.store(params)
-        served = {"store": store, "key": jsonable(key), "partition": partition if partition >= 0 else None,
+        served = {"store": store, "key": jsonable(key),
+                  "partition": params.partition if params.partition is not None and params.partition >= 0 else None,
                   "served_by": str(self.streams.application_server or "") or None, "stale": params.stale_stores}
         if what == "windows":
             low, high = _time(query, "from", 0), _time(query, "to", MAX_TIME)
             with view.fetch(key, low, high) as found:
                 windows = [{"start": kv.key, "value": jsonable(kv.value)} for kv in found]
             return 200, {**served, "windows": windows}
+        if params.queryable_store_type.kind == "session":
+            found = view.find_sessions(key, _time(query, "from", 0), _time(query, "to", MAX_TIME))
+            with found:
+                sessions = [{"start": kv.key.window.start, "end": kv.key.window.end, "value": jsonable(kv.value)}
+                            for kv in found]
+            return 200, {**served, "sessions": sessions}
         value = view.get(key)
         if value is None:
             return 404, {**served, "error": "no such key"}
         return 200, {**served, "value": jsonable(value)}
 
-    # -- scans: every holder answers its part --------------------------------------------------------
+    # -- scans: every holder answers its part, each partition read once -----------------------------
     async def _scan(self, store: str, what: str, query: dict[str, str]) -> Answer:
+        if _flag(query, "local"):
+            return 200, self.local_scan_part(store, what, query)
         streams = self.streams
         me = streams.application_server
-        if _flag(query, "local") or me is None:
-            return 200, {"store": store, "items": self.local_scan(store, what, query)}
-        hosts = sorted({m.host_info for m in streams.streams_metadata_for_store(store)
-                        if store in m.state_store_names} | {me})
-        items: list[Any] = []
+        stale = _flag(query, "stale")
+        # Without application.server: this instance alone. Otherwise every instance holding a copy that
+        # may answer (standbys too when stale), or this one to say why there is none.
+        holders = [] if me is None else sorted(
+            {m.host_info for m in streams.streams_metadata_for_store(store)
+             if store in m.state_store_names or (stale and store in m.standby_state_store_names)})
+        hosts: list[HostInfo | None] = list(holders) or [me]
         path = f"/stores/{quote(store, safe='')}/{what}?{urlencode({**query, 'local': 'true'})}"
+        parts: list[dict[str, Any]] = []
         for host in hosts:
-            if host == me:
-                items += self.local_scan(store, what, query)
+            if host is None or host == me:
+                parts.append(self.local_scan_part(store, what, query))
                 continue
             status, data = await get_json(host.host, host.port, path)
             if status != 200:
                 return status, data
-            items += data["items"]
-        items.sort(key=lambda item: (str(item["key"]) if what != "windows" else (str(item["key"]["key"]),
-                                                                                 item["key"]["start"])))
+            parts.append(data)
+        items = one_copy_per_partition(parts)
+        wanted = self._params(store, query, want_window=what == "windows").partition
+        if wanted is not None and not any(c["partition"] == wanted for part in parts for c in part["copies"]):
+            raise InvalidStateStorePartitionError(
+                f"no instance holds partition {wanted} of store {store!r}"
+                + ("" if stale else " as an active copy (stale=true also reads standby copies)"))
+        if native_store_type(self.streams.topology.store_builders[store]).kind == "key_value":
+            items.sort(key=lambda item: str(item["key"]))
+        else:
+            items.sort(key=lambda item: (str(item["key"]["key"]), item["key"]["start"]))
         return 200, {"store": store, "items": items}
 
-    def local_scan(self, store: str, what: str, query: dict[str, str]) -> list[Any]:
-        """This instance's part of a scan."""
-        view = self.streams.store(self._params(store, query, want_window=what == "windows"))
+    def local_scan_part(self, store: str, what: str, query: dict[str, str]) -> dict[str, Any]:
+        """This instance's part of a scan: `items` (each with its `partition`) and `copies`, the
+        partitions read and their copies' roles. A partition asked for (`partition=P`) that this
+        instance lacks is no error here: another instance may hold it."""
+        params = self._params(store, query, want_window=what == "windows")
+        try:
+            copies = self.streams.store(params).local_partitions()
+        except InvalidStateStorePartitionError:
+            copies = []
+        items: list[dict[str, Any]] = []
+        for partition, _role in copies:
+            view = self.streams.store(params.with_partition(partition))
+            items += [{**item, "partition": partition} for item in self._scan_one(view, store, what, query)]
+        return {"store": store, "items": items, "copies": [{"partition": p, "role": r} for p, r in copies]}
+
+    def _scan_one(self, view: Any, store: str, what: str, query: dict[str, str]) -> list[dict[str, Any]]:
+        """The scan of one copy (`view` reads one partition)."""
         if what == "windows":
             found = view.fetch_all(_time(query, "from", 0), _time(query, "to", MAX_TIME))
         elif what == "range":
             serde = key_serde(self.streams.topology, self.streams.config, store)
             low, high = query.get("from"), query.get("to")
-            found = view.range(None if low is None else parse_key(low, serde),
-                               None if high is None else parse_key(high, serde))
+            bounds = (None if low is None else parse_key(low, serde), None if high is None else parse_key(high, serde))
+            found = view.fetch(*bounds) if isinstance(view, ReadOnlySessionView) else view.range(*bounds)
         else:
-            found = view.all()
+            found = view.fetch(None, None) if isinstance(view, ReadOnlySessionView) else view.all()
         with found:
             return [{"key": jsonable(kv.key), "value": jsonable(kv.value)} for kv in found]
 
@@ -254,9 +305,31 @@ class StreamsApp:
         if (own.kind == "window") != want_window:
             raise _BadRequest(f"store {store!r} is a {own.kind} store: use "
                               f"{'/windows' if own.kind == 'window' else '/keys, /range or /all'}")
-        kind = QueryableStoreType(own.kind, _flag(query, "timestamped"))
-        params = StoreQueryParameters.from_name_and_type(store, kind)
+        timestamped = _flag(query, "timestamped")
+        if timestamped and own.kind == "session":
+            raise _BadRequest(f"store {store!r} is a session store: its sessions keep no timestamp "
+                              "(leave out timestamped=true)")
+        params = StoreQueryParameters.from_name_and_type(store, QueryableStoreType(own.kind, timestamped))
+        partition = query.get("partition")
+        if partition is not None:
+            if not partition.isdigit():
+                raise _BadRequest(f"partition must be a partition number, got {partition!r}")
+            params = params.with_partition(int(partition))
         return params.enable_stale_stores() if _flag(query, "stale") else params
+
+
+def one_copy_per_partition(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items of scan parts (`local_scan_part` answers of several instances), each partition taken
+    from one instance only: the one whose copy is active, else restoring, else standby (several
+    instances hold a partition when stale copies are read, and every instance a global store)."""
+    rank = {"active": 0, "restoring": 1, "standby": 2}
+    best: dict[int, tuple[int, int]] = {}
+    for index, part in enumerate(parts):
+        for copy in part["copies"]:
+            choice = (rank.get(copy["role"], 3), index)
+            best[copy["partition"]] = min(best.get(copy["partition"], choice), choice)
+    return [item for index, part in enumerate(parts) for item in part["items"]
+            if best[item["partition"]][1] == index]
 
 
 def _time(query: dict[str, str], name: str, default: int) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from aiokafka.producer.message_accumulator import BatchBuilder as _BatchBuilder
 
 from streamlet.actors.record_collector import ProducedRecord
+from streamlet.error_remedies import production_remedy
 from streamlet.errors import StreamsError
 from streamlet.kafka.batch_pump import BatchPump
 
@@ -93,7 +94,8 @@ class RecordSender:
     def _oversized(self, topic: str, partition: int, r: ProducedRecord) -> None:
         size = len(r.key or b"") + len(r.value or b"")
         if not self.skip_failed:
-            raise ProductionError(f"a record for {topic}-{partition} ({size} bytes) is larger than the batch size")
+            raise ProductionError(f"a record for {topic}-{partition} ({size} bytes) is larger than the batch size; "
+                                  f"{production_remedy(self.skip_failed, self.transactional)}")
         self.dropped += 1
         log.warning("skipped a record for %s-%d that is larger than the batch size (%d bytes; "
                     "default.production.exception.handler=continue)", topic, partition, size)
@@ -130,7 +132,8 @@ class RecordSender:
                 if nxt > self.acked_offsets.get(key, -1):
                     self.acked_offsets[key] = nxt
             if errors:
-                raise ProductionError("failed to produce records: " + "; ".join(errors[:5]))
+                raise ProductionError("failed to produce records: " + "; ".join(errors[:5])
+                                      + f"; {production_remedy(self.skip_failed, self.transactional)}")
         return dict(self.acked_offsets)
 
     def forget(self) -> None:

@@ -74,7 +74,8 @@ class MissingTopicsError(StreamsError):
             parts.append(f"source topics {self.missing_sources}")
         if self.missing_sinks:
             parts.append(f"sink topics {self.missing_sinks}")
-        super().__init__(f"{' and '.join(parts)} do not exist; create them before starting the application")
+        super().__init__(f"{' and '.join(parts)} do not exist; create them before starting the application "
+                         "(`streamlet topics create MODULE:TOPOLOGY` creates a topology's source and sink topics)")
 
 
 class MissingSourceTopicError(MissingTopicsError):

@@ -43,6 +43,15 @@ class StoreView:
     def _value(self, value: Any) -> Any:
         return value if self._timestamped else _plain(value)
 
+    def local_partitions(self) -> list[tuple[int, str]]:
+        """The partitions of the copies this view reads on this instance, each with its copy's role
+        ("active", "restoring" or "standby"; partition -1 is a global store's one copy), active first.
+
+        A streamlet addition to Kafka Streams' read-only stores: with it a service that gathers a scan
+        from several instances reads each partition once (`with_partition`), preferring active copies
+        to stale ones. Raises what every query raises when no copy may answer."""
+        return [(c.partition, c.role) for c in self._provider.copies()]
+
 
 class ReadOnlyKeyValueView(StoreView):
     """Kafka Streams' `ReadOnlyKeyValueStore` over every local copy the query parameters allow.

@@ -70,6 +70,11 @@ class StoreProvider:
 
     def stores(self) -> list[Any]:
         """The stores to read, or Kafka Streams' error for why there are none."""
+        return [c.store for c in self.copies()]
+
+    def copies(self) -> list[LocalCopy]:
+        """The copies to read (partition, store, role), active first, or Kafka Streams' error for why
+        there are none."""
         params, name = self.params, self.params.store_name
         state = self._client_state()
         if state in ("PENDING_SHUTDOWN", "NOT_RUNNING", "ERROR"):
@@ -94,7 +99,7 @@ class StoreProvider:
                 raise InvalidStateStoreError(
                     f"cannot get state store {name!r} because the queryable store type {wanted} does not accept "
                     f"the actual store type {type(copy.store).__name__}")
-        return [c.store for c in chosen]
+        return chosen
 
 
 def closed_under_query(name: str, cause: InvalidStateStoreError) -> StateStoreMigratedError:

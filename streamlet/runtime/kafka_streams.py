@@ -19,6 +19,7 @@ from typing import Any
 
 from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
+from streamlet.error_remedies import noise_traceback, unreachable_remedy
 from streamlet.errors import (
     ApplicationShutdownError,
     StateStoreNotAvailableError,
@@ -90,6 +91,16 @@ def _unreachable(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _log_failure(error: BaseException) -> None:
+    """The failure in one line that says what happened and what decides it; the traceback with it when
+    it points at code to fix, else (a record, the cluster, a topic, a setting) in the debug log only."""
+    if noise_traceback(error) or _unreachable(error):
+        log.error("streams client failed: %s", error_summary(error))
+        log.debug("the traceback of that failure", exc_info=error)
+    else:
+        log.error("streams client failed: %s", error_summary(error), exc_info=error)
 
 
 def root_error(exc: BaseException) -> BaseException:
@@ -298,7 +309,10 @@ class KafkaStreams:
                         if await self._supervisor.wait_for_stop(delay):
                             return
                         continue
-                log.error("streams client failed: %s", error_summary(error), exc_info=error)
+                if _unreachable(error):
+                    error.add_note(unreachable_remedy(self.config["bootstrap.servers"], self.config["task.timeout.ms"],
+                                                      started.done()))
+                _log_failure(error)
                 replace = StreamThreadExceptionResponse.REPLACE_THREAD
                 response = replace if stray else await self._respond(error, started)
                 if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:

@@ -37,9 +37,12 @@ def _by_key(records: list[Any]) -> dict[str, list[str | None]]:
     return out
 
 
-def _config(bootstrap: str, app_id: str, state_dir: Path) -> dict[str, Any]:
+DEFAULT_SERDES = {"default.key.serde": "String", "default.value.serde": "String"}
+
+
+def _config(bootstrap: str, app_id: str, state_dir: Path, default_serdes: bool = True) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "application.id": app_id, "state.dir": str(state_dir),
-            "commit.interval.ms": 100, "default.key.serde": "String", "default.value.serde": "String"}
+            "commit.interval.ms": 100, **(DEFAULT_SERDES if default_serdes else {})}
 
 
 async def test_global_table_join_matches_the_driver(kafka_broker: Any, tmp_path: Path,
@@ -86,8 +89,11 @@ async def test_global_table_join_matches_the_driver(kafka_broker: Any, tmp_path:
     assert _by_key(got) == expected
 
 
-async def test_foreign_key_join_matches_the_driver(kafka_broker: Any, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("default_serdes", [True, False], ids=["default-serdes", "serdes-from-consumed-only"])
+async def test_foreign_key_join_matches_the_driver(kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   default_serdes: bool) -> None:
+    """Both tables' serdes come from `Consumed`: the join's internal topics need no default serdes (Kafka
+    Streams infers theirs from the tables), so the run without them must give the same output."""
     bootstrap = kafka_broker.bootstrap_servers
     suffix = uuid.uuid4().hex[:8]
     app_id = f"fk-{suffix}"
@@ -103,13 +109,14 @@ async def test_foreign_key_join_matches_the_driver(kafka_broker: Any, tmp_path: 
         (customers, [("c11", "name11"), ("c2", "renamed2")]),
     ]
     topology = global_fk_app.fk_join_topology()
-    with TopologyTestDriver(topology, {"application.id": app_id, "default.key.serde": "String",
-                                       "default.value.serde": "String"}) as driver:
+    driver_config = {"application.id": app_id, **(DEFAULT_SERDES if default_serdes else {})}
+    string = Serdes.String()
+    with TopologyTestDriver(topology, driver_config) as driver:
         for topic, rows in batches:
-            pipe = driver.create_input_topic(topic)
+            pipe = driver.create_input_topic(topic, string, string)
             for k, v in rows:
                 pipe.pipe_input(k, v)
-        expected = {k: v for k, v in driver.create_output_topic(out).read_key_values_to_map().items()
+        expected = {k: v for k, v in driver.create_output_topic(out, string, string).read_key_values_to_map().items()
                     if v is not None}
     assert expected and "o8" not in expected and "o5" not in expected
 
@@ -117,7 +124,7 @@ async def test_foreign_key_join_matches_the_driver(kafka_broker: Any, tmp_path: 
         latest = {r.key.decode(): None if r.value is None else r.value.decode() for r in records}
         return {k: v for k, v in latest.items() if v is not None}
 
-    streams = KafkaStreams(topology, _config(bootstrap, app_id, tmp_path / "state"))
+    streams = KafkaStreams(topology, _config(bootstrap, app_id, tmp_path / "state", default_serdes))
     async with streams:
         for topic, rows in batches:
             await produce(bootstrap, topic, _encoded(rows))

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from streamlet.errors import error_summary
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from streamlet.runtime.supervisor import Supervisor
 from streamlet.testing.local_broker import LocalKafkaBroker
@@ -214,3 +215,4 @@ async def test_a_cluster_away_longer_than_task_timeout_fails_the_client(
                 assert asyncio.get_running_loop().time() - began < 60, f"still {streams.state.name}"
                 await asyncio.sleep(0.2)
             assert isinstance(streams.error, KafkaConnectionError | KafkaTimeoutError), repr(streams.error)
+            assert "task.timeout.ms (3000 ms)" in error_summary(streams.error)  # what decides how long it waits

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
+from streamlet.http.client import ForwardingError
 from tests.queries.query_app import WINDOW_MS
 
 BASE_TS = 1_700_000_000_000 // WINDOW_MS * WINDOW_MS  # the start of a window, so window starts are known
@@ -47,3 +48,19 @@ async def eventually(check: Callable[[], Any], timeout: float = 90.0) -> Any:
         if time.monotonic() > deadline:
             raise error
         await asyncio.sleep(0.2)
+
+
+async def eventually_async(check: Callable[[], Awaitable[bool]], timeout: float = 90.0) -> None:
+    """Retry the coroutine `check` until it returns True; on the deadline, its last failure (an assertion,
+    or an instance that does not answer yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if await check():
+                return
+            last: BaseException = AssertionError("condition still false")
+        except (AssertionError, ForwardingError) as exc:  # not up yet, or not caught up yet
+            last = exc
+        if time.monotonic() > deadline:
+            raise last
+        await asyncio.sleep(0.3)

@@ -3,8 +3,6 @@ key (count and windowed count) from either instance with the owner's value, forw
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -12,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from streamlet.http.client import ForwardingError, get_json
+from streamlet.http.client import get_json
 from tests.http.served_apps import free_ports
 from tests.integration.kafka_helpers import AppProcess, create_topics
-from tests.queries.helpers import BASE_TS, expected_counts, produce_counts
+from tests.queries.helpers import BASE_TS, eventually_async, expected_counts, produce_counts
 from tests.queries.query_app import WINDOW_MS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
@@ -54,7 +52,7 @@ async def test_every_key_from_either_instance_returns_the_owners_value(kafka_bro
                     return False
             return True
 
-        await _eventually_async(both_ready)
+        await eventually_async(both_ready)
         # Two rounds: the second changes every count, so a stale or cached answer would show.
         for second_round, counts in ((False, first), (True, second)):
             # Both rounds in one window: the store keeps only windows within its retention (size +
@@ -76,7 +74,7 @@ async def test_every_key_from_either_instance_returns_the_owners_value(kafka_bro
                 assert served_by == {f"127.0.0.1:{p}" for p in ports}  # both instances own keys
                 return True
 
-            await _eventually_async(every_key_everywhere)
+            await eventually_async(every_key_everywhere)
 
         for port in ports:
             status, body = await get_json("127.0.0.1", port, "/stores/counts/all")
@@ -97,21 +95,6 @@ async def test_every_key_from_either_instance_returns_the_owners_value(kafka_bro
         for app in apps:
             if app.proc is not None and app.proc.poll() is None:
                 app.stop()
-
-
-async def _eventually_async(check: Any, timeout: float = 90.0) -> None:
-    """Retry `check` until it returns True; on the deadline, its last failure."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if await check():
-                return
-            last: BaseException = AssertionError("condition still false")
-        except (AssertionError, ForwardingError) as exc:  # not up yet, or not caught up yet
-            last = exc
-        if time.monotonic() > deadline:
-            raise last
-        await asyncio.sleep(0.3)
 
 
 async def test_during_a_rebalance_http_stale_queries_read_the_standby_and_plain_ones_say_migrating(
@@ -135,7 +118,7 @@ async def test_during_a_rebalance_http_stale_queries_read_the_standby_and_plain_
                     return False
             return True
 
-        await _eventually_async(both_ready)
+        await eventually_async(both_ready)
         await produce_counts(bootstrap, topic, counts)
         owners: dict[str, str] = {}
 
@@ -148,7 +131,7 @@ async def test_during_a_rebalance_http_stale_queries_read_the_standby_and_plain_
                 owners[key] = body["served_by"]
             return True
 
-        await _eventually_async(a_holds_every_count)  # A's standby copies have caught up with B
+        await eventually_async(a_holds_every_count)  # A's standby copies have caught up with B
         b_keys = [k for k, owner in owners.items() if owner == f"127.0.0.1:{ports[1]}"]
         a_keys = [k for k, owner in owners.items() if owner == f"127.0.0.1:{ports[0]}"]
         assert b_keys and a_keys
@@ -158,7 +141,7 @@ async def test_during_a_rebalance_http_stale_queries_read_the_standby_and_plain_
         async def a_rebalancing() -> bool:
             return (await get_json("127.0.0.1", ports[0], "/health/ready"))[0] == 503
 
-        await _eventually_async(a_rebalancing)
+        await eventually_async(a_rebalancing)
         plain_status, plain = await get_json("127.0.0.1", ports[0], f"/stores/counts/keys/{a_keys[0]}")
         stale = {k: await get_json("127.0.0.1", ports[0], f"/stores/counts/keys/{k}?stale=true") for k in b_keys}
         still_rebalancing = await a_rebalancing()

@@ -1,0 +1,69 @@
+"""What to change when an application stops: each fatal error's message names the setting that decides it.
+
+Kafka Streams ends such messages with the setting ("...please set the default.deserialization.exception.
+handler appropriately"), so that whoever meets a poison record reads what to change on the line that
+says what happened, not in four chained tracebacks. The sentences here are added where the errors are
+raised, for the configuration in force. Errors that come from the data or the surroundings (a record,
+the broker, a topic, the configuration) say all there is to say in that line: their traceback, which
+shows only streamlet's own frames, goes to the debug log (`noise_traceback`). Errors from the
+application's own code keep theirs: it points at the line to fix.
+"""
+
+from __future__ import annotations
+
+DESERIALIZATION_REMEDY = (
+    "default.deserialization.exception.handler is log_and_fail (Kafka Streams' LogAndFailExceptionHandler), "
+    "which stops the application on such a record; to go on without it set it to log_and_continue "
+    "(LogAndContinueExceptionHandler: log and skip the record) or dead_letter (send it to the topic "
+    "errors.dead.letter.queue.topic.name, <application.id>-dlq by default), or fix the record's serde"
+)
+
+PROCESSING_REMEDY = (
+    "processing.exception.handler is log_and_fail (Kafka Streams' LogAndFailProcessingExceptionHandler), "
+    "which stops the application when processing a record raises; to go on without the record set it to "
+    "log_and_continue (LogAndContinueProcessingExceptionHandler) or dead_letter (send it to "
+    "errors.dead.letter.queue.topic.name)"
+)
+
+
+def production_remedy(skip_failed: bool, transactional: bool) -> str:
+    """What decides a record the producer could not deliver, for the configuration in force."""
+    if not skip_failed:
+        return ("default.production.exception.handler is fail (Kafka Streams' DefaultProductionExceptionHandler), "
+                "which stops the application; set it to continue to log and drop records the broker refuses"
+                + (" (under exactly_once_v2 only records too large to send)" if transactional else ""))
+    return ("under exactly_once_v2 a batch the broker refuses fails its transaction whatever "
+            "default.production.exception.handler says (continue drops only records too large to send)")
+
+
+def missing_serde_remedy(which: str) -> str:
+    """Where a node without a serde of its own gets one."""
+    return (f"give it a {which} serde (Consumed, Produced, Grouped, Materialized, Joined, StreamJoined or "
+            f"Repartitioned) or set default.{which}.serde")
+
+
+def unreachable_remedy(bootstrap_servers: object, task_timeout_ms: object, started: bool) -> str:
+    """Why a client that cannot reach its cluster gave up, and what decides how long it waits."""
+    if not started:
+        return f"check bootstrap.servers ({bootstrap_servers}) and that the brokers are up"
+    return (f"the cluster stayed unreachable for longer than task.timeout.ms ({task_timeout_ms} ms): check "
+            f"bootstrap.servers ({bootstrap_servers}) and the brokers, or raise task.timeout.ms to wait longer")
+
+
+def noise_traceback(error: BaseException) -> bool:
+    """True for an error whose message (and notes) say all there is to say: a record that cannot be
+    read or written, a missing topic, a bad setting, an unreachable cluster. Its traceback belongs in
+    the debug log. False for anything raised by the application's code or unexpected in streamlet."""
+    from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    from streamlet.errors import (
+        ApplicationShutdownError,
+        ConfigError,
+        DeserializationError,
+        StateDirectoryError,
+    )
+    from streamlet.runtime.record_sender import ProductionError
+    from streamlet.runtime.topic_manager import MissingTopicsError
+
+    return isinstance(error, DeserializationError | ProductionError | MissingTopicsError | ConfigError
+                      | StateDirectoryError | ApplicationShutdownError | KafkaConnectionError | KafkaTimeoutError)
