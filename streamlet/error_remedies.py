@@ -62,8 +62,8 @@ def noise_traceback(error: BaseException) -> bool:
         DeserializationError,
         StateDirectoryError,
     )
-    from streamlet.runtime.record_sender import ProductionError
-    from streamlet.runtime.topic_manager import MissingTopicsError
+    from streamlet.kafka.record_sender import ProductionError
+    from streamlet.kafka.topic_manager import MissingTopicsError
 
     return isinstance(error, DeserializationError | ProductionError | MissingTopicsError | ConfigError
                       | StateDirectoryError | ApplicationShutdownError | KafkaConnectionError | KafkaTimeoutError)

@@ -10,8 +10,8 @@ from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.error_remedies import missing_serde_remedy, production_remedy, unreachable_remedy
 from streamlet.errors import DeserializationError, error_summary
-from streamlet.runtime.record_sender import ProductionError, RecordSender
-from streamlet.runtime.topic_manager import MissingSourceTopicError
+from streamlet.kafka.record_sender import ProductionError, RecordSender
+from streamlet.kafka.topic_manager import MissingSourceTopicError
 from streamlet.testing import TopologyTestDriver
 
 
