@@ -275,9 +275,10 @@ def partition_lags(sup: Any) -> dict[tuple[str, int], int]:
     lags: dict[tuple[str, int], int] = {}
     if consumer is None:
         return lags
-    for key in sorted(sup.assigned):
+    next_offsets = sup.view.next_offsets
+    for key in sorted(sup.view.assigned):
         end = consumer.highwater(TopicPartition(*key))
-        entry = sup._next_offset.get(key)
-        if end is not None and entry is not None:
-            lags[key] = max(0, end - entry[1])
+        handed = next_offsets.get(key)
+        if end is not None and handed is not None:
+            lags[key] = max(0, end - handed)
     return lags

@@ -432,10 +432,10 @@ class KafkaStreams:
         if self._state is State.CREATED:
             raise StreamsNotStartedError("streams metadata is known only after start()")
         sup = self._supervisor
-        assignor = sup._assignor if sup is not None else None
-        if sup is None or assignor is None:
+        hosts = sup.view.hosts if sup is not None else None
+        if sup is None or hosts is None:
             return MetadataView(self.topology, (), str, {})
-        return MetadataView(self.topology, assignor.hosts, sup.resolve_topic, sup._partition_counts)
+        return MetadataView(self.topology, hosts, sup.resolve_topic, sup.view.partition_counts)
 
     def metadata_for_all_streams_clients(self) -> list[StreamsMetadata]:
         """Every instance of the application that set `application.server`: its endpoint, and the
@@ -478,11 +478,11 @@ class KafkaStreams:
             "records-sent": sup.commit_protocol.records_sent if sup.commit_protocol else 0,
             "records-dropped-by-production-handler": sup.commit_protocol.records_dropped if sup.commit_protocol else 0,
             "records-restored": sup.tasks.reader.total_restored,
-            "commits": sup.commits,
-            "dirty-recoveries": sup.dirty_recoveries,
-            "lost-memberships": sup.lost_memberships,
+            "commits": sup.view.commits,
+            "dirty-recoveries": sup.view.dirty_recoveries,
+            "lost-memberships": sup.view.lost_memberships,
             # Times a partition was paused because its task held buffered.records.per.partition records.
-            "partitions-paused-for-full-queue": sup.full_queue_pauses,
+            "partitions-paused-for-full-queue": sup.view.full_queue_pauses,
             "standby-tasks": sorted(str(t) for t in sup.standbys.tasks) if sup.standbys else [],
             "standby-records-applied": sup.standbys.applied if sup.standbys else 0,
         }

@@ -1,0 +1,137 @@
+"""`PartitionPositions`: the partitions this member dispatches now, and where each one's task continues.
+
+Why it exists: every record must reach its task exactly once across rebalances, and two parts move
+partitions — the rebalance listener (a new assignment) and the poll loop (a dispatched batch, a task
+whose restoration completed). The bookkeeping that makes "never skipped, never handed over twice"
+hold is kept here, in one place:
+
+- per partition, the task actor it feeds and the next offset not yet handed to that actor. An entry
+  of an actor that is gone (closed, or replaced by a new task) is stale and ignored;
+- after every assignment, each partition is sought explicitly: a kept task's partitions to the next
+  offset it has not been handed, a new task's to the committed offset (under exactly-once a stable
+  one: read once no transaction of the previous owner is pending, see `fenced_offsets`), and a
+  partition without a commit to `auto.offset.reset`, resolved as an explicit offset;
+- an epoch that every rebalance callback bumps: a batch fetched in an older epoch is dropped and its
+  partitions are sought back (`refetch`), so its records come again through the new assignment;
+- the fetch state the poll loop keeps per partition: paused because its task's queue is full
+  (`buffered.records.per.partition`), or a partition of a task that reads several partitions and
+  whose fetch is not yet known to be at the partition's end (such a task idles while one of them is
+  empty: PartitionGroup's docstring). A new assignment starts with neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from streamlet.config import StreamsConfig
+from streamlet.kafka.fenced_offsets import fetch_stable_offsets
+from streamlet.runtime.task_manager import TaskManager
+
+Partition = tuple[str, int]
+
+
+def reads_several_partitions(actor: Any) -> bool:
+    """True for a task that reads several input partitions (a join's or a merge's co-partitioned inputs)."""
+    return len(actor.task.sources_by_topic) > 1
+
+
+class PartitionPositions:
+    """The current assignment's partitions, the next offset each one's task expects, and the seeks
+    that put the consumer there (see the module docstring)."""
+
+    def __init__(self, consumer: Any, tasks: TaskManager, config: StreamsConfig) -> None:
+        self._consumer = consumer
+        self._tasks = tasks
+        self._config = config
+        self.assigned: set[Partition] = set()  # dispatched to their tasks; empty from revocation to assignment
+        self.epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
+        self._next_offset: dict[Partition, tuple[Any, int]] = {}
+        self.awaited: dict[Partition, Any] = {}  # partition -> the actor that waits to learn it is caught up
+        self.paused_full: set[Partition] = set()  # paused because the task's queue is full
+
+    # -- the assignment ---------------------------------------------------------------------------
+    def new_epoch(self) -> None:
+        """A rebalance callback began: whatever was fetched before is stale."""
+        self.epoch += 1
+
+    def revoke_all(self) -> None:
+        """Every partition is taken away (revocation, or lost tasks): dispatch nothing until the next assignment."""
+        self.epoch += 1
+        self.assigned = set()
+
+    def drop(self, partitions: Iterable[Partition]) -> None:
+        """These partitions' tasks were closed (a failed commit): dispatch nothing more to them."""
+        self.assigned -= set(partitions)
+        self.epoch += 1
+
+    def assign(self, partitions: set[Partition]) -> None:
+        """The assignment was taken over: dispatch to these partitions' tasks (the consumer starts them unpaused)."""
+        self.assigned = partitions
+        self.paused_full.clear()
+
+    # -- positions --------------------------------------------------------------------------------
+    def expected_offset(self, key: Partition, actor: Any) -> int | None:
+        """The next offset `actor` expects from this partition, or None if it was handed nothing yet."""
+        entry = self._next_offset.get(key)
+        return entry[1] if entry is not None and actor is not None and entry[0] is actor else None
+
+    def handed(self, key: Partition, actor: Any, next_offset: int) -> None:
+        """`actor` was handed this partition's records up to `next_offset` (exclusive)."""
+        self._next_offset[key] = (actor, next_offset)
+
+    def next_offsets(self) -> dict[Partition, int]:
+        """Per partition, the next offset its (last) task is handed; what the consumer lag is measured from."""
+        return {key: offset for key, (_actor, offset) in self._next_offset.items()}
+
+    async def seek(self, partitions: set[Partition]) -> None:
+        """Position every partition of `partitions` where its task continues (see the module docstring)."""
+        consumer = self._consumer
+        actors = {tp: actor for tp in sorted(partitions) if (actor := self._tasks.actor_for(*tp))}
+        committed = await self._committed([tp for tp, a in actors.items() if self.expected_offset(tp, a) is None])
+        offsets = {tp: self.expected_offset(tp, actor) for tp, actor in actors.items()}
+        offsets = {tp: committed.get(tp) if offset is None else offset for tp, offset in offsets.items()}
+        unset = [TopicPartition(*tp) for tp, offset in offsets.items() if offset is None]
+        if unset:
+            # No commit yet: auto.offset.reset, resolved here as explicit offsets (one request for all
+            # of them), because the fetcher may already have moved past the reset point meanwhile.
+            latest = str(self._config["auto.offset.reset"]) == "latest"
+            ends = await (consumer.end_offsets(unset) if latest else consumer.beginning_offsets(unset))
+            offsets.update({(tp.topic, tp.partition): offset for tp, offset in ends.items()})
+        for (topic, partition), actor in actors.items():
+            tp = TopicPartition(topic, partition)
+            offset = offsets[(topic, partition)]
+            assert offset is not None
+            self._next_offset[(topic, partition)] = (actor, offset)
+            consumer.seek(tp, offset)
+            if reads_several_partitions(actor):
+                self.awaited[(topic, partition)] = actor
+                actor.task.partition_group.expect([(topic, partition)])
+
+    async def _committed(self, partitions: list[Partition]) -> dict[Partition, int | None]:
+        """The group's committed offsets; under exactly-once only stable ones (see `fenced_offsets`)."""
+        if self._config.exactly_once:
+            return await fetch_stable_offsets(self._consumer, partitions,
+                                              int(self._config["transaction.timeout.ms"]) / 1000 + 30)
+        return {tp: await self._consumer.committed(TopicPartition(*tp)) for tp in partitions}
+
+    def refetch(self, batches: dict[Any, list[Any]]) -> None:
+        """A rebalance ran while this batch was fetched, or this member is out of the group and about to
+        rejoin: drop the batch and seek its partitions back to the next offset their tasks expect, so
+        the same records come again through the new assignment."""
+        for tp in batches:
+            key = (tp.topic, tp.partition)
+            offset = self.expected_offset(key, self._tasks.actor_for(*key))
+            if offset is not None and key in self.assigned:
+                self._consumer.seek(tp, offset)
+
+    # -- fetching ---------------------------------------------------------------------------------
+    def pause(self, partitions: Iterable[Partition]) -> None:
+        """Fetch nothing of these partitions until `resume` (a restoring task's, a full queue's)."""
+        self._consumer.pause(*(TopicPartition(t, p) for t, p in partitions))
+
+    def resume(self, partitions: Iterable[Partition]) -> None:
+        """Fetch these partitions again."""
+        self._consumer.resume(*(TopicPartition(t, p) for t, p in partitions))
