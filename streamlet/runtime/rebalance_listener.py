@@ -14,9 +14,9 @@ without committing anything (Kafka Streams' `handleLostAll`), and whatever comes
 anew: restored from the changelog and started at the group's committed offsets. aiokafka has no
 separate "lost" callback, so both callbacks check the membership first.
 
-Why a class of its own: the callbacks run in aiokafka's group coordination, concurrently with the
-poll loop; they and the loop meet only at the dispatch lock and at `PartitionPositions`, and keeping
-them apart keeps that one meeting point visible.
+Why a class of its own: the callbacks run in aiokafka's group coordination task, concurrently with
+the poll loop. Kept apart, what the two share is visible: they take turns at the dispatch lock, and
+they meet only in `PartitionPositions`, `GroupMembership` and the `Committer`'s dirty recovery.
 """
 
 from __future__ import annotations
