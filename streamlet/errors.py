@@ -64,10 +64,6 @@ class InvalidStateStorePartitionError(InvalidStateStoreError):
     instance holds no copy of."""
 
 
-class TaskMigratedError(StreamsError):
-    """The task no longer belongs to this instance (rebalance or fencing); close it dirty."""
-
-
 class BrokerUnavailableError(StreamsError):
     """The local development broker cannot be provisioned or started."""
 
