@@ -64,10 +64,6 @@ class InvalidStateStorePartitionError(InvalidStateStoreError):
     instance holds no copy of."""
 
 
-class TaskMigratedError(StreamsError):
-    """The task no longer belongs to this instance (rebalance or fencing); close it dirty."""
-
-
 class BrokerUnavailableError(StreamsError):
     """The local development broker cannot be provisioned or started."""
 
@@ -112,13 +108,24 @@ class StrayCancellationError(StreamsError):
     def check(cls, exc: BaseException, where: str) -> None:
         """Raise this error from `exc` when `exc` is a cancellation the current task was not asked for
         (`Task.cancelling()` is 0: no cancel scope or caller cancelled it); return otherwise."""
+        stray = cls.of(exc, where)
+        if stray is not None:
+            raise stray
+
+    @classmethod
+    def of(cls, exc: BaseException, where: str) -> StrayCancellationError | None:
+        """This error, raised from `exc`, when `check` would raise it; else None (for a background
+        task that reports its failures to its owner instead of raising them)."""
         import asyncio
 
         if not isinstance(exc, asyncio.CancelledError):
-            return
+            return None
         try:
             task = asyncio.current_task()
         except RuntimeError:  # not in an event loop
-            return
-        if task is not None and task.cancelling() == 0:
-            raise cls(f"an unexpected cancellation surfaced in {where}") from exc
+            return None
+        if task is None or task.cancelling() != 0:
+            return None
+        stray = cls(f"an unexpected cancellation surfaced in {where}")
+        stray.__cause__ = exc
+        return stray

@@ -16,6 +16,13 @@ from the submission, so a batch that already gathered records for that long whil
 was out is closed before submission (aiokafka sends a closed batch at once). While `drain()` runs (a
 commit waits for its output) every batch goes out at once, the ones already queued in aiokafka
 included, as the Java producer's `flush()` makes every batch ready.
+
+The pumps run in a task group their owner binds (`BatchPump.bind`), never as loose tasks: a pump
+submits after the `send()` that started it returned, so it must not outlive the producer it submits
+to. The asyncio runtime binds the group member's task group (the pumps end with the member); a
+caller without a long-lived group runs one around its send and flush (`RecordSender.deliver`).
+Starting a pump is rare (once a partition's queue ran empty, so about once per partition and
+commit), and a pump reports every failure, an unexpected cancellation included, to the next flush.
 """
 
 from __future__ import annotations
@@ -27,9 +34,32 @@ from collections.abc import Callable
 from typing import Any
 
 from aiokafka import TopicPartition
+from anyio.abc import TaskGroup
+
+from streamlet.errors import StrayCancellationError
 
 Submitted = Callable[[str, int, int, "asyncio.Future[Any]"], None]
 """Told of every batch handed to the producer: topic, partition, record count, delivery future."""
+
+
+class _Pump:
+    """A running pump: `done` resolves when it ended (`drain` waits for it); `discard` sets `discarded`
+    and cancels `task`, the pump's task once it started."""
+
+    __slots__ = ("discarded", "done", "task")
+
+    def __init__(self) -> None:
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.task: asyncio.Task[Any] | None = None
+        self.discarded = False
+
+    def discard(self) -> None:
+        """Stop the pump where it waits. A cancellation of its task, not of an anyio scope: anyio
+        delays a scope's cancellation while the task's awaited future is done but the task has not
+        resumed yet, and a pump resuming there would still submit a batch of the void output."""
+        self.discarded = True
+        if self.task is not None:
+            self.task.cancel()
 
 
 class _Partition:
@@ -42,7 +72,7 @@ class _Partition:
         self.count = 0  # records in it
         self.opened = 0.0  # when it was created (monotonic seconds)
         self.sealed: deque[tuple[Any, int]] = deque()  # full batches, oldest first
-        self.pump: asyncio.Task[None] | None = None
+        self.pump: _Pump | None = None
 
 
 class BatchPump:
@@ -60,6 +90,12 @@ class BatchPump:
         self._sealed = 0
         self._progress = asyncio.Event()
         self._hurry = False  # drain() is waiting: no batch lingers
+        self._task_group: TaskGroup | None = None
+
+    def bind(self, task_group: TaskGroup | None) -> None:
+        """Run the pumps in `task_group` from now on (None: no group; starting a pump then fails).
+        Its scope must outlast every `release()` and `drain()`: the pumps end with it."""
+        self._task_group = task_group
 
     def open_batch(self, producer: Any, topic: str, partition: int) -> tuple[Any, int]:
         """The partition's open batch (created if there is none) and how many records it holds."""
@@ -84,7 +120,12 @@ class BatchPump:
         entry = self._partitions[(topic, partition)]
         entry.count = count
         if entry.pump is None and (count or entry.sealed):
-            entry.pump = asyncio.create_task(self._pump(producer, topic, partition, entry))
+            if self._task_group is None:
+                raise RuntimeError("the batch pump has no task group to run in: bind() one first")
+            pump = _Pump()
+            self._task_group.start_soon(self._pump, producer, topic, partition, entry, pump,
+                                        name=f"streamlet-batch-pump-{topic}-{partition}")
+            entry.pump = pump
 
     async def backpressure(self) -> None:
         """Wait while too many full batches are queued (the producer is behind)."""
@@ -98,7 +139,7 @@ class BatchPump:
         try:
             while True:
                 _send_queued_now(producer)  # a pump may be waiting for a lingering batch to go out
-                pumps = [p.pump for p in self._partitions.values() if p.pump is not None]
+                pumps = [p.pump.done for p in self._partitions.values() if p.pump is not None]
                 if not pumps:
                     return
                 await asyncio.wait(pumps)
@@ -110,13 +151,29 @@ class BatchPump:
         its transaction is being aborted, or its producer failed)."""
         for entry in self._partitions.values():
             if entry.pump is not None:
-                entry.pump.cancel()
+                entry.pump.discard()
                 entry.pump = None
         self._partitions.clear()
         self._sealed = 0
         self._progress.set()
 
-    async def _pump(self, producer: Any, topic: str, partition: int, entry: _Partition) -> None:
+    async def _pump(self, producer: Any, topic: str, partition: int, entry: _Partition, pump: _Pump) -> None:
+        pump.task = task = asyncio.current_task()
+        try:
+            if not pump.discarded:  # else discarded before it started
+                await self._submit(producer, topic, partition, entry)
+        except asyncio.CancelledError:
+            if not pump.discarded:
+                raise  # the owner's task group is cancelled
+            if task is not None:
+                task.uncancel()  # discard() cancelled it: the pump just ends, and so does its task
+        finally:
+            if entry.pump is pump:
+                entry.pump = None
+            pump.done.set_result(None)
+
+    async def _submit(self, producer: Any, topic: str, partition: int, entry: _Partition) -> None:
+        """Hand the partition's batches to the producer, oldest first, until none is left."""
         try:
             while True:
                 await _drained(producer, topic, partition)
@@ -134,14 +191,22 @@ class BatchPump:
                 self._on_submitted(topic, partition, count, await producer.send_batch(builder, topic,
                                                                                        partition=partition))
         except Exception as exc:  # reported by the next flush; this partition's queued output is void
-            self._sealed -= len(entry.sealed)
-            entry.sealed.clear()
-            entry.builder, entry.count = None, 0
-            self._progress.set()
-            self._on_error(exc)
-        finally:
-            if entry.pump is asyncio.current_task():
-                entry.pump = None
+            self._void(entry, exc)
+        except asyncio.CancelledError as exc:
+            # Nobody stopped the pump: a client library cancelled a future it awaited. A failure like
+            # any other, so that the flush waiting for this output fails instead of missing it.
+            stray = StrayCancellationError.of(exc, f"the batch pump of {topic}-{partition}")
+            if stray is None:
+                raise
+            self._void(entry, stray)
+
+    def _void(self, entry: _Partition, exc: BaseException) -> None:
+        """The partition's queued output cannot be submitted: drop it and report `exc`."""
+        self._sealed -= len(entry.sealed)
+        entry.sealed.clear()
+        entry.builder, entry.count = None, 0
+        self._progress.set()
+        self._on_error(exc)
 
 
 async def _drained(producer: Any, topic: str, partition: int) -> None:

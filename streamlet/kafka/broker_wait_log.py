@@ -41,7 +41,6 @@ class BrokerWaitLog(logging.Handler):
         self._clock = clock
         self._waiting_since: float | None = None
         self._reminded_at = 0.0
-        self._last_trouble = ""
         self._membership_reported_at = -float("inf")
 
     @property
@@ -68,7 +67,6 @@ class BrokerWaitLog(logging.Handler):
             self._waiting_since = None
 
     def _on_trouble(self, message: str, now: float) -> None:
-        self._last_trouble = message
         if self._waiting_since is None:
             self._waiting_since = self._reminded_at = now
             log.warning("lost the connection to the Kafka broker; waiting for it to come back (the clients "

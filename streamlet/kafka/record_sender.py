@@ -6,6 +6,10 @@ to the producer behind the caller's back, so delivering never waits for the brok
 futures are kept until `flush()`, which a commit awaits before committing offsets: a record's input
 offset is committed only once the record is acknowledged. `flush()` also returns, per partition,
 the next offset after our last acknowledged record, which the tasks write into their checkpoints.
+
+The pump's tasks run in a task group the owner binds (`bind`): the asyncio runtime binds the group
+member's, whose scope covers every send and flush. `deliver()` (send, then flush) brings a group of
+its own, for a caller that drives its event loop one call at a time (the Spark engine).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import anyio
 from aiokafka.producer.message_accumulator import BatchBuilder as _BatchBuilder
+from anyio.abc import TaskGroup
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.error_remedies import production_remedy
@@ -49,6 +55,30 @@ class RecordSender:
         self.acked_offsets: dict[tuple[str, int], int] = {}
         self.sent = 0  # records handed over (queued in the pump or submitted to the producer)
         self._pump = BatchPump(self._submitted, self._failed)
+
+    def bind(self, task_group: TaskGroup | None) -> None:
+        """Run the batch pumps, which hand output to the producer after `send()` returned, in
+        `task_group`; its scope must outlast every `send()` and `flush()` (see `BatchPump.bind`)."""
+        self._pump.bind(task_group)
+
+    async def deliver(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> dict[tuple[str, int], int]:
+        """`send()` then `flush()`, the pumps in a task group of this call (they have all ended once
+        `flush()` returns). For callers without a task group that outlives their sends."""
+        error: Exception | None = None
+        acked: dict[tuple[str, int], int] = {}
+        async with anyio.create_task_group() as task_group:
+            self.bind(task_group)
+            try:
+                await self.send(drained)
+                acked = await self.flush()
+            except Exception as exc:  # raised as it is below, not inside the group's exception group
+                error = exc
+                task_group.cancel_scope.cancel()  # no pump outlives the failed delivery
+            finally:
+                self.bind(None)
+        if error is not None:
+            raise error
+        return acked
 
     async def send(self, drained: dict[tuple[str, int], list[ProducedRecord]]) -> None:
         """Hand records to the producer. A failure is kept for `flush()` to raise: the commit path,

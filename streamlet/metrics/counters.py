@@ -61,8 +61,6 @@ class ThreadCounters:
     commits: int = 0
     commit_ns: int = 0
     commit_max_ns: int = 0  # since the last sample
-    tasks_created: int = 0
-    tasks_closed: int = 0
 
     def record_poll(self, elapsed_ns: int, records: int) -> None:
         """One consumer poll that took `elapsed_ns` and returned `records` records."""

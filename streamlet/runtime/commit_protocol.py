@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaConnectionError, KafkaTimeoutError
+from anyio.abc import TaskGroup
 
 from streamlet.kafka.client_settings import stop_client
 from streamlet.kafka.fenced_offsets import (
@@ -66,6 +67,10 @@ def _merged(offsets_by_task: Mapping[str, Offsets]) -> Offsets:
 
 
 class CommitProtocol(Protocol):
+    def bind(self, task_group: TaskGroup) -> None:
+        """The task group the sender's batch pumps run in: the member's, entered before any task
+        opens and left after the last one closed (see `RecordSender.bind`)."""
+
     async def open_task(self, task_id: str, partitions: list[tuple[str, int]]) -> RecordSender:
         """The sender a new task writes through; under exactly-once it returns once no transaction of
         the task's previous owner is pending on the task's input partitions."""
@@ -90,6 +95,9 @@ class AtLeastOnceCommits:
     def __init__(self, producer: Any, commit_offsets: Callable[[Offsets], Any], skip_failed: bool = False) -> None:
         self._sender = RecordSender(producer, skip_failed)
         self._commit_offsets = commit_offsets
+
+    def bind(self, task_group: TaskGroup) -> None:
+        self._sender.bind(task_group)
 
     async def open_task(self, task_id: str, partitions: list[tuple[str, int]]) -> RecordSender:
         return self._sender
@@ -146,6 +154,9 @@ class ExactlyOnceCommits:
     @property
     def transactional_id(self) -> str:
         return self._transactional_id
+
+    def bind(self, task_group: TaskGroup) -> None:
+        self._sender.bind(task_group)
 
     async def _start_producer(self) -> None:
         producer = AIOKafkaProducer(**self._producer_config, transactional_id=self._transactional_id,

@@ -11,6 +11,10 @@ global node groups, named "global"): the test driver feeds it each record piped 
 at once; the asyncio runtime feeds it from `GlobalStreamThread` (below), which restores every global
 topic to its end before the stream tasks start and then keeps polling.
 
+The background loop runs in a task group that `GlobalStreamThread` enters at the end of `start()`
+and leaves in `close()`, so it cannot outlive the thread, and an error in it (an unexpected
+cancellation included) reaches the member through `on_failure` as before.
+
 The position reached is checkpointed in `<state.dir>/<application.id>/global/.checkpoint` after each
 flush, so a restart with persistent stores continues from there; in-memory stores (or a missing
 checkpoint) are rebuilt from the beginning of the topics.
@@ -26,10 +30,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from streamlet.actors.partition_group import ConsumedRecord
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
+from streamlet.errors import StrayCancellationError
 from streamlet.stores.api import StateStore
 from streamlet.topology import Topology
 
@@ -95,7 +102,12 @@ class GlobalStateUpdater:
 class GlobalStreamThread:
     """Keeps a `GlobalStateUpdater` current from the broker: a group-less consumer assigned every partition
     of every global topic. `start()` returns once each partition is read up to the end offset it had at
-    start-up (the stream tasks must not run before), then a background loop goes on polling."""
+    start-up (the stream tasks must not run before), then a background loop goes on polling.
+
+    The loop runs in a task group entered by `start()` and left by `close()`: both must be called by
+    the same task, and any cancel scope that task entered in between must be left before `close()`
+    (anyio's rule for nesting scopes). The member's exit stack does exactly that; anyio raises
+    otherwise."""
 
     def __init__(self, updater: GlobalStateUpdater, consumer: Any, commit_interval_ms: int,
                  on_failure: Callable[[BaseException], None] = lambda _exc: None) -> None:
@@ -103,7 +115,7 @@ class GlobalStreamThread:
         self._on_failure = on_failure
         self._consumer = consumer
         self._commit_interval_s = max(commit_interval_ms, 1) / 1000
-        self._loop_task: asyncio.Task[None] | None = None
+        self._running: contextlib.AsyncExitStack | None = None  # holds the loop's task group
         self._failure: BaseException | None = None
 
     @property
@@ -133,7 +145,11 @@ class GlobalStreamThread:
                 consumer.seek(tp, offset)
         ends = await consumer.end_offsets(partitions)
         await self._restore(ends)
-        self._loop_task = asyncio.create_task(self._run(), name="streamlet-global-stream-thread")
+        running = contextlib.AsyncExitStack()
+        task_group = await running.enter_async_context(anyio.create_task_group())
+        task_group.start_soon(self._run, name="streamlet-global-stream-thread")
+        running.callback(task_group.cancel_scope.cancel)  # close() stops the loop, then leaves the group
+        self._running = running
 
     async def _restore(self, ends: Mapping[Any, int]) -> None:
         """Read every partition up to its end offset of now (Kafka Streams' global state restoration)."""
@@ -162,22 +178,32 @@ class GlobalStreamThread:
                 if loop.time() >= next_flush:
                     self._updater.flush()
                     next_flush = loop.time() + self._commit_interval_s
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as exc:
+            # close() cancels the loop; any other cancellation is a client library's stray one, which
+            # would otherwise stop the global stores' updates in silence.
+            stray = StrayCancellationError.of(exc, "the global stream thread")
+            if stray is None:
+                raise
+            self._fail(stray)
         except BaseException as exc:  # surfaced by the supervisor
-            log.exception("the global stream thread failed")
-            self._failure = exc
-            self._on_failure(exc)
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        log.error("the global stream thread failed", exc_info=exc)
+        self._failure = exc
+        self._on_failure(exc)
 
     async def close(self) -> None:
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._loop_task
+        """Stop the background loop and wait for it, then stop the consumer and close the stores."""
+        running, self._running = self._running, None
         try:
-            await self._consumer.stop()
+            if running is not None:
+                await running.aclose()
         finally:
-            self._updater.close()
+            try:
+                await self._consumer.stop()
+            finally:
+                self._updater.close()
 
 
 async def start_global_thread(topology: Topology, config: StreamsConfig, state_root: Path,

@@ -5,6 +5,16 @@ asyncio task on the application's event loop. `start()` returns once the member 
 group machinery (topics prepared, clients started), so configuration and topic errors surface at
 start rather than later in the background. The state machine and its transitions follow Kafka
 Streams: CREATED → REBALANCING ⇄ RUNNING → PENDING_SHUTDOWN → NOT_RUNNING, or ERROR.
+
+Every task below the client runs in an anyio task group, so none outlives its owner: the member in
+the runner's group, the task actors and their batch pumps in the member's, the global stores' loop
+in the global thread's. The runner itself is the one task started without a group. `start()`
+returns while the client runs on, and the application may call `close()` from another task (a
+signal handler, a web framework's shutdown hook), so no group of the caller can own it without
+changing that API: a group entered in `start()` would have to be left by the same task in
+`close()`, with every cancel scope opened in between already closed, and a failure would cancel the
+caller's task where Kafka Streams moves the client to ERROR. The runner is kept instead, awaited by
+`close()` (cancelled once its timeout passed) and by `wait()`.
 """
 
 from __future__ import annotations
@@ -231,6 +241,7 @@ class KafkaStreams:
         self._set_state(State.REBALANCING)
         self._supervisor = self._new_supervisor()
         started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Not in a task group: see the module docstring. close() awaits it.
         self._runner = asyncio.create_task(self._run(started), name=f"streamlet-{self.config.application_id}")
         await started
 

@@ -82,8 +82,10 @@ class TaskManager:
         self._tg: TaskGroup | None = None
 
     def bind(self, tg: TaskGroup) -> None:
-        """The supervisor's task group, in which task actors run."""
+        """The supervisor's task group, in which task actors run, and with them the batch pumps that
+        hand their output to the producer (see `CommitProtocol.bind`)."""
         self._tg = tg
+        self.commits.bind(tg)
 
     def actor_for(self, topic: str, partition: int) -> TaskActor | None:
         return self._by_partition.get((topic, partition))

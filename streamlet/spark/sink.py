@@ -47,8 +47,7 @@ class _Sender:
             await start_client(producer, self._kwargs)
             self._producer = producer
             self._sender = RecordSender(producer, self._skip_failed)
-        await self._sender.send(dict(drained))
-        await self._sender.flush()
+        await self._sender.deliver(dict(drained))
 
     def send(self, drained: Drained) -> None:
         try:

@@ -133,8 +133,7 @@ class TaskTransactions:
 
     async def _send(self, drained: Drained) -> Offsets:
         assert self._sender is not None
-        await self._sender.send(dict(drained))
-        return await self._sender.flush()
+        return await self._sender.deliver(dict(drained))
 
     def send(self, drained: Drained) -> Offsets:
         """Send records in the open transaction and wait for their acknowledgements; returns, per

@@ -53,10 +53,6 @@ class NamedCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    @property
-    def dirty_count(self) -> int:
-        return len(self._dirty)
-
     def get(self, key: bytes) -> CacheEntry | None:
         """The entry, refreshed in LRU order; None on a miss."""
         entry = self._entries.get(key)

@@ -21,10 +21,6 @@ unpack_timestamp = _TIMESTAMP.unpack_from
 """`(timestamp,)` from the first 8 bytes of a timestamped local value (no length check)."""
 
 
-def join_timestamped(timestamp: int, raw_value: bytes) -> bytes:
-    return _TIMESTAMP.pack(timestamp) + raw_value
-
-
 def split_timestamped(value: bytes) -> tuple[int, bytes]:
     """(timestamp, raw value bytes) of a timestamped store's local value."""
     if len(value) < TIMESTAMP_SIZE:

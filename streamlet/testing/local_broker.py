@@ -235,8 +235,6 @@ class LocalKafkaBroker:
         version: str | None = None,
     ) -> None:
         self.version = check_kafka_version(version or default_kafka_version())
-        self._requested_port = port
-        self._requested_controller_port = controller_port
         self._given_data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self.heap = heap
         self.startup_timeout = startup_timeout

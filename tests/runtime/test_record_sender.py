@@ -8,6 +8,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import pytest
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.default_records import DefaultRecordBatch
@@ -53,8 +54,7 @@ async def _send(builder_type: type[BatchBuilder], drained: dict[tuple[str, int],
                 batch_size: int = 1024) -> tuple[_Producer, RecordSender, dict[tuple[str, int], int]]:
     producer = _Producer(builder_type, batch_size)
     sender = RecordSender(producer)
-    await sender.send(drained)
-    return producer, sender, await sender.flush()
+    return producer, sender, await sender.deliver(drained)
 
 
 @pytest.mark.anyio
@@ -84,9 +84,8 @@ async def test_a_record_larger_than_a_batch_goes_alone_and_an_oversized_one_fail
     huge = ProducedRecord(b"huge", b"x" * (RecordSender.MAX_RECORD_BYTES + 1), 5, ())
     producer = _Producer(BatchBuilder, 1024)
     sender = RecordSender(producer)
-    await sender.send({("out", 0): [huge]})
     with pytest.raises(ProductionError, match="larger than the batch size"):
-        await sender.flush()
+        await sender.deliver({("out", 0): [huge]})
 
 
 @pytest.mark.anyio
@@ -98,9 +97,11 @@ async def test_output_of_several_sends_joins_the_open_batch_the_same_way() -> No
     for builder_type in (BatchBuilder, _OtherBuilder):
         producer = _Producer(builder_type, 4096)
         sender = RecordSender(producer)
-        await sender.send({("out", 0): first})
-        await sender.send({("out", 0): second})
-        await sender.flush()
+        async with anyio.create_task_group() as tg:  # the member's task group in the runtime
+            sender.bind(tg)
+            await sender.send({("out", 0): first})
+            await sender.send({("out", 0): second})
+            await sender.flush()
         results.append(_batches(producer))
     direct, plain = results
     assert direct == plain
