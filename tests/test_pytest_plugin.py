@@ -46,19 +46,9 @@ def _this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
     """The inner pytest imports the plugin of this checkout (not of wherever streamlet is installed)."""
     monkeypatch.setenv("PYTHONPATH", str(REPO))
 
-ASYNC_DRIVER_TEST = '''
-import asyncio
-from streamlet import StreamsBuilder
-
-async def test_async_with_the_driver(topology_test_driver):
-    await asyncio.sleep(0)  # a running asyncio loop
-    builder = StreamsBuilder()
-    builder.stream("in").map_values(str.upper).to("out")
-    driver = topology_test_driver(builder.build(), {"application.id": "user",
-                                                    "default.key.serde": "String", "default.value.serde": "String"})
-    driver.create_input_topic("in").pipe_input("k", "hello")
-    assert driver.create_output_topic("out").read_value() == "HELLO"
-'''
+ASYNC_DRIVER_TEST = "import asyncio\n" + USER_TEST.replace(
+    "def test_uses_the_driver_fixture(topology_test_driver):\n",
+    "async def test_async_with_the_driver(topology_test_driver):\n    await asyncio.sleep(0)  # a running loop\n")
 
 
 def test_an_async_test_using_the_fixtures_runs_on_asyncio(pytester: pytest.Pytester) -> None:
