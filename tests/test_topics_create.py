@@ -11,7 +11,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.cli import main
-from streamlet.runtime.local_broker import LocalKafkaBroker
+from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 
 _SUFFIX = uuid.uuid4().hex[:8]
