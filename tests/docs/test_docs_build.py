@@ -13,7 +13,7 @@ import pytest
 
 from streamlet.config import DEFAULTS, DESCRIPTIONS
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 class _Tables(HTMLParser):
