@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hypothesis
+
 from tests.docs.blocks import REPO, Block, section_of
 
 DOC_BOOTSTRAP = "127.0.0.1:9092"
@@ -169,6 +171,9 @@ class PageRun:
         wanted = list(inspect.signature(inner).parameters)
         if hasattr(test, "hypothesis"):
             wanted = [name for name in wanted if name in self.fixtures]
+            # What the property says is checked, not how fast examples come on a loaded machine.
+            test = hypothesis.settings(max_examples=25, deadline=None,
+                                       suppress_health_check=[hypothesis.HealthCheck.too_slow])(test)
         args = {}
         for name in wanted:
             assert name in self.fixtures, f"{block.where}: {test.__name__} asks for an unknown fixture {name!r}"
