@@ -105,19 +105,18 @@ class PageRun:
                 self._stop(bg)
         finally:
             for bg in self.background:
-                bg.process.kill()
+                _signal_group(bg.process, signal.SIGKILL)
             if self.dev_broker_started:
                 subprocess.run(["streamlet", "broker", "stop"], cwd=self.work, env=self.env(),
                                capture_output=True, timeout=120)
 
     def _stop(self, bg: _Background) -> None:
         self.background.remove(bg)
-        if bg.process.poll() is None:
-            bg.process.send_signal(signal.SIGINT)
+        _signal_group(bg.process, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group
         try:
             code = bg.process.wait(timeout=120)
         except subprocess.TimeoutExpired:
-            bg.process.kill()
+            _signal_group(bg.process, signal.SIGKILL)
             bg.process.wait()
             raise AssertionError(f"{bg.where}: `{bg.what}` did not stop within 120 s of Ctrl-C:\n"
                                  f"{bg.output()}") from None
@@ -252,7 +251,7 @@ class PageRun:
         log = self._log_path(re.sub(r"\W+", "-", what)[:40])
         with open(log, "wb") as out:
             process = subprocess.Popen(argv, cwd=self.work, env=self.env(), stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL)
+                                       stdin=subprocess.DEVNULL, start_new_session=True)
         bg = _Background(what, block.where, section_of(block), process, log)
         self.background.append(bg)
         return bg
@@ -270,6 +269,14 @@ class PageRun:
             assert bg.process.poll() is None, f"{bg.where}: `{bg.what}` ended:\n{bg.output()}"
             assert time.monotonic() < deadline, f"{bg.where}: `{bg.what}` did not join {group}:\n{bg.output()}"
             time.sleep(1)
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    """`signum` to the process group `process` leads (started in a session of its own), if it is there."""
+    try:
+        os.killpg(process.pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 async def _group_is_stable(bootstrap: str, group: str) -> bool:
