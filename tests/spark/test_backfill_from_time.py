@@ -7,33 +7,21 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamlet.errors import ConfigError
 from streamlet.spark.bounds import backfill_bounds, offsets_at
 from streamlet.testing.local_broker import LocalKafkaBroker
+from tests.spark.harness import Rec, create_topics, produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 
 async def _topic_with_times(bootstrap: str, times: list[int]) -> str:
-    """A fresh two-partition topic kept forever (its timestamps are old) with one record per time,
+    """A fresh two-partition topic (kept forever: its timestamps are old) with one record per time,
     alternately in partitions 0 and 1."""
     topic = f"backfill-times-{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, 2, 1, topic_configs={"retention.ms": "-1"})])
-    finally:
-        await admin.close()
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for i, ts in enumerate(times):
-            await producer.send_and_wait(topic, b"v", partition=i % 2, timestamp_ms=ts)
-    finally:
-        await producer.stop()
+    await create_topics(bootstrap, {topic: 2})
+    await produce(bootstrap, [Rec(topic, i % 2, b"k", b"v", ts) for i, ts in enumerate(times)])
     return topic
 
 

@@ -4,6 +4,7 @@ the driver was and made the command exit 130 with py4j tracebacks)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -14,27 +15,15 @@ import pytest
 
 from streamlet.testing.local_broker import LocalKafkaBroker
 from tests.spark.cli_runs import spark_cli
+from tests.spark.harness import create_topics
 
 pytestmark = pytest.mark.broker
 
 
-async def _create(bootstrap: str, *topics: str) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, 1, 1) for t in topics])
-    finally:
-        await admin.close()
-
-
 def test_ctrl_c_stops_spark_run_cleanly(kafka_broker: LocalKafkaBroker, tmp_path: Path) -> None:
-    import asyncio
-
     run = uuid.uuid4().hex[:8]
     source, sink = f"ctrl-c-in-{run}", f"ctrl-c-out-{run}"
-    asyncio.run(_create(kafka_broker.bootstrap_servers, source, sink))
+    asyncio.run(create_topics(kafka_broker.bootstrap_servers, {source: 1, sink: 1}))
     log = tmp_path / "spark.log"
     app = spark_cli("run", kafka_broker.bootstrap_servers, f"ctrl-c-{run}", tmp_path / "checkpoint", sink, source,
                     log, master="local[1]")
