@@ -25,3 +25,4 @@ autodoc_default_options = {"members": True, "undoc-members": False, "show-inheri
 default_role = "code"  # `name` in docstrings is code, as it is in the source
 nitpicky = False
 suppress_warnings = ["myst.header"]
+smartquotes = False  # `--http`, `...` and quotes stay as typed: readers copy them

@@ -7,6 +7,8 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
+
 USER_TEST = '''
 from streamlet import Serdes, StreamsBuilder
 
@@ -31,3 +33,61 @@ def test_a_users_test_gets_the_fixtures_without_a_conftest(tmp_path: Path) -> No
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "1 passed" in run.stdout
+
+
+# -- async tests ---------------------------------------------------------------------------------------
+
+pytest_plugins = ["pytester"]
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inner pytest imports the plugin of this checkout (not of wherever streamlet is installed)."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+
+ASYNC_DRIVER_TEST = "import asyncio\n" + USER_TEST.replace(
+    "def test_uses_the_driver_fixture(topology_test_driver):\n",
+    "async def test_async_with_the_driver(topology_test_driver):\n    await asyncio.sleep(0)  # a running loop\n")
+
+
+def test_an_async_test_using_the_fixtures_runs_on_asyncio(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user=ASYNC_DRIVER_TEST)
+    result = pytester.runpytest_subprocess("-v", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_async_with_the_driver?asyncio? PASSED*"])
+
+
+def test_async_tests_without_the_fixtures_are_left_to_the_project(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user='''
+async def test_no_streamlet_fixture(tmp_path):
+    pass
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)  # pytest's own verdict: no async plugin runs it
+    result.stdout.fnmatch_lines(["*async def functions are not natively supported*"])
+
+
+def test_a_projects_own_marks_and_backend_are_kept(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('''
+import pytest
+
+@pytest.fixture
+def anyio_backend():
+    return ("asyncio", {"debug": True})
+''')
+    pytester.makepyfile(test_user='''
+import asyncio
+import pytest
+
+async def test_unmarked_uses_the_projects_backend(topology_test_driver):
+    assert asyncio.get_running_loop().get_debug()
+
+@pytest.mark.anyio
+async def test_marked_runs_once(topology_test_driver):
+    assert asyncio.get_running_loop().get_debug()
+''')
+    result = pytester.runpytest_subprocess("-v", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_unmarked_uses_the_projects_backend PASSED*",
+                                 "*test_marked_runs_once PASSED*"])

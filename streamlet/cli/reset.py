@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 from aiokafka.structs import OffsetAndMetadata
 
 from streamlet.config import StreamsConfig
@@ -115,8 +118,8 @@ async def apply_reset(plan: ResetPlan, config: StreamsConfig | Mapping[str, Any]
     log.info("%s\ndone", plan.describe())
 
 
-async def _require_inactive_group(admin: Any, group: str) -> None:
-    described = await admin.describe_consumer_groups([group])
+async def _require_inactive_group(admin: Any, group: str, timeout_s: float = 30.0) -> None:
+    described = await _describe_group(admin, group, timeout_s)
     for response in described:
         for entry in response.to_object()["groups"]:
             members = entry.get("members") or []
@@ -124,6 +127,19 @@ async def _require_inactive_group(admin: Any, group: str) -> None:
                 raise ApplicationRunningError(
                     f"application {group!r} still has {len(members)} running instance(s) "
                     f"(group state {entry.get('state')}); stop every instance before resetting it")
+
+
+async def _describe_group(admin: Any, group: str, timeout_s: float) -> Any:
+    """The group's description. A cluster where no group was ever used answers "coordinator not
+    available" while it creates its offsets topic: a retriable error, retried for `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await admin.describe_consumer_groups([group])
+        except (GroupCoordinatorNotAvailableError, CoordinatorLoadInProgressError):
+            if time.monotonic() > deadline:
+                raise
+            await anyio.sleep(0.5)
 
 
 async def _target_offsets(config: StreamsConfig, parts: list[TopicPartition], to_datetime: datetime | None,

@@ -224,9 +224,10 @@ def client_kwargs(config: StreamsConfig | Mapping[str, Any], role: ClientRole,
     config = StreamsConfig.of(config)
     settings = resolved_settings(config, role)
     _report_unusable(config, role)
+    app_id = config.get("application.id")  # none for a tool that is no application (`streamlet topics create`)
     kwargs: dict[str, Any] = {
         "bootstrap_servers": settings["bootstrap.servers"],
-        "client_id": client_id or settings.get("client.id") or f"{config.application_id}-streamlet",
+        "client_id": client_id or settings.get("client.id") or (f"{app_id}-streamlet" if app_id else "streamlet"),
     }
     ints = dict(_COMMON)
     if role.is_consumer:

@@ -490,7 +490,8 @@ async def create_user_topics(topology: Topology, config: Any, partitions: int = 
                              replication_factor: int = -1) -> dict[str, int]:
     """For development (`streamlet topics create`): create the source and sink topics `topology` names
     that do not exist yet, with `partitions` each; returns those created. Internal topics are left to
-    the application, which creates them with the partition counts it derives."""
+    the application, which creates them with the partition counts it derives. No `application.id` is
+    needed: Kafka Streams' users create these topics with Kafka's tools, which know of no application."""
     sources, sinks = user_topics(topology)
     async with admin_client(client_kwargs(config, ClientRole.ADMIN)) as admin:
         existing = await describe_partition_counts(admin, sources | sinks)

@@ -22,6 +22,7 @@ from typing import Any
 
 from streamlet.errors import ConfigError
 from streamlet.kafka.client_settings import ClientRole, client_kwargs, start_client
+from streamlet.kafka.topic_manager import admin_client, describe_partition_counts
 from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.query import Bounds
 
@@ -38,14 +39,21 @@ def _iso_ms(text: str, flag: str) -> int:
 
 async def offsets_at(settings: dict[str, Any], topics: Iterable[str], when_ms: int) -> dict[str, dict[str, int]]:
     """Per topic and partition: the first offset whose timestamp is at or after `when_ms` (the end offset
-    where there is none)."""
+    where there is none). The partitions come from the cluster's metadata, asked with an admin client (a
+    consumer that subscribed to nothing knows no topic's partitions)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
+    wanted = list(topics)
+    async with admin_client(client_kwargs(settings, ClientRole.ADMIN)) as admin:
+        counts = await describe_partition_counts(admin, wanted)
+    missing = sorted(set(wanted) - counts.keys())
+    if missing:
+        raise ConfigError(f"the input topic(s) {missing} do not exist: nothing to backfill from them")
+    partitions = [TopicPartition(t, p) for t in wanted for p in range(counts[t])]
     kwargs = client_kwargs(settings, ClientRole.MAIN_CONSUMER)
     consumer = AIOKafkaConsumer(**kwargs, enable_auto_commit=False)
     await start_client(consumer, kwargs)
     try:
-        partitions = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
         found = await consumer.offsets_for_times({tp: when_ms for tp in partitions})
         ends = await consumer.end_offsets(partitions)
     finally:

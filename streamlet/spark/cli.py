@@ -60,6 +60,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     topology, config = _app(args)
     streams = SparkStreams(topology, config)
     streams.start()
+    # pyspark's SparkContext put its own SIGINT handler in (cancel every job, raise KeyboardInterrupt
+    # wherever the main thread is, often inside a py4j call): Ctrl-C must stop as SIGTERM does.
+    signal.signal(signal.SIGINT, on_signal)
     print(f"streamlet spark: running {len(streams.queries)} queries; checkpoints in {streams.checkpoint_root()}",
           file=sys.stderr, flush=True)
     try:
