@@ -103,9 +103,21 @@ def make_lines(words: int, rng: random.Random) -> list[str]:
     return lines
 
 
+_INPUT_DELIVERY_TIMEOUT_MS = 600_000
+"""How long the harness's input producer keeps a batch while the broker is down or leaderless."""
+
+
 async def produce_steadily(bootstrap: str, topic: str, lines: list[str], seconds: float) -> None:
     """Write `lines` spread evenly over about `seconds`, in small acknowledged chunks."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all", enable_idempotence=True)
+    # aiokafka has no delivery.timeout.ms: a batch fails with LeaderNotAvailableError (or
+    # NotLeaderForPartitionError) once it is older than request_timeout_ms (default 40 s) while the
+    # metadata shows no leader. A KRaft broker fences itself on a clean stop (its partitions go
+    # leaderless until it is back and unfenced), and on a loaded machine stop + start took ~2 minutes,
+    # so a batch queued at the stop expired as soon as the returned broker's metadata was read. Give
+    # the batches a lifetime longer than any restart in these tests instead of resending: a resend
+    # could duplicate a batch the broker had written before the connection dropped.
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all", enable_idempotence=True,
+                                request_timeout_ms=_INPUT_DELIVERY_TIMEOUT_MS)
     await producer.start()
     try:
         chunks = max(1, int(seconds * 10))
@@ -245,10 +257,14 @@ def scale(steps: list[tuple[float, int]]) -> Disruption:
         for at, count in steps:
             await asyncio.sleep(max(0.0, began + at - time.monotonic()))
             running = [a for a in apps if a.proc is not None and a.proc.poll() is None]
+            added = []
             for _ in range(count - len(running)):
                 clone = apps[0].clone(len(apps))
                 apps.append(clone)
-                clone.start()
+                added.append(clone.start())
+            # A new instance counts once it runs tasks: on a loaded machine its interpreter alone can
+            # take longer to start than the gap to the next step, and stopping it then tests nothing.
+            await asyncio.gather(*(app.wait_for_log("started on", timeout=180) for app in added))
             for app in running[count:]:
                 app.stop()
             log(f"[chaos] scaled from {len(running)} to {count} instances at {time.monotonic() - began:.1f}s")
