@@ -17,12 +17,7 @@ from tests.docs.runner import PageRun
 
 # Sections that need a change of another branch of issue 24: (page, heading) -> why. The lead removes
 # an entry once that branch is merged; nothing else is skipped.
-NEEDS_ANOTHER_BRANCH: dict[tuple[str, str], str] = {
-    ("docs/recipes.md", "A foreign-key join, without default serdes"):
-        "issue 24 branch i24-http-fk: the foreign-key join's internal serdes inferred from its tables",
-    ("docs/recipes.md", "Session stores"):
-        "issue 24 branch i24-http-fk: session stores answer /keys, /all and /range over HTTP",
-}
+NEEDS_ANOTHER_BRANCH: dict[tuple[str, str], str] = {}
 _RUNNABLE = {"python", "sh", "console"}
 
 
