@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamlet.runtime import commit_metadata as cm
-from streamlet.runtime.commit_metadata import TopicPartitionMetadata
+from streamlet.kafka import commit_metadata as cm
+from streamlet.kafka.commit_metadata import TopicPartitionMetadata
 
 longs = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 keys = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamlet.runtime.commit_metadata import STREAMLET_KEY_PREFIX, TopicPartitionMetadata
+from streamlet.kafka.commit_metadata import STREAMLET_KEY_PREFIX, TopicPartitionMetadata
 
 JAVA_DIR = Path(__file__).parents[1] / "java_commit_metadata"
 _JAR = JAVA_DIR / "target" / "streamlet-commit-metadata-check-0.1.0.jar"
