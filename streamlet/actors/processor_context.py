@@ -119,3 +119,9 @@ class NodeContext(ProcessorContext):
 
     def current_system_time_ms(self) -> int:
         return self._task.clock()
+
+    @property
+    def processor_metadata(self) -> dict[str, int]:
+        """The task's processor metadata (Kafka Streams' `InternalProcessorContext.processorMetadata()`),
+        committed with its offsets: not part of the `ProcessorContext` API, DSL processors look it up."""
+        return self._task.processor_metadata

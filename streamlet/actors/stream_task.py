@@ -22,7 +22,7 @@ from streamlet.actors.processor_node import DynamicSinkNode, Node, ProcessorNode
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
-from streamlet.actors.task_progress import CarriesProgress, TaskProgress
+from streamlet.actors.task_progress import CarriesProgress, CommitTimes, TaskProgress
 from streamlet.config import StreamsConfig
 from streamlet.error_remedies import PROCESSING_REMEDY, missing_serde_remedy
 from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
@@ -86,6 +86,9 @@ class StreamTask:
         self._stream_queue = PunctuationQueue()
         self._wall_queue = PunctuationQueue()
         self._next_stream_punct = NO_PUNCTUATION
+        self.processor_metadata: dict[str, int] = {}
+        """Kafka Streams' task-wide `ProcessorMetadata`: kept by processors (an `on_window_close`
+        aggregation's last emit, under its store's name), committed with the offsets (see `CommitTimes`)."""
 
         n_stores = max(1, len(caching_stores(topology, subtopology.stores)))  # the stores that share the cache
         self.state = ProcessorStateManager(
@@ -330,6 +333,7 @@ class StreamTask:
             round_robin=self.collector.round_robin_positions(),
             processors={name: node.processor.carried_progress() for name, node in self.nodes.items()
                         if isinstance(node, ProcessorNode) and isinstance(node.processor, CarriesProgress)},
+            processor_metadata=dict(self.processor_metadata),
         )
 
     def resume(self, progress: TaskProgress) -> None:
@@ -345,10 +349,34 @@ class StreamTask:
         due = self._stream_queue.next_due()
         self._next_stream_punct = NO_PUNCTUATION if due is None else due
         self.collector.restore_round_robin(progress.round_robin)
+        self._set_processor_metadata(progress.processor_metadata)
         for name, carried in progress.processors.items():
             node = self.nodes.get(name)
             if isinstance(node, ProcessorNode) and isinstance(node.processor, CarriesProgress):
                 node.processor.resume_progress(carried)
+
+    def commit_times(self) -> CommitTimes:
+        """What is committed with the offsets besides them: partition times and processor metadata."""
+        return CommitTimes({tp: q.partition_time for tp, q in self.partition_group.queues().items()},
+                           dict(self.processor_metadata))
+
+    def restore_times(self, committed: CommitTimes) -> None:
+        """Continue from what was committed (Kafka Streams' `initializeTaskTimeAndProcessorMetadata`): each
+        partition's time, stream time the largest of them, and the processor metadata. Processors keep
+        times of their own (a windowed aggregation's observed stream time), which start again, as there."""
+        pg = self.partition_group
+        for (topic, partition), partition_time in committed.partition_times.items():
+            if partition_time == -1:
+                continue
+            pg.queue_for(topic, partition).partition_time = partition_time
+            if partition_time > pg.stream_time:
+                pg.stream_time = partition_time
+        self._set_processor_metadata(committed.processor_metadata)
+
+    def _set_processor_metadata(self, entries: Mapping[str, int]) -> None:
+        """Replace the processor metadata in place: processors hold the map from their `init` on."""
+        self.processor_metadata.clear()
+        self.processor_metadata.update(entries)
 
     # -- committing ---------------------------------------------------------------------------------
     def prepare_commit(self) -> dict[tuple[str, int], int]:

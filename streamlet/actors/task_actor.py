@@ -26,6 +26,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from streamlet.actors.partition_group import ConsumedRecord
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.actors.stream_task import StreamTask
+from streamlet.actors.task_progress import CommitTimes
 from streamlet.errors import StrayCancellationError, StreamsError
 from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import TaskCounters
@@ -80,10 +81,12 @@ class Records:
 
 @dataclass(slots=True)
 class Commit:
-    """Flush stores and output; reply with the offsets that are safe to commit."""
+    """Flush stores and output; reply with the offsets that are safe to commit (and set `times`, what is
+    committed with them, taken at the same point)."""
 
     reply: Reply = field(default_factory=Reply)
     posted_ns: int = field(default_factory=time.perf_counter_ns)
+    times: CommitTimes | None = None
 
 
 @dataclass(slots=True)
@@ -97,6 +100,8 @@ class Committed:
 class Close:
     clean: bool
     reply: Reply = field(default_factory=Reply)
+    times: CommitTimes | None = None
+    """Set by a clean close: what is committed with the offsets of the reply."""
 
 
 Message = Records | Commit | Committed | Close
@@ -241,6 +246,7 @@ class TaskActor:
             except BaseException as exc:
                 message.reply.fail(exc)
                 raise
+            message.times = task.commit_times()
             message.reply.set(offsets)
             return False
         if isinstance(message, Committed):
@@ -251,6 +257,7 @@ class TaskActor:
             if message.clean:
                 task.prepare_commit()
                 await self._flush_output()
+                message.times = task.commit_times()
             else:
                 dropped = task.collector.discard()
                 if dropped:

@@ -233,3 +233,28 @@ def _warn_once(where: str, kind: str, problem: str) -> None:
     if len(_warned) < _WARN_LIMIT:
         _warned.add(tag)
     log.warning(message)
+
+
+Partition = tuple[str, int]
+
+
+def encode_commit_metadata(partition_times: Mapping[Partition, int], processor_metadata: Mapping[str, int],
+                           partitions: Iterable[Partition]) -> dict[Partition, str]:
+    """The metadata to commit with each of `partitions`' offsets, as Kafka Streams writes it: the
+    partition's time (`NO_TIMESTAMP` when unknown) and the task's whole processor metadata."""
+    return {tp: fit_to_limit(TopicPartitionMetadata(partition_times.get(tp, NO_TIMESTAMP), processor_metadata),
+                             where=f"{tp[0]}-{tp[1]}")
+            for tp in partitions}
+
+
+def decode_committed(metadata: Mapping[Partition, str]) -> tuple[dict[Partition, int], dict[str, int]]:
+    """What a task starting takes from the metadata committed with its partitions' offsets (Kafka Streams'
+    `initializeTaskTimeAndProcessorMetadata`): each partition's time, and the processor metadata of all
+    of them merged, the larger value per key."""
+    partition_times: dict[Partition, int] = {}
+    merged: dict[str, int] = {}
+    for tp, text in metadata.items():
+        decoded = TopicPartitionMetadata.decode(text, f"{tp[0]}-{tp[1]}")
+        partition_times[tp] = decoded.partition_time
+        merge_processor_metadata(merged, decoded.processor_metadata)
+    return partition_times, merged

@@ -20,6 +20,9 @@ others' uncommitted work too, and they fail their next commit (Kafka Streams clo
 an aborted EOS-v2 transaction dirty for the same reason).
 
 A failed exactly-once commit is never retried: the caller closes the named tasks dirty and rejoins the group.
+
+Both commit each offset with its metadata: Kafka Streams' encoding of the partition time and the task's
+processor metadata (`streamlet.kafka.commit_metadata`), which a task starting reads back.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any, Protocol
 import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaConnectionError, KafkaTimeoutError
+from aiokafka.structs import OffsetAndMetadata
 from anyio.abc import TaskGroup
 
 from streamlet.kafka.client_settings import stop_client
@@ -48,6 +52,12 @@ from streamlet.metrics import latency_trace
 log = logging.getLogger(__name__)
 
 Offsets = dict[tuple[str, int], int]
+Metadata = Mapping[tuple[str, int], str]
+"""The metadata committed with each partition's offset ('' where a partition has none)."""
+
+
+def with_metadata(offsets: Offsets, metadata: Metadata) -> dict[TopicPartition, OffsetAndMetadata]:
+    return {TopicPartition(t, p): OffsetAndMetadata(o, metadata.get((t, p), "")) for (t, p), o in offsets.items()}
 
 
 class CommitFailed(Exception):
@@ -75,8 +85,9 @@ class CommitProtocol(Protocol):
         """The sender a new task writes through; under exactly-once it returns once no transaction of
         the task's previous owner is pending on the task's input partitions."""
 
-    async def commit(self, offsets_by_task: Mapping[str, Offsets]) -> Offsets:
-        """Make every task's output and offsets durable; returns acknowledged output offsets."""
+    async def commit(self, offsets_by_task: Mapping[str, Offsets], metadata: Metadata) -> Offsets:
+        """Make every task's output and offsets (with their `metadata`) durable; returns acknowledged
+        output offsets."""
 
     async def close_task(self, task_id: str, clean: bool) -> Offsets:
         """Release the task's sender; a clean close has committed first, a dirty one aborts."""
@@ -92,7 +103,8 @@ class CommitProtocol(Protocol):
 
 
 class AtLeastOnceCommits:
-    def __init__(self, producer: Any, commit_offsets: Callable[[Offsets], Any], skip_failed: bool = False) -> None:
+    def __init__(self, producer: Any, commit_offsets: Callable[[Offsets, Metadata], Any],
+                 skip_failed: bool = False) -> None:
         self._sender = RecordSender(producer, skip_failed)
         self._commit_offsets = commit_offsets
 
@@ -102,12 +114,12 @@ class AtLeastOnceCommits:
     async def open_task(self, task_id: str, partitions: list[tuple[str, int]]) -> RecordSender:
         return self._sender
 
-    async def commit(self, offsets_by_task: Mapping[str, Offsets]) -> Offsets:
+    async def commit(self, offsets_by_task: Mapping[str, Offsets], metadata: Metadata) -> Offsets:
         acked = await self._sender.flush()
         offsets = _merged(offsets_by_task)
         if offsets:
             try:
-                await self._commit_offsets(offsets)
+                await self._commit_offsets(offsets, metadata)
             except CommitFailedError as exc:
                 # The group is rebalancing (or moved on without us). Not a failure of the application:
                 # the revocation that follows commits these offsets again, and if the partitions are
@@ -182,7 +194,7 @@ class ExactlyOnceCommits:
         self._open.add(task_id)
         return self._sender
 
-    async def commit(self, offsets_by_task: Mapping[str, Offsets]) -> Offsets:
+    async def commit(self, offsets_by_task: Mapping[str, Offsets], metadata: Metadata) -> Offsets:
         if self._tainted:
             tainted, self._tainted = sorted(self._tainted), set()
             raise CommitFailed("an aborted transaction took these tasks' uncommitted work with it", tainted)
@@ -214,8 +226,7 @@ class ExactlyOnceCommits:
                     # Offsets without a generation are not checked by the coordinator at all.
                     raise MemberFencedError(f"this member is out of the group (generation {generation}); "
                                             "its partitions may be another member's now")
-                await producer.send_offsets_to_transaction(
-                    {TopicPartition(t, p): o for (t, p), o in offsets.items()}, self._app_id)
+                await producer.send_offsets_to_transaction(with_metadata(offsets, metadata), self._app_id)
                 if trace is not None:
                     trace.duration("commit.offsets", step)
                     step = time.perf_counter_ns()

@@ -19,10 +19,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from aiokafka import TopicPartition
 from aiokafka.errors import CommitFailedError
 
-from streamlet.runtime.commit_protocol import Offsets
+from streamlet.runtime.commit_protocol import Metadata, Offsets, with_metadata
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class GroupMembership:
         """Go through the group again: the next assignment decides who runs what."""
         self._consumer._coordinator.request_rejoin()
 
-    async def commit_offsets(self, offsets: Offsets) -> None:
+    async def commit_offsets(self, offsets: Offsets, metadata: Metadata) -> None:
         """At-least-once offset commit. A task that moved to another member in an eager rebalance is
         closed (cleanly) only once the new assignment arrives, when its partitions are no longer this
         consumer's: their offsets were committed on revocation, and committing them now would fail the
@@ -88,7 +87,7 @@ class GroupMembership:
             # when the group is empty: stale offsets of a dropped member would overwrite its successor's.
             raise CommitFailedError("this member is out of the group; its partitions may be another member's now")
         assigned = self._consumer.assignment()
-        mine = {TopicPartition(t, p): o for (t, p), o in offsets.items() if TopicPartition(t, p) in assigned}
+        mine = {tp: o for tp, o in with_metadata(offsets, metadata).items() if tp in assigned}
         if len(mine) < len(offsets):
             log.debug("not committing offsets of %d partitions no longer assigned", len(offsets) - len(mine))
         if mine:

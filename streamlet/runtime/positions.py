@@ -27,7 +27,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from streamlet.config import StreamsConfig
-from streamlet.kafka.fenced_offsets import fetch_stable_offsets
+from streamlet.kafka.fenced_offsets import fetch_stable_commits, fetch_stable_offsets
 from streamlet.runtime.task_manager import TaskManager
 
 Partition = tuple[str, int]
@@ -109,6 +109,12 @@ class PartitionPositions:
             if reads_several_partitions(actor):
                 self.awaited[(topic, partition)] = actor
                 actor.task.partition_group.expect([(topic, partition)])
+
+    async def committed_with_metadata(self, partitions: list[Partition]) -> dict[Partition, tuple[int | None, str]]:
+        """The group's committed offsets (stable ones) and their metadata: what a task starting reads its
+        partition times and processor metadata from (`TaskManager.restore_step`)."""
+        return await fetch_stable_commits(self._consumer, partitions,
+                                          int(self._config["transaction.timeout.ms"]) / 1000 + 30)
 
     async def _committed(self, partitions: list[Partition]) -> dict[Partition, int | None]:
         """The group's committed offsets; under exactly-once only stable ones (see `fenced_offsets`)."""

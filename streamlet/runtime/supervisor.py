@@ -337,6 +337,7 @@ class Supervisor:
         exists; returns the rebalance listener to subscribe with."""
         assert self._assignor is not None
         positions = PartitionPositions(self.consumer, tasks, self.config)
+        tasks.read_commits = positions.committed_with_metadata
         committer = Committer(tasks, positions, membership, self.counters, self.purger, self._dispatch_lock,
                               int(self.config["commit.interval.ms"]) / 1000)
         listener = StreamsRebalanceListener(

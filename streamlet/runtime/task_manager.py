@@ -6,13 +6,18 @@ restoring stores from their changelogs, then starting the actor), and closes tas
 partitions moved elsewhere. It also runs the commit across all actors: each actor flushes its
 stores and output and names its consumed offsets, then the `CommitProtocol` (at-least-once or
 exactly-once) makes them durable.
+
+With the offsets go the tasks' partition times and processor metadata, in Kafka Streams' encoding
+(`streamlet.kafka.commit_metadata`); a task starting reads them back from the group's committed
+offsets before its processors' `init`, as Kafka Streams does, so that it continues with the partition
+and stream times it stopped at and an `on_window_close` aggregation does not send its final results again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +27,22 @@ from anyio.abc import TaskGroup
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TopicResolver
+from streamlet.actors.task_progress import CommitTimes
 from streamlet.config import StreamsConfig
 from streamlet.kafka.changelog_reader import ChangelogReader
+from streamlet.kafka.commit_metadata import decode_committed, encode_commit_metadata, is_streamlet_key
 from streamlet.kafka.record_sender import RecordSender
 from streamlet.metrics import latency_trace
-from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Offsets
+from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Metadata, Offsets
 from streamlet.stores.api import StateStore
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
 
 TaskKey = tuple[int, int]  # (sub-topology id, partition)
+Partitions = list[tuple[str, int]]
+CommitReader = Callable[[Partitions], Awaitable[dict[tuple[str, int], tuple[int | None, str]]]]
+"""Reads the group's committed offsets (None: none) and their metadata for some partitions."""
 
 
 def new_runtime_task(topology: Topology, sub: SubTopology, partition: int, config: StreamsConfig,
@@ -71,6 +81,8 @@ class TaskManager:
         self.on_task_created: Callable[[StreamTask], None] = lambda _task: None
         # Looks up topics first named by a dynamically routed sink (set by the supervisor).
         self.resolve_topics: TopicResolver | None = None
+        # Reads what was committed for a task's partitions before it starts (set by the supervisor).
+        self.read_commits: CommitReader | None = None
         self.global_stores: Mapping[str, StateStore] = {}  # the instance's global stores, read by every task
         self.actors: dict[TaskKey, TaskActor] = {}
         self.restoring: dict[TaskKey, tuple[StreamTask, RecordSender, list[tuple[str, int]]]] = {}
@@ -149,14 +161,23 @@ class TaskManager:
         input partitions (the caller positions them at the committed offsets and resumes them)."""
         assert self._tg is not None, "bind() the task group first"
         activated: list[tuple[str, int]] = []
-        for task in await self.reader.step(max_seconds):
+        completed = await self.reader.step(max_seconds)
+        done = [self.restoring.pop((task.subtopology.id, task.partition)) for task in completed]
+        try:
+            committed = await self._committed_metadata([tp for _, _, tps in done for tp in tps])
+        except BaseException:
+            for task, _, _ in done:
+                task.close(clean=False)
+                await self.commits.close_task(task.task_id, clean=False)
+            raise
+        for task, sender, tps in done:
             key = (task.subtopology.id, task.partition)
-            _, sender, tps = self.restoring.pop(key)
             try:
                 if self.config.exactly_once:
                     # From now on the local stores run ahead of the committed changelog until a clean
                     # close writes a new checkpoint; a crash before that leaves none: state is rebuilt.
                     task.state.delete_checkpoint()
+                task.restore_times(CommitTimes(*_times_of(committed, tps)))
                 task.initialize_processors()
             except BaseException:
                 task.close(clean=False)
@@ -171,6 +192,13 @@ class TaskManager:
             activated.extend(tps)
             log.info("task %s started on %s", task.task_id, ", ".join(f"{t}-{p}" for t, p in tps))
         return activated
+
+    async def _committed_metadata(self, partitions: Partitions) -> dict[tuple[str, int], str]:
+        """The metadata committed with the offsets of `partitions` (those with a committed offset)."""
+        if not partitions or self.read_commits is None:
+            return {}
+        found = await self.read_commits(partitions)
+        return {tp: metadata for tp, (offset, metadata) in found.items() if offset is not None}
 
     async def _close_restoring(self, key: TaskKey) -> None:
         """A task that moved away before its restoration finished: nothing was processed, so nothing
@@ -197,9 +225,10 @@ class TaskManager:
                 clean = False
                 _close_quietly(task)
             else:
-                offsets: Offsets = await actor.request(Close(clean))
+                close = Close(clean)
+                offsets: Offsets = await actor.request(close)
                 if clean:
-                    acked = await self._commit_with_running({task_id: offsets})
+                    acked = await self._commit_with_running({task_id: offsets}, _metadata_of(close.times, offsets))
                     acked.update(await self.commits.close_task(task_id, clean=True))
                     task.post_commit(acked, enforce=True)
         except CommitFailed as exc:
@@ -243,25 +272,29 @@ class TaskManager:
         return dropped
 
     # -- committing ---------------------------------------------------------------------------------
-    async def _flush_running(self) -> dict[str, Offsets]:
-        """Every running task flushes its stores and output; returns the offsets each consumed."""
+    async def _flush_running(self) -> tuple[dict[str, Offsets], dict[tuple[str, int], str]]:
+        """Every running task flushes its stores and output; returns the offsets each consumed, and the
+        metadata to commit with them."""
         results: dict[str, Offsets] = {}
+        metadata: dict[tuple[str, int], str] = {}
 
         async def one(actor: TaskActor) -> None:
-            results[actor.task_id] = await actor.request(Commit())
+            commit = Commit()
+            offsets = results[actor.task_id] = await actor.request(commit)
+            metadata.update(_metadata_of(commit.times, offsets))
 
         async with anyio.create_task_group() as tg:
             for actor in self.actors.values():
                 tg.start_soon(one, actor)
-        return results
+        return results, metadata
 
-    async def _commit_with_running(self, closing: dict[str, Offsets]) -> Offsets:
+    async def _commit_with_running(self, closing: dict[str, Offsets], closing_metadata: Metadata) -> Offsets:
         """Commit a closing task. Under exactly-once every running task's output shares its
         transaction, so every running task commits with it (Kafka Streams' EOS-v2 does the same)."""
         if not self.config.exactly_once:
-            return await self.commits.commit(closing)
-        results = await self._flush_running()
-        acked = await self.commits.commit({**results, **closing})
+            return await self.commits.commit(closing, closing_metadata)
+        results, metadata = await self._flush_running()
+        acked = await self.commits.commit({**results, **closing}, {**metadata, **closing_metadata})
         for offsets in results.values():
             self.committed_offsets.update(offsets)
         return acked
@@ -272,10 +305,10 @@ class TaskManager:
         if not self.actors:
             return 0
         started = time.perf_counter_ns()
-        results = await self._flush_running()
+        results, metadata = await self._flush_running()
         if latency_trace.TRACE is not None:
             latency_trace.TRACE.duration("commit.flush-tasks", started)
-        acked = await self.commits.commit(results)
+        acked = await self.commits.commit(results, metadata)
         for offsets in results.values():
             self.committed_offsets.update(offsets)
         if not self.config.exactly_once:
@@ -299,6 +332,22 @@ class TaskManager:
 
     def stores(self, name: str) -> list[Any]:
         return [a.task.stores[name] for a in self.actors.values() if name in a.task.stores]
+
+
+def _metadata_of(times: CommitTimes | None, offsets: Offsets) -> dict[tuple[str, int], str]:
+    """What to commit with `offsets` (Kafka Streams' encoding of the task's `times`)."""
+    if times is None:
+        return {}
+    return encode_commit_metadata(times.partition_times, times.processor_metadata, offsets)
+
+
+def _times_of(committed: Mapping[tuple[str, int], str], partitions: Partitions) -> tuple[
+        dict[tuple[str, int], int], dict[str, int]]:
+    """A task's partition times and processor metadata from what was committed with its partitions.
+    streamlet's own entries (the Spark engine's, see `commit_metadata`) describe a Spark task's position
+    and are left out here: a task of this runtime starts its punctuations and observed times anew."""
+    partition_times, merged = decode_committed({tp: committed[tp] for tp in partitions if tp in committed})
+    return partition_times, {k: v for k, v in merged.items() if not is_streamlet_key(k)}
 
 
 def _close_quietly(task: StreamTask) -> None:

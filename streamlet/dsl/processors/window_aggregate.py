@@ -85,15 +85,14 @@ class WindowedAggregation(Processor):
                                 f"got {type(store).__name__}")
         self._store = store
         if self._emit_final:
-            self._emitter = FinalResultEmitter(context)
+            self._emitter = FinalResultEmitter(context, self._store_name)
         else:
             self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
 
-    # `CarriesProgress`: the observed stream time (and the last emit) outlive a task rebuilt per batch.
+    # `CarriesProgress`: the observed stream time outlives a task rebuilt per batch (the last emit is in the
+    # task's processor metadata; progress saved before issue 23 carried it here, as [observed, last emit]).
     def carried_progress(self) -> Any:
-        if self._emitter is None:
-            return self._observed_stream_time
-        return [self._observed_stream_time, self._emitter.last_emit_close_time]
+        return self._observed_stream_time
 
     def resume_progress(self, progress: Any) -> None:
         observed, last_emit = (progress, NO_TIMESTAMP) if isinstance(progress, int) else progress

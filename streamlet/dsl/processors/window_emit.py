@@ -5,8 +5,10 @@ wall-clock time, and only when the close time moved past the one of the last emi
 the windows that closed in between from its store and `emit`s them, each as `Change(value, None)`
 with the stored timestamp (a session: its end) and the headers of the record that closed them.
 Kafka Streams reads them from a time-ordered store: by window start, then by serialized key, which
-`time_ordered` restores whatever order the store answers in. The last emitted close time is kept
-with the processor's progress (Kafka Streams keeps it in the committed offsets' metadata).
+`time_ordered` restores whatever order the store answers in. The last emitted close time is kept, as
+in Kafka Streams, in the task's processor metadata under the store's name: it is committed with the
+offsets and read back when the task starts again, so that final results sent before a restart are not
+sent again (the window close time itself starts again from the records after the restart, as there).
 """
 
 from __future__ import annotations
@@ -23,14 +25,25 @@ NO_TIMESTAMP = -1
 
 
 class FinalResultEmitter:
-    """The emit bookkeeping one windowed aggregation processor keeps (`last_emit_close_time`)."""
+    """The emit bookkeeping one windowed aggregation processor keeps (`last_emit_close_time`, in the
+    task's processor metadata under `store_name`; a context without one keeps it here)."""
 
-    def __init__(self, context: ProcessorContext) -> None:
+    def __init__(self, context: ProcessorContext, store_name: str) -> None:
         self._context = context
         self._forward = context.forwarder_in_record_context()
         self._interval_ms = int(context.app_config.get(WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, 1000))
         self._next_time_to_emit = 0
-        self.last_emit_close_time = NO_TIMESTAMP
+        task_metadata: dict[str, int] | None = getattr(context, "processor_metadata", None)
+        self._metadata = {} if task_metadata is None else task_metadata
+        self._key = store_name
+
+    @property
+    def last_emit_close_time(self) -> int:
+        return self._metadata.get(self._key, NO_TIMESTAMP)
+
+    @last_emit_close_time.setter
+    def last_emit_close_time(self, close_time: int) -> None:
+        self._metadata[self._key] = close_time
 
     def due(self, window_close_time: int) -> bool:
         """True when final results should be looked up now (the throttle is re-armed on each look)."""
