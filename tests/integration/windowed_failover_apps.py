@@ -24,7 +24,7 @@ from streamlet.windowed import Windowed
 S = Serdes.String()
 
 
-def _window_key(wk: Windowed, count: int | None) -> tuple[str, str | None]:
+def window_key(wk: Windowed, count: int | None) -> tuple[str, str | None]:
     return f"{wk.key}@{wk.window.start}-{wk.window.end}", None if count is None else str(count)
 
 
@@ -37,7 +37,7 @@ def session_final_counts() -> Topology:
      .count(Materialized("session-counts"))
      .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
      .to_stream()
-     .map(_window_key)
+     .map(window_key)
      .to(os.environ["SW_OUTPUT"], Produced(S, S)))
     return builder.build()
 
