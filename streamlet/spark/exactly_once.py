@@ -6,7 +6,7 @@ attempt of this batch, or by the asyncio runtime) and is skipped. If Kafka's off
 what the task's Spark state reflects (`SparkPosition`), the state is brought forward first
 (`catch_up`) and the task progress committed with the offsets replaces Spark's. At the end
 (`commit`) the task's output, changelog records included, and its next input offsets (with its
-progress as their metadata, as Kafka Streams keeps partition time there) go into one transaction.
+progress as their metadata, in Kafka Streams' format: see `commit_progress`) go into one transaction.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 import orjson
 
 from streamlet.actors.stream_task import StreamTask
+from streamlet.actors.task_progress import TaskProgress
+from streamlet.spark.commit_progress import committed_progress, progress_metadata
 from streamlet.spark.plan import ENGINE_KEY_PREFIX, SubTopologyPlan
 from streamlet.spark.rows import ByPartition
 from streamlet.spark.transactions import Committed, Drained, Offsets, TaskTransactions, task_transactions
@@ -25,9 +27,6 @@ from streamlet.spark.transactions import Committed, Drained, Offsets, TaskTransa
 FAIL_ONCE_KEY = f"{ENGINE_KEY_PREFIX}test.fail.once.file"
 """Tests only: a path. If no file is there when a task commits output, the task creates it, sends part
 of its output in its transaction and fails before committing (a task failing mid-batch)."""
-
-_METADATA_LIMIT = 4000
-"""Progress longer than this is not committed with the offsets (the broker's default limit is 4096)."""
 
 
 class InjectedTaskFailure(RuntimeError):
@@ -77,6 +76,10 @@ class ExactlyOnceBatch:
                 kept[tp] = rest
         return kept
 
+    def committed_progress(self) -> TaskProgress | None:
+        """The task progress committed with the offsets (None: none, nothing committed)."""
+        return committed_progress(self.committed.metadata, self.committed.offsets)
+
     def next_offsets(self, consumed: Offsets) -> Offsets:
         """The offsets to commit: what the task consumed now, else what was committed before."""
         result: Offsets = {}
@@ -102,13 +105,13 @@ class ExactlyOnceBatch:
         raise InjectedTaskFailure(f"injected failure of task {self._plan.subtopology_id}_{self.inputs[0][1]} "
                                   f"after sending part of its output ({FAIL_ONCE_KEY})")
 
-    def commit(self, drained: Drained, consumed: Offsets, progress: bytes | None) -> Offsets:
-        """Send the output and commit it with the next input offsets; returns the acknowledged end
-        offsets of what this producer wrote."""
+    def commit(self, drained: Drained, consumed: Offsets, progress: TaskProgress) -> Offsets:
+        """Send the output and commit it with the next input offsets (and `progress` as their metadata);
+        returns the acknowledged end offsets of what this producer wrote."""
         self._maybe_fail(drained)
         acked = self._txn.send(drained)
-        meta = progress if progress is not None and len(progress) <= _METADATA_LIMIT else None
-        self._txn.commit(self.next_offsets(consumed), meta)
+        offsets = self.next_offsets(consumed)
+        self._txn.commit(offsets, progress_metadata(progress, offsets))
         return acked
 
     def abort(self) -> None:

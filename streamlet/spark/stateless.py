@@ -57,6 +57,8 @@ def _run_task(plan: SubTopologyPlan, partition: int, found: ByPartition) -> int:
     try:
         task.initialize_stores()
         task.initialize_processors()
+        if batch is not None and (committed := batch.committed_progress()) is not None:
+            task.resume(committed)  # partition time (and round robin) from the last commit, as Kafka Streams keeps it
         for (topic, part), records in sorted(found.items()):
             records.sort(key=by_offset)
             task.add_records(topic, part, records)
@@ -65,7 +67,7 @@ def _run_task(plan: SubTopologyPlan, partition: int, found: ByPartition) -> int:
         task.close(clean=True)
         drained = task.collector.drain()
         if batch is not None:
-            batch.commit(drained, task.consumed_offsets, None)
+            batch.commit(drained, task.consumed_offsets, task.progress())
             return sum(len(records) for records in drained.values())
     except BaseException:
         abandon(task, batch)

@@ -81,15 +81,16 @@ class TaskProcessor(StatefulProcessor):
             task.initialize_stores()
             task.initialize_processors()
             saved = self._state.progress()
+            progress = None if saved is None else TaskProgress.from_bytes(saved)
             if batch is not None:
                 position = SparkPosition.from_bytes(self._state.position())
                 if batch.behind(position):
                     changelogs = restore_changelog_tails(plan.client_settings(), task, position.changelogs)
                     position = SparkPosition({f"{t}:{p}": o for (t, p), o in batch.next_offsets({}).items()},
                                              changelogs)
-                    saved = batch.committed.progress  # what the committed state had; None from the asyncio runtime
-            if saved is not None:
-                task.resume(TaskProgress.from_bytes(saved))
+                    progress = batch.committed_progress()  # what the committed state had
+            if progress is not None:
+                task.resume(progress)
         except BaseException:
             task.close(clean=False)
             raise
@@ -100,8 +101,8 @@ class TaskProcessor(StatefulProcessor):
         acknowledged before Spark commits the batch (at-least-once); under exactly-once, committed in
         the task's transaction with its input offsets."""
         task.prepare_commit()
-        progress = task.progress().to_bytes()
-        self._state.set_progress(progress)
+        progress = task.progress()
+        self._state.set_progress(progress.to_bytes())
         if self._plan.wall_clock:
             self._set_timer(task.next_wall_clock_due())
         changelogs = list(task.state.changelog_partitions().values())

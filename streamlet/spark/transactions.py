@@ -47,10 +47,10 @@ def transactional_id(application_id: str, subtopology: int, partition: int) -> s
 @dataclass(frozen=True)
 class Committed:
     """What Kafka holds for a task's input partitions: the group's committed offsets (None: nothing
-    committed) and the task progress committed with them (None: none, e.g. committed by the asyncio runtime)."""
+    committed) and the metadata committed with them (see `commit_progress`)."""
 
     offsets: dict[tuple[str, int], int | None]
-    progress: bytes | None
+    metadata: dict[tuple[str, int], str]
 
 
 class _Group:
@@ -63,8 +63,8 @@ class _Group:
         self._consumer: Any = None
 
     async def committed(self, partitions: list[tuple[str, int]], wait_stable_s: float) -> Committed:
-        """The committed offsets and progress, read once no transaction holds pending offsets for them
-        (waiting at most `wait_stable_s`)."""
+        """The committed offsets and their metadata, read once no transaction holds pending offsets for
+        them (waiting at most `wait_stable_s`)."""
         from aiokafka import AIOKafkaConsumer
 
         if self._consumer is None:
@@ -73,13 +73,13 @@ class _Group:
             self._consumer = consumer
         found = await fetch_stable_commits(self._consumer, partitions, wait_stable_s)
         offsets: dict[tuple[str, int], int | None] = {}
-        progress: bytes | None = None
+        metadata: dict[tuple[str, int], str] = {}
         for tp in partitions:
-            offset, metadata = found.get(tp, (None, ""))
+            offset, text = found.get(tp, (None, ""))
             offsets[tp] = offset
-            if metadata and progress is None:
-                progress = metadata.encode()
-        return Committed(offsets, progress)
+            if offset is not None:
+                metadata[tp] = text
+        return Committed(offsets, metadata)
 
     async def close(self) -> None:
         consumer, self._consumer = self._consumer, None
@@ -127,7 +127,7 @@ class TaskTransactions:
 
     def begin(self, partitions: Iterable[tuple[str, int]]) -> Committed:
         """Start the batch's transaction with a new producer; returns the group's committed offsets (and
-        progress) for the task's input partitions, read once no transaction can still change them."""
+        their metadata) for the task's input partitions, read once no transaction can still change them."""
         self.drop()  # a producer left over by a batch that ended without commit or abort
         return self._run(self._begin(sorted(partitions)))
 
@@ -142,20 +142,20 @@ class TaskTransactions:
             return dict(self._sender.acked_offsets) if self._sender is not None else {}
         return self._run(self._send(drained))
 
-    async def _commit(self, offsets: Offsets, progress: bytes | None) -> None:
+    async def _commit(self, offsets: Offsets, metadata: Mapping[tuple[str, int], str]) -> None:
         from aiokafka import TopicPartition
         from aiokafka.structs import OffsetAndMetadata
 
-        meta = progress.decode() if progress is not None else ""
         if offsets:
             await self._producer.send_offsets_to_transaction(
-                {TopicPartition(t, p): OffsetAndMetadata(o, meta) for (t, p), o in offsets.items()}, self._app_id)
+                {TopicPartition(t, p): OffsetAndMetadata(o, metadata.get((t, p), "")) for (t, p), o in offsets.items()},
+                self._app_id)
         await self._producer.commit_transaction()
 
-    def commit(self, offsets: Offsets, progress: bytes | None) -> None:
-        """Add the task's next input offsets (with `progress` as their metadata), commit, and close the
-        producer (the next batch starts a new one)."""
-        self._run(self._commit(offsets, progress))
+    def commit(self, offsets: Offsets, metadata: Mapping[tuple[str, int], str]) -> None:
+        """Add the task's next input offsets (each with its `metadata`), commit, and close the producer
+        (the next batch starts a new one)."""
+        self._run(self._commit(offsets, metadata))
         self.drop()
 
     def drop(self) -> None:

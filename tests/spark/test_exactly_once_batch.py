@@ -12,7 +12,9 @@ import pytest
 
 from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import ProducedRecord
+from streamlet.actors.task_progress import TaskProgress
 from streamlet.dsl import Consumed, Produced, StreamsBuilder
+from streamlet.kafka.commit_metadata import TopicPartitionMetadata
 from streamlet.serdes import Serdes
 from streamlet.spark.exactly_once import FAIL_ONCE_KEY, ExactlyOnceBatch, InjectedTaskFailure, SparkPosition
 from streamlet.spark.grouping import task_keys
@@ -37,8 +39,8 @@ class _Recorded:
         self.calls.append(("send", {k: len(v) for k, v in drained.items()}))
         return {k: 100 + len(v) for k, v in drained.items()}
 
-    def commit(self, offsets: Offsets, progress: bytes | None) -> None:
-        self.calls.append(("commit", (offsets, progress)))
+    def commit(self, offsets: Offsets, metadata: dict[tuple[str, int], str]) -> None:
+        self.calls.append(("commit", (offsets, metadata)))
 
     def drop(self) -> None:
         self.calls.append(("drop", None))
@@ -58,9 +60,9 @@ def _records(topic: str, offsets: range) -> list[RawRecord]:
     return [RawRecord(topic, 1, o, 1000 + o, b"k", b"v", ()) for o in offsets]
 
 
-def _batch(committed: dict[tuple[str, int], int | None], progress: bytes | None = None,
+def _batch(committed: dict[tuple[str, int], int | None], metadata: dict[tuple[str, int], str] | None = None,
            settings: dict[str, Any] | None = None) -> tuple[ExactlyOnceBatch, _Recorded]:
-    txn = _Recorded(Committed(committed, progress))
+    txn = _Recorded(Committed(committed, metadata or {}))
     return ExactlyOnceBatch(_plan(settings), 1, txn), txn  # type: ignore[arg-type]
 
 
@@ -77,16 +79,26 @@ def test_input_below_the_committed_offsets_is_skipped() -> None:
 def test_commit_sends_then_commits_the_next_offsets_with_the_progress() -> None:
     batch, txn = _batch({("a", 1): 5, ("b", 1): 9})
     drained = {("out", 0): [ProducedRecord(b"k", b"v", 1, ())] * 3}
-    acked = batch.commit(drained, {("a", 1): 8}, b'{"stream_time": 7}')
+    progress = TaskProgress(stream_time=7, partition_times={"a:1": 7, "b:1": 3}, processor_metadata={"s": 6})
+    acked = batch.commit(drained, {("a", 1): 8}, progress)
     # "b" consumed nothing now: its committed offset is committed again, not dropped.
-    assert txn.calls[1:] == [("send", {("out", 0): 3}), ("commit", ({("a", 1): 8, ("b", 1): 9}, b'{"stream_time": 7}'))]
+    assert txn.calls[1] == ("send", {("out", 0): 3})
+    (name, (offsets, metadata)) = txn.calls[2]
+    assert (name, offsets) == ("commit", {("a", 1): 8, ("b", 1): 9})
+    assert {tp: TopicPartitionMetadata.decode(m).partition_time for tp, m in metadata.items()} == {
+        ("a", 1): 7, ("b", 1): 3}  # Kafka Streams' metadata: each partition's time
     assert acked == {("out", 0): 103}
 
 
-def test_progress_too_long_for_offset_metadata_is_not_committed() -> None:
+def test_progress_too_long_for_offset_metadata_keeps_kafka_streams_part() -> None:
     batch, txn = _batch({("a", 1): 5, ("b", 1): None})
-    batch.commit({}, {}, b"x" * 5000)
-    assert txn.calls[-1] == ("commit", ({("a", 1): 5}, None))
+    progress = TaskProgress(stream_time=7, partition_times={"a:1": 7}, processor_metadata={"s": 6},
+                            wall_punctuations=list(range(400)))
+    batch.commit({}, {}, progress)
+    (_, (offsets, metadata)) = txn.calls[-1]
+    assert offsets == {("a", 1): 5}
+    assert len(metadata[("a", 1)]) <= 4096
+    assert TopicPartitionMetadata.decode(metadata[("a", 1)]) == TopicPartitionMetadata(7, {"s": 6})
 
 
 def test_spark_state_is_behind_when_kafka_committed_past_it() -> None:
@@ -113,9 +125,9 @@ def test_injected_failure_sends_part_of_the_output_then_fails_once(tmp_path: Pat
     drained = {("out", 0): [ProducedRecord(b"k", b"v", 1, ())] * 4, ("out", 1): [ProducedRecord(b"k", b"v", 1, ())]}
     batch, txn = _batch({("a", 1): 5, ("b", 1): None}, settings={FAIL_ONCE_KEY: str(marker)})
     with pytest.raises(InjectedTaskFailure):
-        batch.commit(drained, {("a", 1): 6}, None)
+        batch.commit(drained, {("a", 1): 6}, TaskProgress())
     assert marker.exists()
     assert txn.calls[1:] == [("send", {("out", 0): 2})]  # part of the output, and no commit
     again, txn = _batch({("a", 1): 5, ("b", 1): None}, settings={FAIL_ONCE_KEY: str(marker)})
-    again.commit(drained, {("a", 1): 6}, None)
+    again.commit(drained, {("a", 1): 6}, TaskProgress())
     assert [c[0] for c in txn.calls] == ["begin", "send", "commit"]
