@@ -7,10 +7,11 @@ order (no `minPartitions`), which is exactly one task's input: so the task runs 
 instead of behind a shuffle into `transformWithState`, whose state store commits and grouping cost
 more per batch than such a task's own work.
 
-What a task would still carry between batches, and does not here (the task is built for each batch):
-the stream and partition times (no punctuation reads them; a timestamp extractor that falls back on
-partition time, `UsePartitionTimeOnInvalidTimestamp`, starts each batch without it) and the round
-robin over partitions for records whose key is null (it starts again at each batch).
+What a task would still carry between batches (the task is built for each batch): the stream and
+partition times (no punctuation reads them; a timestamp extractor that falls back on partition time,
+`UsePartitionTimeOnInvalidTimestamp`, needs it) and the round robin over partitions for records whose
+key is null. Under exactly-once they come back from the metadata committed with the task's offsets (see
+`commit_progress`); under at-least-once they start again at each batch.
 """
 
 from __future__ import annotations
