@@ -161,17 +161,12 @@ class TaskManager:
         input partitions (the caller positions them at the committed offsets and resumes them)."""
         assert self._tg is not None, "bind() the task group first"
         activated: list[tuple[str, int]] = []
-        completed = await self.reader.step(max_seconds)
-        done = [self.restoring.pop((task.subtopology.id, task.partition)) for task in completed]
-        try:
-            committed = await self._committed_metadata([tp for _, _, tps in done for tp in tps])
-        except BaseException:
-            for task, _, _ in done:
-                task.close(clean=False)
-                await self.commits.close_task(task.task_id, clean=False)
-            raise
-        for task, sender, tps in done:
-            key = (task.subtopology.id, task.partition)
+        completed = [(task.subtopology.id, task.partition) for task in await self.reader.step(max_seconds)]
+        # Read before the processors' init, as Kafka Streams does; a failure leaves the tasks restoring
+        # (the member fails, and `abandon` closes them).
+        committed = await self._committed_metadata([tp for key in completed for tp in self.restoring[key][2]])
+        for key in completed:
+            task, sender, tps = self.restoring.pop(key)
             try:
                 if self.config.exactly_once:
                     # From now on the local stores run ahead of the committed changelog until a clean
