@@ -71,10 +71,20 @@ async def served(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) ->
         await produce_counts(bootstrap, topic, first, window=0)
         await produce_counts(bootstrap, topic, second, window=1)
 
-        async def counted() -> bool:  # the key-value store has every record: so have the others
-            for key, n in (first + second).items():
-                status, body = await get_json("127.0.0.1", ports[0], f"/stores/counts/keys/{key}")
-                assert status == 200 and body["value"] == n, (key, status, body)
+        async def counted() -> bool:
+            """The key-value store has every record, in its active copy and in its standby copy on both
+            instances (`stale=true` reads the local copy, which a standby may still be catching up), and the
+            window store's too."""
+            for port in ports:
+                for key, n in (first + second).items():
+                    for query in ("", "?stale=true"):
+                        status, body = await get_json("127.0.0.1", port, f"/stores/counts/keys/{key}{query}")
+                        assert status == 200 and body["value"] == n, (port, key, query, status, body)
+                start = BASE_TS + WINDOW_MS  # the window store's standby copy too (window 1, still retained)
+                for key, n in second.items():
+                    path = f"/stores/windowed-counts/windows/{key}?from={start}&stale=true"
+                    status, body = await get_json("127.0.0.1", port, path)
+                    assert status == 200 and body["windows"] == [{"start": start, "value": n}], (port, status, body)
             return True
 
         await eventually_async(counted)
