@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from streamlet.cli import main
 from streamlet.dsl import Consumed, Produced, StreamsBuilder
 from streamlet.partitioner import default_partition
 from streamlet.serdes import Serdes
@@ -39,6 +40,7 @@ from streamlet.spark.query import Bounds, start_query
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 from tests.fidelity.topology import apply
+from tests.spark.apps import INPUT_ENV
 from tests.spark.harness import Rec, create_topics, produce, read_all, run_asyncio_runtime
 
 pytestmark = pytest.mark.broker
@@ -191,17 +193,23 @@ def test_backfill_writes_what_the_asyncio_runtime_writes(spark: Any, kafka_broke
     assert passes == 3  # the foreign-key join's answers and the loop's second round: one pass more, then none
 
 
-def test_a_loop_without_end_fails_the_backfill_saying_so(spark: Any, kafka_broker: LocalKafkaBroker,
-                                                         tmp_path: Path) -> None:
+def test_a_loop_without_end_fails_the_backfill_saying_so(spark: Any, kafka_broker: LocalKafkaBroker, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`streamlet spark backfill` itself (in this process: its session is the test run's)."""
     bootstrap = kafka_broker.bootstrap_servers
     prefix = f"bfix-{uuid.uuid4().hex[:8]}-endless"
-    builder = StreamsBuilder()
-    builder.stream(f"{prefix}-loop", Consumed(S, S)).map_values(lambda v: v + "+").to(f"{prefix}-loop", Produced(S, S))
+    monkeypatch.setenv(INPUT_ENV, f"{prefix}-loop")
     asyncio.run(create_topics(bootstrap, {f"{prefix}-loop": 1}))
     asyncio.run(produce(bootstrap, [Rec(f"{prefix}-loop", 0, b"k", b"a", BASE_TS)]))
-    config = {**_config(prefix, bootstrap, tmp_path), "spark.backfill.max.rounds": 3}
-    with pytest.raises(BackfillIncompleteError, match=rf"no end after 3 passes.*{prefix}-loop-0"):
-        SparkStreams(builder.build(), config, spark=spark).backfill(Bounds(bounded=True))
+    code = main(["spark", "backfill", "tests.spark.apps:endless_loop", "--checkpoint", str(tmp_path / "checkpoint"),
+                 "--set", f"bootstrap.servers={bootstrap}", "--set", f"application.id={prefix}",
+                 "--set", "spark.backfill.max.rounds=3", "--set", f"state.dir={tmp_path}"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"no end after 3 passes over its queries: each pass wrote new records to topics the topology reads " \
+           f"again ({prefix}-loop-0)" in err
+    assert "backfill done" not in err
 
 
 def test_a_query_stopped_before_the_end_of_its_input_fails_the_backfill(spark: Any, kafka_broker: LocalKafkaBroker,
