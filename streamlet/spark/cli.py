@@ -86,8 +86,9 @@ def _cmd_backfill(args: argparse.Namespace) -> int:
     sources = sorted({t for sub in topology.sub_topologies() for t in sub.source_topics if t not in internal})
     client = {k: v for k, v in config.items() if not str(k).startswith(ENGINE_KEY_PREFIX)}
     bounds = asyncio.run(backfill_bounds(client, sources, args.start, args.until))
-    streams.backfill(bounds)
-    print(f"streamlet spark: backfill done; checkpoints in {streams.checkpoint_root()}", file=sys.stderr, flush=True)
+    passes = streams.backfill(bounds)  # raises (exit 1, saying why) unless every query read its input to the end
+    print(f"streamlet spark: backfill done in {passes} passes; checkpoints in {streams.checkpoint_root()}",
+          file=sys.stderr, flush=True)
     return 0
 
 

@@ -4,7 +4,8 @@ It mirrors `KafkaStreams`: the same topology and settings, the same internal top
 the asyncio runtime creates them), the same task code. Sub-topologies talk through their repartition
 topics, so a continuous run starts every query at once; a backfill (`backfill()`) runs them one after
 another in data-flow order, each to the end of its input, so that a reader of a repartition topic
-starts only when its writers are done.
+starts after its writers, and goes round again while a query has input its writers added after it
+ran (a foreign-key join's answers, any loop; see `backfill`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import logging
 import os
 import tempfile
 import time
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -162,24 +165,50 @@ class SparkStreams:
                      self.config.application_id, committed)
         return committed or reset
 
-    def backfill(self, bounds: Bounds) -> None:
-        """Process a bounded range of the input and return: each sub-topology's query runs to the end of
-        its input (`availableNow`), in data-flow order. Its checkpoint is the continuous run's. `bounds`
-        are the application's input's (see `bounds.for_query`); a `--from` that does not fit the
-        application's input topics raises `ConfigError` before any query starts."""
+    def backfill(self, bounds: Bounds) -> int:
+        """Process a bounded range of the input and return the number of passes it took: each
+        sub-topology's query runs to the end of its input (`availableNow`), in data-flow order, and again
+        while a topic the topology feeds itself holds records it has not read (see `streamlet.spark.backfill`).
+        Its checkpoint is the continuous run's. `bounds` are the application's input's (see
+        `bounds.for_query`); `--until` does not cut the topics the topology writes itself. A `--from` that
+        does not fit the application's input topics raises `ConfigError` before any query starts; a query
+        that stopped short of its input, or a loop without end, raises `BackfillIncompleteError`."""
+        from streamlet.spark.backfill import (
+            DEFAULT_MAX_ROUNDS,
+            MAX_ROUNDS_KEY,
+            BackfillQuery,
+            KafkaPositions,
+            fed_topics,
+            run_to_fixed_point,
+        )
         from streamlet.spark.bounds import for_query
 
         spark = self._session()
         self.plans = self._plan()
         root = self.checkpoint_root()
-        internal = {f"{self.config.application_id}-{name}" for name in self.topology.internal_topics}
+        app = self.config.application_id
+        fed = fed_topics(self.topology, lambda t: f"{app}-{t}" if t in self.topology.internal_topics else t)
+        if bounds.until_offsets:  # a fed topic ends where its writers stop, not where it was at the start
+            bounds = replace(bounds, until_offsets={t: o for t, o in bounds.until_offsets.items() if t not in fed})
+        internal = {f"{app}-{name}" for name in self.topology.internal_topics}
         inputs = {t: plan.partition_counts[t] for plan in self.plans for t in plan.source_topics if t not in internal}
-        own = [for_query(bounds, plan, inputs) for plan in self.plans]
-        for plan, plan_bounds in zip(self.plans, own, strict=True):
-            query = start_query(spark, plan, str(root / f"subtopology-{plan.subtopology_id}"), plan_bounds)
-            self.queries.append(query)
-            query.awaitTermination()
-            self._raise_if_failed()
+        queries = []
+        for plan in self.plans:
+            checkpoint = root / f"subtopology-{plan.subtopology_id}"
+            run = partial(self._run_bounded, spark, plan, checkpoint, for_query(bounds, plan, inputs))
+            partitions = [(t, p) for t in plan.source_topics for p in range(plan.partition_counts[t])]
+            queries.append(BackfillQuery(f"{app}-subtopology-{plan.subtopology_id}", partitions, checkpoint, run))
+        offsets = KafkaPositions(self.plans[0].client_settings(), self.config.exactly_once)
+        try:
+            return run_to_fixed_point(queries, fed, offsets, int(self.config.get(MAX_ROUNDS_KEY) or DEFAULT_MAX_ROUNDS))
+        finally:
+            offsets.close()
+
+    def _run_bounded(self, spark: Any, plan: SubTopologyPlan, checkpoint: Path, bounds: Bounds) -> None:
+        query = start_query(spark, plan, str(checkpoint), bounds)
+        self.queries.append(query)
+        query.awaitTermination()
+        self._raise_if_failed()
 
     def await_termination(self, timeout: float | None = None) -> bool:
         """Wait until every query has stopped (True) or `timeout` seconds passed (False). A query that

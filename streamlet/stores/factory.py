@@ -41,8 +41,8 @@ def _window_shape(name: str, retention: timedelta | int, window_size: timedelta 
     retention_ms, size_ms = to_millis(retention), to_millis(window_size)
     if retention_ms < 0:
         raise TopologyError(f"the retention period of window store {name!r} cannot be negative, got {retention_ms}")
-    if size_ms <= 0:
-        raise TopologyError(f"the window size of window store {name!r} must be positive, got {size_ms}")
+    if size_ms < 0:
+        raise TopologyError(f"the window size of window store {name!r} cannot be negative, got {size_ms}")
     if size_ms > retention_ms:
         raise TopologyError(f"the retention period of window store {name!r} must be no smaller than its window "
                             f"size; got retention={retention_ms} and window size={size_ms}")

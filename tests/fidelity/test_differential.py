@@ -32,13 +32,6 @@ FOCUS = {op for op in os.environ.get("FIDELITY_OPS", "").split(",") if op}
 pytestmark = pytest.mark.skipif(not java_available(), reason="the differential suite needs Java 17 and Maven")
 
 
-@pytest.fixture(scope="module")
-def kafka_streams() -> Iterator[KafkaStreamsReference]:
-    reference = KafkaStreamsReference()
-    yield reference
-    reference.close()
-
-
 @pytest.fixture(autouse=True)
 def _quiet_skipped_record_warnings() -> Iterator[None]:
     """Dropped records are logged as in Kafka Streams; thousands of cases would flood the report."""

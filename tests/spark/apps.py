@@ -23,3 +23,12 @@ def wordcount() -> Topology:
      .count(Materialized("counts"))
      .to_stream().to(os.environ[OUTPUT_ENV], Produced(s, Serdes.Long())))
     return builder.build()
+
+
+def endless_loop() -> Topology:
+    """A loop without end: every value goes back to the topic it came from, one character longer."""
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    loop = os.environ[INPUT_ENV]
+    builder.stream(loop, Consumed(s, s)).map_values(lambda v: v + "+").to(loop, Produced(s, s))
+    return builder.build()

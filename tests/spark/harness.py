@@ -22,6 +22,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 
 from benchmarks.kafka_bench import create_topics as _create_topics
 from streamlet.kafka.client_settings import stop_client
@@ -195,7 +196,10 @@ async def run_asyncio_runtime(topology: Topology, config: dict[str, Any], timeou
                 assert time.monotonic() < deadline, f"{app}: the asyncio runtime did not finish its input"
                 await asyncio.sleep(0.5)
                 ends = await _end_offsets(config["bootstrap.servers"], sources)
-                offsets = await admin.list_consumer_group_offsets(app)
+                try:
+                    offsets = await admin.list_consumer_group_offsets(app)
+                except (GroupCoordinatorNotAvailableError, CoordinatorLoadInProgressError):
+                    continue  # the broker's first group: its offsets topic is still being made
                 done = {tp: m.offset for tp, m in offsets.items() if m is not None}
                 caught_up = ({tp.topic for tp in ends} == set(sources)
                              and all(done.get(tp, 0) >= end for tp, end in ends.items()))

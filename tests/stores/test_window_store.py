@@ -172,7 +172,7 @@ def test_closed_store_refuses_use(backend: str, context: RecordingStateStoreCont
         store.put("a", 1, 0)
 
 
-@pytest.mark.parametrize(("retention", "size"), [(5, 10), (-1, 1), (10, 0)])
+@pytest.mark.parametrize(("retention", "size"), [(5, 10), (-1, 1), (10, -1)])
 def test_shape_is_checked_as_kafka_streams_does(retention: int, size: int) -> None:
     with pytest.raises(TopologyError):
         Stores.persistent_window_store("w", retention, size)
@@ -181,3 +181,9 @@ def test_shape_is_checked_as_kafka_streams_does(retention: int, size: int) -> No
 def test_window_changelog_is_compacted_and_deleted_after_retention_plus_a_day() -> None:
     builder: Any = Stores.window_store_builder(Stores.in_memory_window_store("w", 1_000, 10))
     assert builder.logging_config == {"cleanup.policy": "compact,delete", "retention.ms": str(1_000 + 86_400_000)}
+
+
+def test_a_window_size_of_zero_is_accepted_as_kafka_streams_does() -> None:
+    """Zero-width join windows need window stores of size 0 (retention = the grace period)."""
+    for factory in (Stores.persistent_window_store, Stores.in_memory_window_store):
+        assert factory("w", 0, 0, True).window_size_ms == 0
