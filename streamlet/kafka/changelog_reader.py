@@ -31,8 +31,8 @@ either. The asyncio runtime drives it in slices (`begin`, then `step` from its p
 task's checkpoint. The Spark engine restores one task at a time, before the task's micro-batch, from
 the changelog positions its Spark state holds (`restore(task, positions)`, see `spark.catch_up`), and
 without waiting for open transactions (`wait_for_open_transactions=False`): each changelog is read up
-to its stable end as it was when the restore began, the end that matches the committed offsets its
-batch has already waited to be stable.
+to its stable end as it was when the restore began (the batch has waited for the task's committed
+offsets to be stable before).
 """
 
 from __future__ import annotations
