@@ -83,8 +83,8 @@ def restored_count(records: int, k: int) -> int:
 # --- reading each system's marks out of its log -----------------------------------------------------------
 
 _PY_TIME = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) "
-_STREAMLET_START = re.compile(_PY_TIME + r"INFO streamlet\.runtime\.changelog_reader: task \S+: restoring \d+", re.M)
-_STREAMLET_RESTORED = re.compile(r"INFO streamlet\.runtime\.changelog_reader: task \S+ restored (\d+) records")
+_STREAMLET_START = re.compile(_PY_TIME + r"INFO streamlet\.kafka\.changelog_reader: task \S+: restoring \d+", re.M)
+_STREAMLET_RESTORED = re.compile(r"INFO streamlet\.kafka\.changelog_reader: task \S+ restored (\d+) records")
 _STREAMLET_RUNNING = re.compile(_PY_TIME + r"INFO \S+: state transition from \w+ to RUNNING", re.M)
 _KS_START = re.compile(r"^bench-mark restore-start .* (\d+)$", re.M)
 _KS_RESTORED = re.compile(r"^bench-mark restore-end \S+ \S+ (\d+) \d+$", re.M)

@@ -11,6 +11,7 @@ makes that true lives here, once:
 - `assignor`: the task-aware assignor and its subscription/assignment wire format;
 - `fenced_offsets`: the KIP-447 offset requests aiokafka does not speak (exactly-once v2);
 - `commit_metadata`: Kafka Streams' metadata of committed offsets (partition time, processor metadata);
+- `transactions`: the exactly-once commit sequence (begin, acknowledgements, offsets, commit);
 - `record_sender` and `batch_pump`: task output handed to aiokafka's producer in batches;
 - `changelog_reader` and `restore_records`: rebuilding stores from their changelogs;
 - `broker_wait_log`: saying in the log when the app waits for an unreachable broker;

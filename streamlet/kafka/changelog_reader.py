@@ -25,6 +25,14 @@ instance, or an abort whose markers are not written yet); if the task changed ha
 its last owner's committed writes sit behind that transaction. Stopping at the LSO would restore
 stale state, so a changelog counts as restored only once no transaction is open on it (its LSO has
 reached its high watermark) and everything up to there is read. The wait is logged.
+
+Both engines restore through this reader, so that a store is rebuilt the same way (and as fast) in
+either. The asyncio runtime drives it in slices (`begin`, then `step` from its poll loop), from the
+task's checkpoint. The Spark engine restores one task at a time, before the task's micro-batch, from
+the changelog positions its Spark state holds (`restore(task, positions)`, see `spark.catch_up`), and
+without waiting for open transactions (`wait_for_open_transactions=False`): each changelog is read up
+to its stable end as it was when the restore began (the batch has waited for the task's committed
+offsets to be stable before).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,11 +71,17 @@ class _StoreRestore:
     start: int | None  # checkpointed offset, None = from the beginning
     end: int = 0
     position: int = 0
+    first: int = 0  # where reading began: `start`, or the log's start when that is later
     began: float = 0.0
     last_log: float = 0.0
     progress: RestoreProgress | None = None
     waiting_since: float | None = None  # when an open transaction on the changelog was first seen
     done: bool = False
+
+    @property
+    def restored_to(self) -> int:
+        """Once done: the changelog offset the store reflects (everything before it is in the store)."""
+        return max(self.first, self.end)
 
 
 @dataclass
@@ -77,10 +92,18 @@ class _RestoreJob:
 
 
 class ChangelogReader:
-    def __init__(self, consumer: Any, batch_records: int = 20_000, read_committed: bool = False) -> None:
+    """Restores tasks' stores from their changelogs through `consumer` (no group; see the module docstring).
+
+    `read_committed`: the consumer reads `read_committed`. `wait_for_open_transactions` (by default
+    what `read_committed` says): a changelog counts as restored only once no transaction is open on it;
+    else each changelog is restored up to its end as it was when its restoration began."""
+
+    def __init__(self, consumer: Any, batch_records: int = 20_000, read_committed: bool = False, *,
+                 wait_for_open_transactions: bool | None = None) -> None:
         self._consumer = consumer
         self._batch = batch_records
-        self._read_committed = read_committed  # the consumer's isolation: wait out open transactions
+        # Follow the changelog's stable end as it moves, until no transaction is open on it.
+        self._wait = read_committed if wait_for_open_transactions is None else wait_for_open_transactions
         self._jobs: deque[_RestoreJob] = deque()
         self._reading: dict[TopicPartition, tuple[_RestoreJob, _StoreRestore]] = {}
         self._assigned: set[TopicPartition] | None = None  # what the consumer holds; None: reassign
@@ -105,15 +128,32 @@ class ChangelogReader:
             found[task_id] = (restored, remaining)
         return found
 
-    def begin(self, task: StreamTask) -> None:
-        """Queue `task` for restoration; trusts local state only where a checkpoint says so."""
+    def begin(self, task: StreamTask, positions: Mapping[str, int] | None = None) -> None:
+        """Queue `task` for restoration from `positions` ('topic:partition' -> the changelog offset its
+        store reflects; a changelog not named is read from its start). Without `positions`, from the
+        task's checkpoint: local state is trusted only where a checkpoint says so."""
+        self._queue(task, positions)
+
+    def _queue(self, task: StreamTask, positions: Mapping[str, int] | None) -> _RestoreJob:
         state = task.state
-        checkpoint = state.read_checkpoint()
+        starts = state.read_checkpoint() if positions is None else positions
         job = _RestoreJob(task)
         for store_name, (topic, partition) in state.changelog_partitions().items():
             job.stores.append(_StoreRestore(store_name, TopicPartition(topic, partition),
-                                            checkpoint.get(f"{topic}:{partition}")))
+                                            starts.get(f"{topic}:{partition}")))
         self._jobs.append(job)
+        return job
+
+    async def restore(self, task: StreamTask, positions: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Restore `task` now, completely (for an engine that restores a task before running it, with
+        nothing else queued here); `positions` as for `begin`. Returns, per changelog ('topic:partition'),
+        the offset its store reflects now."""
+        if self._jobs:
+            raise RuntimeError("restore() needs a reader with nothing else to restore")
+        job = self._queue(task, positions)
+        while self._jobs:
+            await self.step()
+        return {f"{cur.tp.topic}:{cur.tp.partition}": cur.restored_to for cur in job.stores}
 
     def cancel(self, task: StreamTask) -> None:
         """Forget a task that was closed before its restoration finished."""
@@ -157,7 +197,7 @@ class ChangelogReader:
             for cur in job.stores:
                 cur.end = ends[cur.tp]
                 begin = begins[cur.tp]
-                cur.position = begin if cur.start is None else max(cur.start, begin)
+                cur.position = cur.first = begin if cur.start is None else max(cur.start, begin)
             pending = sum(max(0, cur.end - cur.position) for cur in job.stores)
             if pending:
                 log.info("task %s: restoring %d changelog records into %d store(s)", job.task.task_id, pending,
@@ -166,7 +206,7 @@ class ChangelogReader:
         for cur in job.stores:
             cur.began = cur.last_log = now
             cur.progress = RestoreProgress(job.task.task_id, cur.store)
-            if cur.position < cur.end or self._read_committed:  # read_committed: fetch to learn LSO and end
+            if cur.position < cur.end or self._wait:  # waiting: fetch to learn the stable end and the end
                 self._reading[cur.tp] = (job, cur)
                 self._assigned = None
         job.prepared = True
@@ -201,10 +241,10 @@ class ChangelogReader:
         return cur.position >= cur.end and self._stable(task, cur)
 
     def _stable(self, task: StreamTask, cur: _StoreRestore) -> bool:
-        """True unless the consumer reads `read_committed` and a transaction is open on the changelog
-        (or the fetcher has not yet said where its stable end is); see the module docstring. Raises
-        `cur.end` to the stable end as it moves, so what the ended transaction revealed is restored."""
-        if not self._read_committed:
+        """True unless the reader waits for open transactions and one is open on the changelog (or the
+        fetcher has not yet said where its stable end is); see the module docstring. Raises `cur.end`
+        to the stable end as it moves, so what the ended transaction revealed is restored."""
+        if not self._wait:
             return True
         if self._assigned is None or cur.tp not in self._assigned:
             return False  # not fetched yet: its stable end is unknown
@@ -239,8 +279,9 @@ class ChangelogReader:
                 continue
             job, cur = reading
             assert cur.progress is not None
-            # read_committed returns only records below the stable end, which may have moved past `end`.
-            if self._read_committed or records[-1].offset < cur.end:  # offsets ascend: all of them
+            # Waiting, read_committed returns only records below the stable end, which may have moved past
+            # `end` (and is `end`'s new value); not waiting, records from `end` on are left out.
+            if self._wait or records[-1].offset < cur.end:  # offsets ascend: all of them
                 entries = [(r.key, r.value, r.timestamp) for r in records]
             else:
                 entries = [(r.key, r.value, r.timestamp) for r in records if r.offset < cur.end]

@@ -23,6 +23,11 @@ A failed exactly-once commit is never retried: the caller closes the named tasks
 
 Both commit each offset with its metadata: Kafka Streams' encoding of the partition time and the task's
 processor metadata (`streamlet.kafka.commit_metadata`), which a task starting reads back.
+
+The commit sequence itself (start and begin, acknowledgements, offsets, commit) is the Kafka layer's
+(`kafka.transactions`), shared with the Spark engine; what `ExactlyOnceCommits` adds is what a producer
+kept for a whole member needs and the Spark engine's producer per task and batch does not (see its
+docstring).
 """
 
 from __future__ import annotations
@@ -33,9 +38,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import anyio
-from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 from aiokafka.errors import CommitFailedError, KafkaConnectionError, KafkaTimeoutError
-from aiokafka.structs import OffsetAndMetadata
 from anyio.abc import TaskGroup
 
 from streamlet.kafka.client_settings import stop_client
@@ -47,18 +51,10 @@ from streamlet.kafka.fenced_offsets import (
     fetch_stable_offsets,
 )
 from streamlet.kafka.record_sender import RecordSender
+from streamlet.kafka.transactions import Metadata, Offsets, commit_transaction, start_transactional, with_metadata
 from streamlet.metrics import latency_trace
 
 log = logging.getLogger(__name__)
-
-Offsets = dict[tuple[str, int], int]
-Metadata = Mapping[tuple[str, int], str]
-"""The metadata committed with each partition's offset ('' where a partition has none)."""
-
-
-def with_metadata(offsets: Offsets, metadata: Metadata) -> dict[TopicPartition, OffsetAndMetadata]:
-    return {TopicPartition(t, p): OffsetAndMetadata(o, metadata.get((t, p), "")) for (t, p), o in offsets.items()}
-
 
 class CommitFailed(Exception):
     """A commit did not happen; under exactly-once the tasks' uncommitted work must be thrown away."""
@@ -145,7 +141,14 @@ class AtLeastOnceCommits:
 
 
 class ExactlyOnceCommits:
-    """One transactional producer for every task of this member (see the module docstring)."""
+    """One transactional producer for every task of this member (see the module docstring).
+
+    It runs the Kafka layer's commit sequence (`kafka.transactions`) as the Spark engine does, and differs
+    where a producer kept for a whole member must: the next transaction begins right after a commit (the
+    producer lives on); a failure aborts the shared transaction and fails every task in it, and a producer
+    that cannot abort is replaced (the Spark engine leaves that to its next producer's start); the offsets
+    are stamped with the member's group membership (`fence_offset_commits`), since the group, not the
+    producer's epoch, fences a member that lost its partitions while alive."""
 
     def __init__(self, application_id: str, transactional_id: str, producer_config: dict[str, Any],
                  transaction_timeout_ms: int, consumer: Any, skip_failed: bool = False) -> None:
@@ -174,14 +177,9 @@ class ExactlyOnceCommits:
         producer = AIOKafkaProducer(**self._producer_config, transactional_id=self._transactional_id,
                                     transaction_timeout_ms=self._txn_timeout_ms)
         fence_offset_commits(producer, lambda: self._membership)
-        try:
-            await producer.start()  # inside: a producer whose start failed still holds a client to stop
-            # Waits for the producer id: InitProducerId bumps the epoch of this transactional id, which
-            # aborts whatever an earlier incarnation of this instance left open.
-            await producer.begin_transaction()
-        except BaseException:
-            await stop_client(producer)
-            raise
+        # Waits for the producer id: InitProducerId bumps the epoch of this transactional id, which
+        # aborts whatever an earlier incarnation of this instance left open.
+        await start_transactional(producer)
         self._sender.producer = producer
         self._sent_at_commit = self._sender.sent
 
@@ -213,26 +211,9 @@ class ExactlyOnceCommits:
         if producer is None or (not changed and sender.sent == self._sent_at_commit):
             return {}  # nothing since the last commit: keep the (empty) transaction open
         trace = latency_trace.TRACE
-        step = time.perf_counter_ns()
         try:
-            acked = await sender.flush()
-            if trace is not None:
-                trace.duration("commit.produce-acks", step)
-                step = time.perf_counter_ns()
-            if offsets:
-                self._membership = consumer_group_metadata(self._consumer)
-                generation, member_id, _ = self._membership
-                if generation < 0 or not member_id:
-                    # Offsets without a generation are not checked by the coordinator at all.
-                    raise MemberFencedError(f"this member is out of the group (generation {generation}); "
-                                            "its partitions may be another member's now")
-                await producer.send_offsets_to_transaction(with_metadata(offsets, metadata), self._app_id)
-                if trace is not None:
-                    trace.duration("commit.offsets", step)
-                    step = time.perf_counter_ns()
-            await producer.commit_transaction()
-            if trace is not None:
-                trace.duration("commit.end-txn", step)
+            acked = await commit_transaction(sender, with_metadata(offsets, metadata), self._app_id,
+                                             before_offsets=self._stamp_membership, trace=trace)
         except Exception as exc:  # every failure means the same: throw the work away
             failed = sorted(self._open | set(offsets_by_task))
             await self._abort()
@@ -244,6 +225,16 @@ class ExactlyOnceCommits:
         if trace is not None:
             trace.duration("commit.begin", step)
         return acked
+
+    def _stamp_membership(self) -> None:
+        """The membership this commit's offsets are stamped with (see `fence_offset_commits`), taken once
+        its output is acknowledged; refused here when the member is out of the group."""
+        self._membership = consumer_group_metadata(self._consumer)
+        generation, member_id, _ = self._membership
+        if generation < 0 or not member_id:
+            # Offsets without a generation are not checked by the coordinator at all.
+            raise MemberFencedError(f"this member is out of the group (generation {generation}); "
+                                    "its partitions may be another member's now")
 
     async def _abort(self) -> None:
         """Abort the open transaction and start the next one; a producer that cannot abort (fenced,

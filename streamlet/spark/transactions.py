@@ -17,6 +17,9 @@ until none is pending), so a retry of a batch that did commit sees it. Keeping o
 instead made two workers that took turns at a task fence each other's producer at every turn (a failed
 task each time), and let a retry in the same worker read offsets before its own commit had settled.
 A producer that failed in any way is dropped without aborting; the next one's start aborts what it left.
+
+The commit sequence is the asyncio runtime's (`kafka.transactions`: start and begin, acknowledgements,
+offsets with their metadata, commit); `TaskTransactions` says where and why it differs from the runtime's.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from streamlet.actors.record_collector import ProducedRecord
 from streamlet.kafka.client_settings import ClientRole, client_kwargs, start_client, stop_client
 from streamlet.kafka.fenced_offsets import fetch_stable_commits
 from streamlet.kafka.record_sender import RecordSender
+from streamlet.kafka.transactions import commit_transaction, start_transactional, with_metadata
 from streamlet.spark.plan import settings_key
 
 log = logging.getLogger(__name__)
@@ -89,7 +93,14 @@ class _Group:
 
 class TaskTransactions:
     """One task's transactional producer, on its own event loop, driven synchronously (the Python
-    worker has no loop). Use: `begin` (returns what Kafka has committed), `send`, then `commit` or `abort`."""
+    worker has no loop). Use: `begin` (returns what Kafka has committed), `send`, then `commit` or `drop`.
+
+    It runs the Kafka layer's commit sequence (`kafka.transactions`) as the asyncio runtime does, and
+    differs where a producer per task and batch must (see the module docstring): the producer is closed
+    after the commit instead of beginning the next transaction; a failure drops it without aborting,
+    since any worker may run the task's next attempt and the next producer's start aborts what this one
+    left; and the offsets carry no group membership, since Spark's tasks never join the group (the
+    producer's epoch, bumped by every batch's new producer, is what fences an older attempt)."""
 
     def __init__(self, settings: dict[str, Any], txn_id: str, group: _Group, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -113,14 +124,9 @@ class TaskTransactions:
         from aiokafka import AIOKafkaProducer
 
         producer = AIOKafkaProducer(**self._kwargs)
-        try:
-            await start_client(producer, self._kwargs)
-            # Waits for the producer id: the epoch bump aborts an older attempt's open transaction and
-            # fences any older producer of this id, wherever it runs.
-            await producer.begin_transaction()
-        except BaseException:
-            await stop_client(producer)
-            raise
+        # Waits for the producer id: the epoch bump aborts an older attempt's open transaction and
+        # fences any older producer of this id, wherever it runs.
+        await start_transactional(producer, lambda: start_client(producer, self._kwargs))
         self._producer = producer
         self._sender = RecordSender(producer, transactional=True)
         return await self._group.committed(partitions, self._timeout_ms / 1000 + 30)
@@ -143,14 +149,9 @@ class TaskTransactions:
         return self._run(self._send(drained))
 
     async def _commit(self, offsets: Offsets, metadata: Mapping[tuple[str, int], str]) -> None:
-        from aiokafka import TopicPartition
-        from aiokafka.structs import OffsetAndMetadata
-
-        if offsets:
-            await self._producer.send_offsets_to_transaction(
-                {TopicPartition(t, p): OffsetAndMetadata(o, metadata.get((t, p), "")) for (t, p), o in offsets.items()},
-                self._app_id)
-        await self._producer.commit_transaction()
+        assert self._sender is not None
+        # `send` has had everything acknowledged already: the sequence's wait for acknowledgements is a no-op.
+        await commit_transaction(self._sender, with_metadata(offsets, metadata), self._app_id)
 
     def commit(self, offsets: Offsets, metadata: Mapping[tuple[str, int], str]) -> None:
         """Add the task's next input offsets (each with its `metadata`), commit, and close the producer
