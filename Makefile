@@ -81,9 +81,14 @@ OTHER_KAFKA_VERSION ?= 4.4.0
 OTHER_VERSION_TESTS := tests/test_local_broker.py tests/integration/test_wordcount_broker.py \
 	tests/integration/test_chaos.py tests/integration/test_fenced_offsets.py tests/integration/test_fenced_abort.py \
 	tests/integration/test_secured_cluster.py
+# Two pytest-xdist workers (TEST_WORKERS): most tests wait on brokers, JVMs and subprocesses, so two halve the
+# wall time on two cores; tests/conftest.py keeps each file, and all the Java-building ones, on one worker.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+
 test: lint docs compile broker-jars spark-jars toxiproxy prometheus chromium
-	STREAMLET_KAFKA_VERSION=$(SUITE_KAFKA_VERSION) $(BIN)/pytest -q
-	STREAMLET_KAFKA_VERSION=$(OTHER_KAFKA_VERSION) $(BIN)/pytest -q -p no:cacheprovider $(OTHER_VERSION_TESTS)
+	STREAMLET_KAFKA_VERSION=$(SUITE_KAFKA_VERSION) $(BIN)/pytest -q $(PYTEST_PARALLEL)
+	STREAMLET_KAFKA_VERSION=$(OTHER_KAFKA_VERSION) $(BIN)/pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) $(OTHER_VERSION_TESTS)
 
 # The documentation (docs/), built with Sphinx; any warning fails the build. Output: docs/_build/html.
 docs: $(INSTALLED)

@@ -5,9 +5,16 @@ serdes, stores) need neither Java nor the Kafka jars. Tests share it: use fresh 
 application ids per test (a uuid suffix) to stay independent. `kafka_broker` and
 `topology_test_driver` are the fixtures streamlet's pytest plugin gives its users; importing them here
 makes this suite use them whether or not the plugin's entry point is installed.
+
+`make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`): each worker starts its own
+broker, and `pytest_collection_modifyitems` keeps every test file on one worker (its module fixtures are
+set up once) and every file that builds or runs Java with Maven on the same worker, because concurrent Maven
+runs share one local repository (~/.m2) without a lock between processes.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -19,3 +26,21 @@ __all__ = ["kafka_broker", "topology_test_driver"]
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+_JAVA_DIRS = frozenset({"fidelity", "fidelity_restart", "interop"})
+_uses_maven: dict[Path, bool] = {}
+
+
+def _builds_java(path: Path) -> bool:
+    """Whether the test file at `path` builds or runs Java with Maven (its folder, or `"mvn"` in its text)."""
+    if path not in _uses_maven:
+        _uses_maven[path] = bool(_JAVA_DIRS.intersection(path.parts)) or '"mvn"' in path.read_text()
+    return _uses_maven[path]
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = "java" if _builds_java(item.path) else str(item.path)
+        item.add_marker(pytest.mark.xdist_group(group))
