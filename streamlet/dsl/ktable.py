@@ -187,7 +187,7 @@ class KTable:
              named: Named | str | None = None) -> KTable: ...
 
     @overload
-    def join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
+    def join(self, other: KTable, foreign_key_extractor: Callable[..., Any], joiner: Callable[[Any, Any], Any],
              table_joined: TableJoined | None = None, materialized: Materialized | None = None) -> KTable: ...
 
     def join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
@@ -197,7 +197,8 @@ class KTable:
         `join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
         foreign-key join: each row of this table joins the row of `other` whose key is
         `foreign_key_extractor(value)` (KIP-213; a row without a foreign key or without a match has
-        no result)."""
+        no result). An extractor with two parameters is called `foreign_key_extractor(key, value)`
+        (KIP-1104, Kafka Streams' `BiFunction` overload)."""
         fk = _foreign_key_call(args, kwargs)
         if fk is not None:
             return self._foreign_key_join(other, *fk, left=False)
@@ -208,7 +209,7 @@ class KTable:
                   named: Named | str | None = None) -> KTable: ...
 
     @overload
-    def left_join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any],
+    def left_join(self, other: KTable, foreign_key_extractor: Callable[..., Any],
                   joiner: Callable[[Any, Any], Any], table_joined: TableJoined | None = None,
                   materialized: Materialized | None = None) -> KTable: ...
 
@@ -217,13 +218,14 @@ class KTable:
 
         `left_join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
         foreign-key left join: every row of this table has a result, `joiner(value, None)` when its
-        foreign key is None or has no row in `other`."""
+        foreign key is None or has no row in `other`. The extractor may take `(key, value)`, as in
+        `join`."""
         fk = _foreign_key_call(args, kwargs)
         if fk is not None:
             return self._foreign_key_join(other, *fk, left=True)
         return self._join(other, *_equi_join_call(args, kwargs), True, False)
 
-    def _foreign_key_join(self, other: KTable, extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
+    def _foreign_key_join(self, other: KTable, extractor: Callable[..., Any], joiner: Callable[[Any, Any], Any],
                           table_joined: TableJoined | None, materialized: Materialized | None, left: bool) -> KTable:
         from streamlet.dsl.foreign_key_join import foreign_key_join
 
