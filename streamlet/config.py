@@ -63,6 +63,9 @@ DEFAULTS: dict[str, Any] = {
     "application.server": "",
     # Which built-in metrics are recorded and reported: INFO or DEBUG (streamlet.metrics).
     "metrics.recording.level": "INFO",
+    # Read by StreamsBuilder(config) (Kafka Streams' TopologyConfig): refuse a topology whose stores,
+    # changelog or repartition topics have generated names (KIP-1111).
+    "ensure.explicit.internal.resource.naming": False,
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -115,6 +118,10 @@ DESCRIPTIONS: dict[str, str] = {
                           "run --http); announced to the group so any instance can find a key's owner.",
     "metrics.recording.level": "Which built-in metrics are recorded: INFO (thread and task level) or DEBUG "
                                "(also processor nodes, state stores and the record cache).",
+    "ensure.explicit.internal.resource.naming": "StreamsBuilder(config): building a topology whose state stores, "
+                                                "changelog or repartition topics have generated names fails, "
+                                                "naming them (KIP-1111); generated names change when the "
+                                                "topology changes, orphaning the state kept under them.",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 

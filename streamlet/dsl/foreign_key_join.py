@@ -207,7 +207,7 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[...,
 
     result_name = name("-result", FK_JOIN_OUTPUT)
     materialized = materialized or Materialized()
-    result_store = materialized.name or names.store_name(FK_JOIN_OUTPUT)
+    result_store = names.materialized_store_name(materialized.name, FK_JOIN_OUTPUT, materialized.logging)
     materialized = materialized.copy(key_serde=materialized.key_serde or left_table.key_serde)
     result = TableSourceSupplier(result_store, materialized.name)
 

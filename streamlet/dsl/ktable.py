@@ -248,7 +248,7 @@ class KTable:
         names = self._builder.names
         store_name = None
         if materialized is not None:
-            store_name = materialized.name or names.store_name(naming.KTABLE_MERGE)
+            store_name = names.materialized_store_name(materialized.name, naming.KTABLE_MERGE, materialized.logging)
             materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde)
         given = Named.resolve(named)
         merge_name = names.name_or_generate(given, naming.KTABLE_MERGE)
@@ -309,8 +309,12 @@ class KTable:
             raise TypeError(f"suppress() takes a Suppressed, got {suppressed!r}")
         names = self._builder.names
         name = suppressed.name if suppressed.name is not None else names.processor_name(naming.KTABLE_SUPPRESS)
-        store_name = suppressed.name + "-store" if suppressed.name is not None else \
-            names.store_name(naming.KTABLE_SUPPRESS)
+        if suppressed.name is not None:
+            store_name = suppressed.name + "-store"
+        else:
+            store_name = names.store_name(naming.KTABLE_SUPPRESS)
+            if suppressed.buffer_config.logging:  # Kafka Streams records only the buffer's changelog
+                names.implicit_changelogs.append(store_name + "-changelog")
         duration = self._window_grace_ms() if suppressed.final_results else suppressed.time_limit_ms
         self._enable_sending_old_values(True)  # the buffer keeps old values, as Kafka Streams' does
         supplier = TableSuppressSupplier(suppressed, duration, store_name, self.key_serde, self.value_serde)
