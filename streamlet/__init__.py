@@ -75,6 +75,7 @@ from streamlet.processor import (
 from streamlet.queries import QueryableStoreTypes, StoreQueryParameters
 from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from streamlet.record import KeyValue, Record, RecordMetadata
+from streamlet.runtime.close_options import CloseOptions, GroupMembershipOperation
 from streamlet.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streamlet.serdes import Deserializer, Serde, Serdes, Serializer
 from streamlet.stores import (
@@ -101,6 +102,7 @@ __all__ = [
     "BranchedKStream",
     "BufferConfig",
     "Cancellable",
+    "CloseOptions",
     "CogroupedKStream",
     "ConfigError",
     "Consumed",
@@ -111,6 +113,7 @@ __all__ = [
     "FixedKeyProcessorContext",
     "FixedKeyRecord",
     "GlobalKTable",
+    "GroupMembershipOperation",
     "Grouped",
     "HostInfo",
     "InvalidStateStoreError",
