@@ -58,6 +58,7 @@ from streamlet.errors import (
     TopologyError,
     UnknownStateStoreError,
 )
+from streamlet.offset_reset import AutoOffsetReset, NoOffsetResetPolicyError
 from streamlet.processor import (
     Cancellable,
     FixedKeyProcessor,
@@ -98,6 +99,7 @@ from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
     "ApplicationShutdownError",
+    "AutoOffsetReset",
     "Branched",
     "BranchedKStream",
     "BufferConfig",
@@ -132,6 +134,7 @@ __all__ = [
     "KeyValueStore",
     "Materialized",
     "Named",
+    "NoOffsetResetPolicyError",
     "Printed",
     "Processor",
     "ProcessorContext",

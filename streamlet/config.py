@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from streamlet.errors import ConfigError
+from streamlet.offset_reset import AutoOffsetReset
 from streamlet.serdes import Serde, resolve_serde
 
 AT_LEAST_ONCE = "at_least_once"
@@ -95,7 +96,9 @@ DESCRIPTIONS: dict[str, str] = {
     "num.stream.threads": "Accepted for Kafka Streams compatibility; use `streamlet run --workers N` "
                           "(processes) for parallelism within one machine.",
     "replication.factor": "Replicas of the internal topics; -1 uses the broker's default.replication.factor.",
-    "auto.offset.reset": "Where a source partition without a committed offset starts: earliest or latest.",
+    "auto.offset.reset": "Where a source partition without a committed offset starts: earliest, latest, "
+                         "by_duration:<ISO-8601 duration> (the first record at most that old, e.g. by_duration:PT1H) "
+                         "or none (the instance fails); Consumed(offset_reset=...) sets it per topic.",
     "max.poll.records": "Most records one poll returns (the batch the tasks process between awaits).",
     "poll.ms": "How long a poll waits for records when there are none.",
     "session.timeout.ms": "How long the group waits for a silent instance before moving its tasks.",
@@ -167,6 +170,7 @@ class StreamsConfig(Mapping[str, Any]):
             values["commit.interval.ms"] = 100 if guarantee == EXACTLY_ONCE_V2 else 30000
         if values["statestore.cache.max.bytes"] < 0:
             raise ConfigError("statestore.cache.max.bytes must not be negative")
+        AutoOffsetReset.parse(values["auto.offset.reset"] or "earliest")  # refuses a policy it cannot read
         if not values["state.dir"]:
             values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
             given.discard("state.dir")

@@ -54,12 +54,14 @@ class CloseOptions:
         return CloseOptions().with_group_membership_operation(operation)
 
     def with_timeout(self, timeout: timedelta | float) -> CloseOptions:
+        """The same options with a timeout (a timedelta, or seconds)."""
         seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
         if seconds < 0:
             raise StreamsError(f"the close timeout must not be negative, got {timeout!r}")
         return replace(self, timeout_s=seconds)
 
     def with_group_membership_operation(self, operation: GroupMembershipOperation) -> CloseOptions:
+        """The same options with another membership operation."""
         if not isinstance(operation, GroupMembershipOperation):
             raise TypeError(f"expected a GroupMembershipOperation, got {operation!r}")
         return replace(self, operation=operation)

@@ -344,7 +344,7 @@ class Supervisor:
         """Create the parts that drive the tasks (see the module docstring) once every client they use
         exists; returns the rebalance listener to subscribe with."""
         assert self._assignor is not None
-        positions = PartitionPositions(self.consumer, tasks, self.config)
+        positions = PartitionPositions(self.consumer, tasks, self.config, self.topology.offset_reset_policies())
         tasks.read_commits = positions.committed_with_metadata
         committer = Committer(tasks, positions, membership, self.counters, self.purger, self._dispatch_lock,
                               int(self.config["commit.interval.ms"]) / 1000)
