@@ -58,6 +58,7 @@ from streamlet.errors import (
     TopologyError,
     UnknownStateStoreError,
 )
+from streamlet.offset_reset import AutoOffsetReset, NoOffsetResetPolicyError
 from streamlet.processor import (
     Cancellable,
     FixedKeyProcessor,
@@ -75,6 +76,7 @@ from streamlet.processor import (
 from streamlet.queries import QueryableStoreTypes, StoreQueryParameters
 from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from streamlet.record import KeyValue, Record, RecordMetadata
+from streamlet.runtime.close_options import CloseOptions, GroupMembershipOperation
 from streamlet.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streamlet.serdes import Deserializer, Serde, Serdes, Serializer
 from streamlet.stores import (
@@ -97,10 +99,12 @@ from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
     "ApplicationShutdownError",
+    "AutoOffsetReset",
     "Branched",
     "BranchedKStream",
     "BufferConfig",
     "Cancellable",
+    "CloseOptions",
     "CogroupedKStream",
     "ConfigError",
     "Consumed",
@@ -111,6 +115,7 @@ __all__ = [
     "FixedKeyProcessorContext",
     "FixedKeyRecord",
     "GlobalKTable",
+    "GroupMembershipOperation",
     "Grouped",
     "HostInfo",
     "InvalidStateStoreError",
@@ -129,6 +134,7 @@ __all__ = [
     "KeyValueStore",
     "Materialized",
     "Named",
+    "NoOffsetResetPolicyError",
     "Printed",
     "Processor",
     "ProcessorContext",

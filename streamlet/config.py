@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from streamlet.errors import ConfigError
+from streamlet.offset_reset import AutoOffsetReset
 from streamlet.serdes import Serde, resolve_serde
 
 AT_LEAST_ONCE = "at_least_once"
@@ -63,6 +64,9 @@ DEFAULTS: dict[str, Any] = {
     "application.server": "",
     # Which built-in metrics are recorded and reported: INFO or DEBUG (streamlet.metrics).
     "metrics.recording.level": "INFO",
+    # Read by StreamsBuilder(config) (Kafka Streams' TopologyConfig): refuse a topology whose stores,
+    # changelog or repartition topics have generated names (KIP-1111).
+    "ensure.explicit.internal.resource.naming": False,
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -92,7 +96,9 @@ DESCRIPTIONS: dict[str, str] = {
     "num.stream.threads": "Accepted for Kafka Streams compatibility; use `streamlet run --workers N` "
                           "(processes) for parallelism within one machine.",
     "replication.factor": "Replicas of the internal topics; -1 uses the broker's default.replication.factor.",
-    "auto.offset.reset": "Where a source partition without a committed offset starts: earliest or latest.",
+    "auto.offset.reset": "Where a source partition without a committed offset starts: earliest, latest, "
+                         "by_duration:<ISO-8601 duration> (the first record at most that old, e.g. by_duration:PT1H) "
+                         "or none (the instance fails); Consumed(offset_reset=...) sets it per topic.",
     "max.poll.records": "Most records one poll returns (the batch the tasks process between awaits).",
     "poll.ms": "How long a poll waits for records when there are none.",
     "session.timeout.ms": "How long the group waits for a silent instance before moving its tasks.",
@@ -115,6 +121,10 @@ DESCRIPTIONS: dict[str, str] = {
                           "run --http); announced to the group so any instance can find a key's owner.",
     "metrics.recording.level": "Which built-in metrics are recorded: INFO (thread and task level) or DEBUG "
                                "(also processor nodes, state stores and the record cache).",
+    "ensure.explicit.internal.resource.naming": "StreamsBuilder(config): building a topology whose state stores, "
+                                                "changelog or repartition topics have generated names fails, "
+                                                "naming them (KIP-1111); generated names change when the "
+                                                "topology changes, orphaning the state kept under them.",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 
@@ -160,6 +170,7 @@ class StreamsConfig(Mapping[str, Any]):
             values["commit.interval.ms"] = 100 if guarantee == EXACTLY_ONCE_V2 else 30000
         if values["statestore.cache.max.bytes"] < 0:
             raise ConfigError("statestore.cache.max.bytes must not be negative")
+        AutoOffsetReset.parse(values["auto.offset.reset"] or "earliest")  # refuses a policy it cannot read
         if not values["state.dir"]:
             values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
             given.discard("state.dir")

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streamlet.errors import TopologyError
+from streamlet.errors import ConfigError, TopologyError
+from streamlet.offset_reset import AutoOffsetReset
 from streamlet.processor import Processor, ProcessorSupplier, TimestampExtractor
 from streamlet.serdes import Deserializer, Serializer
 
@@ -36,7 +37,7 @@ class SourceSpec:
     key_deserializer: Deserializer[Any] | None = None
     value_deserializer: Deserializer[Any] | None = None
     timestamp_extractor: TimestampExtractor | None = None
-    offset_reset: str | None = None
+    offset_reset: AutoOffsetReset | None = None
 
 
 @dataclass(eq=False)
@@ -129,11 +130,12 @@ class Topology:
         key_deserializer: Deserializer[Any] | None = None,
         value_deserializer: Deserializer[Any] | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
-        offset_reset: str | None = None,
+        offset_reset: AutoOffsetReset | str | None = None,
     ) -> Topology:
         """Add a source node named `name` reading `topics`, with optional deserializers (else the configured
-        default serdes), a timestamp extractor and an offset reset (`earliest`/`latest`) for these
-        topics. Returns the topology, for chaining, as every `add_*` does."""
+        default serdes), a timestamp extractor and an offset reset policy for these topics (an
+        `AutoOffsetReset` or its words, see there; else `auto.offset.reset`). Returns the topology, for
+        chaining, as every `add_*` does."""
         if not topics:
             raise TopologyError(f"source {name!r} needs at least one topic")
         for spec in self.nodes.values():
@@ -141,9 +143,17 @@ class Topology:
                 clash = set(spec.topics) & set(topics)
                 if clash:
                     raise TopologyError(f"topic {sorted(clash)[0]!r} is already read by source {spec.name!r}")
-        self._add(SourceSpec(name, list(topics), key_deserializer, value_deserializer,
-                             timestamp_extractor, offset_reset))
+        try:
+            policy = None if offset_reset is None else AutoOffsetReset.parse(offset_reset)
+        except ConfigError as exc:
+            raise TopologyError(f"source {name!r}: {exc}") from None
+        self._add(SourceSpec(name, list(topics), key_deserializer, value_deserializer, timestamp_extractor, policy))
         return self
+
+    def offset_reset_policies(self) -> dict[str, AutoOffsetReset]:
+        """The reset policy each source topic was given (topics without one are absent)."""
+        return {topic: spec.offset_reset for spec in self.nodes.values()
+                if isinstance(spec, SourceSpec) and spec.offset_reset is not None for topic in spec.topics}
 
     def add_processor(self, name: str, supplier: ProcessorSupplier, *parent_names: str) -> Topology:
         """Add a processor node fed by `parent_names`. `supplier` makes a new `Processor` per task (a class, or a

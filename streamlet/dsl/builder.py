@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
+from streamlet.config import StreamsConfig
 from streamlet.dsl import naming
 from streamlet.dsl.global_ktable import GlobalKTable, global_table
 from streamlet.dsl.graph import GraphNode, InternalBuilder
@@ -15,6 +18,7 @@ from streamlet.processor import ProcessorSupplier
 from streamlet.stores.api import StoreBuilder
 from streamlet.topology import Topology
 
+log = logging.getLogger(__name__)
 
 def _source_writer(name: str, topics: list[str], consumed: Consumed) -> Callable[[Topology], None]:
     key_serde, value_serde = consumed.key_serde, consumed.value_serde
@@ -32,10 +36,17 @@ def _source_writer(name: str, topics: list[str], consumed: Consumed) -> Callable
 
 
 class StreamsBuilder:
-    """Builds a `Topology` with the DSL; one builder per application topology."""
+    """Builds a `Topology` with the DSL; one builder per application topology.
 
-    def __init__(self) -> None:
+    `config` holds the settings Kafka Streams reads while building (its `TopologyConfig`):
+    `ensure.explicit.internal.resource.naming` (default False) makes `build()` raise a `TopologyError`
+    naming every state store, changelog and repartition topic whose name was generated (KIP-1111);
+    without it they are only logged."""
+
+    def __init__(self, config: StreamsConfig | Mapping[str, Any] | None = None) -> None:
         self._internal = InternalBuilder()
+        setting = StreamsConfig.of(config).get("ensure.explicit.internal.resource.naming")
+        self._ensure_explicit_names = str(setting).lower() == "true"
 
     def stream(self, topics: str | Iterable[str], consumed: Consumed | None = None) -> KStream:
         """A `KStream` of the records of `topics` (one topic name or several)."""
@@ -61,7 +72,7 @@ class StreamsBuilder:
         materialized = materialized or Materialized()
         materialized = materialized.copy(key_serde=consumed.key_serde or materialized.key_serde,
                                          value_serde=consumed.value_serde or materialized.value_serde)
-        store_name = materialized.name or names.store_name(topic + "-")
+        store_name = names.materialized_store_name(materialized.name, topic + "-", materialized.logging)
         consumed_for_source = Consumed(materialized.key_serde, materialized.value_serde,
                                        consumed.timestamp_extractor, consumed.offset_reset)
         source_name = names.suffixed_or_generate(consumed.name, naming.TABLE_SOURCE_SUFFIX, naming.SOURCE)
@@ -116,4 +127,10 @@ class StreamsBuilder:
 
     def build(self) -> Topology:
         """The `Topology` of everything defined so far (each call writes a fresh one)."""
+        unprovided = self._internal.names.unprovided_names()
+        if unprovided is not None:
+            if self._ensure_explicit_names:
+                raise TopologyError("Invalid topology: " + unprovided)
+            log.info("internal resources with generated names (set ensure.explicit.internal.resource.naming "
+                     "to refuse them; renaming them later needs an application reset):\n%s", unprovided)
         return self._internal.write()

@@ -104,7 +104,8 @@ class CogroupedKStream:
     # -- building ------------------------------------------------------------------------------------
     def _materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
         materialized = materialized or Materialized()
-        store_name = materialized.name or self._builder.names.store_name(AGGREGATE_NAME)
+        store_name = self._builder.names.materialized_store_name(materialized.name, AGGREGATE_NAME,
+                                                                 materialized.logging)
         return store_name, materialized
 
     def _build(self, named: Named | str | None, store_name: str, materialized: Materialized,

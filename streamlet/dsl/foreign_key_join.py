@@ -10,6 +10,7 @@ numbered) in the same order, with the same names, store and internal topics —
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,20 @@ def _keys_only(partitioner: StreamPartitioner) -> StreamPartitioner:
     return lambda topic, key, _value, n: partitioner(topic, key, None, n)
 
 
-def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[[Any], Any],
+def sees_key(extractor: Callable[..., Any]) -> bool:
+    """Whether a foreign-key extractor takes the row's key and value (KIP-1104, Kafka Streams' BiFunction
+    overload) rather than the value alone: two required positional parameters say so. A callable whose
+    signature cannot be read (a builtin) takes the value, as before KIP-1104."""
+    try:
+        parameters = inspect.signature(extractor).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in parameters if p.kind in positional and p.default is inspect.Parameter.empty]
+    return len(required) == 2
+
+
+def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[..., Any],
                      joiner: Callable[[Any, Any], Any], table_joined: TableJoined | None,
                      materialized: Materialized | None, left: bool) -> KTable:
     """The join's graph nodes, in Kafka Streams' order (names are generated as they are created)."""
@@ -93,7 +107,8 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[[Any
     subscription_topic = name("-subscription-registration", SUBSCRIPTION_REGISTRATION) + TOPIC_SUFFIX
     fk_serde, pk_serde = other.key_serde, left_table.key_serde
     send_name = name("-subscription-registration-processor", SUBSCRIPTION_REGISTRATION)
-    send = SubscriptionSendSupplier(extractor, subscription_topic, fk_serde, left_table.value_serde, left)
+    send = SubscriptionSendSupplier(extractor, subscription_topic, fk_serde, left_table.value_serde, left,
+                                    sees_key(extractor))
 
     def write_send(topology: Topology, parents: list[str]) -> None:
         topology.add_processor(send_name, send, *parents)
@@ -192,7 +207,7 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[[Any
 
     result_name = name("-result", FK_JOIN_OUTPUT)
     materialized = materialized or Materialized()
-    result_store = materialized.name or names.store_name(FK_JOIN_OUTPUT)
+    result_store = names.materialized_store_name(materialized.name, FK_JOIN_OUTPUT, materialized.logging)
     materialized = materialized.copy(key_serde=materialized.key_serde or left_table.key_serde)
     result = TableSourceSupplier(result_store, materialized.name)
 

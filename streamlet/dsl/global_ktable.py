@@ -56,7 +56,7 @@ def global_table(builder: InternalBuilder, topic: str, consumed: Consumed | None
         consumed = Consumed(materialized.key_serde, materialized.value_serde)
     else:  # Kafka Streams' rule: the topic's serdes (Consumed's, unset ones too) are the store's
         materialized = materialized.copy(key_serde=consumed.key_serde, value_serde=consumed.value_serde)
-    store_name = materialized.name or names.store_name(topic + "-")
+    store_name = names.materialized_store_name(materialized.name, topic + "-", logged=False)
     materialized = materialized.copy(logging=False)
     source_name = names.suffixed_or_generate(consumed.name, naming.TABLE_SOURCE_SUFFIX, naming.SOURCE)
     processor_name = names.name_or_generate(consumed.name, naming.KTABLE_SOURCE)

@@ -122,7 +122,7 @@ class KGroupedStream:
         if materialized is not None and materialized.name is None:
             names.store_name(naming.AGGREGATE)  # Kafka Streams uses up an extra index here
         materialized = materialized or Materialized()
-        store_name = materialized.name or names.store_name(naming.AGGREGATE)
+        store_name = names.materialized_store_name(materialized.name, naming.AGGREGATE, materialized.logging)
         return store_name, materialized.copy(
             key_serde=materialized.key_serde or self.key_serde,
             value_serde=materialized.value_serde or Serdes.Long(),
@@ -130,7 +130,8 @@ class KGroupedStream:
 
     def _reduce_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
         materialized = materialized or Materialized()
-        store_name = materialized.name or self._builder.names.store_name(naming.REDUCE)
+        store_name = self._builder.names.materialized_store_name(materialized.name, naming.REDUCE,
+                                                                 materialized.logging)
         return store_name, materialized.copy(
             key_serde=materialized.key_serde or self.key_serde,
             value_serde=materialized.value_serde or self.value_serde,
@@ -138,7 +139,8 @@ class KGroupedStream:
 
     def _aggregate_materialized(self, materialized: Materialized | None) -> tuple[str, Materialized]:
         materialized = materialized or Materialized()
-        store_name = materialized.name or self._builder.names.store_name(naming.AGGREGATE)
+        store_name = self._builder.names.materialized_store_name(materialized.name, naming.AGGREGATE,
+                                                                 materialized.logging)
         return store_name, materialized.copy(key_serde=materialized.key_serde or self.key_serde)
 
     def _table(self, name: str, store_name: str, materialized: Materialized, supplier: TableSupplier) -> KTable:

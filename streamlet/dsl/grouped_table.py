@@ -75,7 +75,7 @@ class KGroupedTable:
         builder = self._builder
         names = builder.names
         # Kafka Streams names the store KTABLE-AGGREGATE-STATE-STORE-... for reduce too
-        store_name = materialized.name or names.store_name(naming.KTABLE_AGGREGATE)
+        store_name = names.materialized_store_name(materialized.name, naming.KTABLE_AGGREGATE, materialized.logging)
         given = Named.resolve(named)
         sink = names.suffixed_or_generate(given, "-sink", naming.SINK)
         source = names.suffixed_or_generate(given, "-source", naming.SOURCE)

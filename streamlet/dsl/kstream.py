@@ -271,7 +271,7 @@ class KStream:
         names = self._builder.names
         name = names.name_or_generate(Named.resolve(named), naming.TOTABLE)
         materialized = materialized or Materialized()
-        store_name = materialized.name or names.store_name(naming.TOTABLE)
+        store_name = names.materialized_store_name(materialized.name, naming.TOTABLE, materialized.logging)
         materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde,
                                          value_serde=materialized.value_serde or self.value_serde)
         parent = self._node
@@ -416,6 +416,10 @@ class KStream:
             prefix_length = len(naming.OUTERTHIS if right_outer else naming.JOINTHIS)
             outer_store = (store_base + shared_suffix if store_base is not None
                            else naming.OUTERSHARED + this_generated[prefix_length:]) + "-store"
+        if store_base is None:  # Kafka Streams' KStreamImplJoin records the generated store names
+            for store in (this_store, other_store, outer_store):
+                if store is not None:
+                    names.implicit_store(store, options.logging)
         trackers = TimeTrackers()
         w = windows
         this_side = StreamJoinSide(True, other_store, w.before_ms, w.after_ms, w.before_ms, w.after_ms, w.grace_ms,

@@ -187,7 +187,7 @@ class KTable:
              named: Named | str | None = None) -> KTable: ...
 
     @overload
-    def join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
+    def join(self, other: KTable, foreign_key_extractor: Callable[..., Any], joiner: Callable[[Any, Any], Any],
              table_joined: TableJoined | None = None, materialized: Materialized | None = None) -> KTable: ...
 
     def join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
@@ -197,7 +197,8 @@ class KTable:
         `join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
         foreign-key join: each row of this table joins the row of `other` whose key is
         `foreign_key_extractor(value)` (KIP-213; a row without a foreign key or without a match has
-        no result)."""
+        no result). An extractor with two parameters is called `foreign_key_extractor(key, value)`
+        (KIP-1104, Kafka Streams' `BiFunction` overload)."""
         fk = _foreign_key_call(args, kwargs)
         if fk is not None:
             return self._foreign_key_join(other, *fk, left=False)
@@ -208,7 +209,7 @@ class KTable:
                   named: Named | str | None = None) -> KTable: ...
 
     @overload
-    def left_join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any],
+    def left_join(self, other: KTable, foreign_key_extractor: Callable[..., Any],
                   joiner: Callable[[Any, Any], Any], table_joined: TableJoined | None = None,
                   materialized: Materialized | None = None) -> KTable: ...
 
@@ -217,13 +218,14 @@ class KTable:
 
         `left_join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
         foreign-key left join: every row of this table has a result, `joiner(value, None)` when its
-        foreign key is None or has no row in `other`."""
+        foreign key is None or has no row in `other`. The extractor may take `(key, value)`, as in
+        `join`."""
         fk = _foreign_key_call(args, kwargs)
         if fk is not None:
             return self._foreign_key_join(other, *fk, left=True)
         return self._join(other, *_equi_join_call(args, kwargs), True, False)
 
-    def _foreign_key_join(self, other: KTable, extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
+    def _foreign_key_join(self, other: KTable, extractor: Callable[..., Any], joiner: Callable[[Any, Any], Any],
                           table_joined: TableJoined | None, materialized: Materialized | None, left: bool) -> KTable:
         from streamlet.dsl.foreign_key_join import foreign_key_join
 
@@ -246,7 +248,7 @@ class KTable:
         names = self._builder.names
         store_name = None
         if materialized is not None:
-            store_name = materialized.name or names.store_name(naming.KTABLE_MERGE)
+            store_name = names.materialized_store_name(materialized.name, naming.KTABLE_MERGE, materialized.logging)
             materialized = materialized.copy(key_serde=materialized.key_serde or self.key_serde)
         given = Named.resolve(named)
         merge_name = names.name_or_generate(given, naming.KTABLE_MERGE)
@@ -307,8 +309,12 @@ class KTable:
             raise TypeError(f"suppress() takes a Suppressed, got {suppressed!r}")
         names = self._builder.names
         name = suppressed.name if suppressed.name is not None else names.processor_name(naming.KTABLE_SUPPRESS)
-        store_name = suppressed.name + "-store" if suppressed.name is not None else \
-            names.store_name(naming.KTABLE_SUPPRESS)
+        if suppressed.name is not None:
+            store_name = suppressed.name + "-store"
+        else:
+            store_name = names.store_name(naming.KTABLE_SUPPRESS)
+            if suppressed.buffer_config.logging:  # Kafka Streams records only the buffer's changelog
+                names.implicit_changelogs.append(store_name + "-changelog")
         duration = self._window_grace_ms() if suppressed.final_results else suppressed.time_limit_ms
         self._enable_sending_old_values(True)  # the buffer keeps old values, as Kafka Streams' does
         supplier = TableSuppressSupplier(suppressed, duration, store_name, self.key_serde, self.value_serde)

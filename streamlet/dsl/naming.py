@@ -62,10 +62,16 @@ def is_generated(name: str) -> bool:
 
 
 class NameGenerator:
-    """The builder-wide counter behind every generated name."""
+    """The builder-wide counter behind every generated name, and the record of the internal resources
+    (stores, changelog and repartition topics) whose names were generated rather than given: Kafka Streams'
+    explicit naming check (KIP-1111, `ensure.explicit.internal.resource.naming`) lists them, and they are
+    the names that change when the topology changes shape, breaking a running application's state."""
 
     def __init__(self) -> None:
         self._index = 0
+        self.implicit_changelogs: list[str] = []
+        self.implicit_stores: list[str] = []
+        self.implicit_repartitions: list[str] = []
 
     def _next(self) -> int:
         index = self._index
@@ -77,6 +83,28 @@ class NameGenerator:
 
     def store_name(self, prefix: str) -> str:
         return f"{prefix}{STATE_STORE}{self._next():010d}"
+
+    def materialized_store_name(self, given: str | None, prefix: str, logged: bool) -> str:
+        """The store name a DSL operation materializes: the user's, else a generated one, recorded as
+        implicit with its changelog when `logged` (Kafka Streams' MaterializedInternal)."""
+        if given is not None:
+            return given
+        name = self.store_name(prefix)
+        self.implicit_store(name, logged)
+        return name
+
+    def implicit_store(self, name: str, logged: bool) -> None:
+        """Record a store whose name was generated (and its changelog, when `logged`)."""
+        if logged:
+            self.implicit_changelogs.append(name + "-changelog")
+        self.implicit_stores.append(name)
+
+    def unprovided_names(self) -> str | None:
+        """Kafka Streams' message naming the internal resources with generated names, or None."""
+        sections = [("changelog topic(s)", self.implicit_changelogs), ("state store(s)", self.implicit_stores),
+                    ("repartition topic(s)", self.implicit_repartitions)]
+        lines = [f"Following {what} has not been named: {', '.join(names)}\n" for what, names in sections if names]
+        return "".join(lines) or None
 
     def name_or_generate(self, name: str | None, prefix: str) -> str:
         """The user's name if given, else a generated one; the index is used up either way."""

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from streamlet.errors import TopologyError
+from streamlet.errors import ConfigError, TopologyError
+from streamlet.offset_reset import AutoOffsetReset
 from streamlet.processor import TimestampExtractor, to_millis
 from streamlet.serdes import Serde, resolve_serde
 from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
@@ -64,23 +65,31 @@ class Named:
 
 
 class Consumed:
-    """How `StreamsBuilder.stream/table` read a topic; `name` names the source node."""
+    """How `StreamsBuilder.stream/table` read a topic; `name` names the source node.
+
+    `offset_reset` is where the topic's partitions start without a committed offset: an `AutoOffsetReset`
+    or its words (`earliest`, `latest`, `none`, `by_duration:PT1H`); by default `auto.offset.reset`."""
 
     def __init__(
         self,
         key_serde: Any = None,
         value_serde: Any = None,
         timestamp_extractor: TimestampExtractor | None = None,
-        offset_reset: str | None = None,
+        offset_reset: AutoOffsetReset | str | None = None,
         name: str | None = None,
     ) -> None:
         self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
         self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
         self.timestamp_extractor = timestamp_extractor
-        if offset_reset is not None and offset_reset not in ("earliest", "latest", "none"):
-            raise TopologyError(f"offset_reset must be 'earliest', 'latest' or 'none', got {offset_reset!r}")
-        self.offset_reset = offset_reset
+        try:
+            self.offset_reset = None if offset_reset is None else AutoOffsetReset.parse(offset_reset)
+        except ConfigError as exc:
+            raise TopologyError(f"offset_reset: {exc}") from None
         self.name = _optional_name(name)
+
+    def with_offset_reset_policy(self, policy: AutoOffsetReset | str) -> Consumed:
+        """The same options with another reset policy (Kafka Streams' `withOffsetResetPolicy`)."""
+        return Consumed(self.key_serde, self.value_serde, self.timestamp_extractor, policy, self.name)
 
     def __repr__(self) -> str:
         return (f"Consumed(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "

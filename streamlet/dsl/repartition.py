@@ -43,6 +43,7 @@ def repartition_node(
     generated_source = names.processor_name(naming.SOURCE)
     if naming.is_generated(prefix):
         sink, filter_name, source = generated_sink, generated_filter, generated_source
+        names.implicit_repartitions.append(topic)
     else:
         sink, filter_name, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
 

@@ -47,7 +47,8 @@ class SlidingWindowedKStream(ChoosesEmitStrategy):
     def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """The number of records per key and window (records with a None value are dropped)."""
         materialized = materialized or Materialized()
-        store_name = materialized.name or self._grouped._builder.names.store_name(naming.AGGREGATE)
+        store_name = self._grouped._builder.names.materialized_store_name(materialized.name, naming.AGGREGATE,
+                                                                          materialized.logging)
         materialized = materialized.copy(key_serde=materialized.key_serde or self._grouped.key_serde,
                                          value_serde=materialized.value_serde or Serdes.Long())
         return self._aggregation(named, naming.AGGREGATE, store_name, materialized, count_initializer,

@@ -42,6 +42,7 @@ from streamlet.config import (
     StreamsConfig,
 )
 from streamlet.errors import ConfigError, StreamsError
+from streamlet.offset_reset import AutoOffsetReset
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +242,10 @@ def client_kwargs(config: StreamsConfig | Mapping[str, Any], role: ClientRole,
         if settings.get(key) is not None:
             kwargs[name] = _as_int(key, settings[key])
     if role is ClientRole.MAIN_CONSUMER:
-        kwargs["auto_offset_reset"] = str(settings.get("auto.offset.reset") or "earliest")
+        # Starting positions are sought explicitly (runtime/positions.py); this is the fallback of an
+        # out-of-range fetch. aiokafka knows no by_duration: such a partition restarts at its beginning.
+        policy = AutoOffsetReset.parse(settings.get("auto.offset.reset") or "earliest")
+        kwargs["auto_offset_reset"] = "earliest" if policy.kind == "by_duration" else policy.kind
     if role.is_consumer:
         if settings.get("check.crcs") is not None:
             kwargs["check_crcs"] = _as_bool("check.crcs", settings["check.crcs"])

@@ -47,6 +47,7 @@ from streamlet.queries.parameters import QueryableStoreTypes, StoreQueryParamete
 from streamlet.queries.provider import StoreProvider, local_copies
 from streamlet.queries.session_view import ReadOnlySessionView
 from streamlet.queries.window_view import ReadOnlyWindowView
+from streamlet.runtime.close_options import CloseOptions
 from streamlet.runtime.instance_id import clean_up, ensure_state_directory, state_root
 from streamlet.runtime.supervisor import Supervisor
 from streamlet.serdes import Serde, Serializer
@@ -365,14 +366,19 @@ class KafkaStreams:
             return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
         return _response(result)
 
-    async def close(self, timeout: float | None = None) -> bool:
-        """Stop processing, commit and close every task; True if it finished within `timeout`."""
+    async def close(self, timeout: float | CloseOptions | None = None) -> bool:
+        """Stop processing, commit and close every task; True if it finished within the timeout.
+
+        `timeout` is seconds, or `CloseOptions` (a timeout, and whether the instance leaves its consumer
+        group: by default it does, so the others take its tasks over at once)."""
+        options = timeout if isinstance(timeout, CloseOptions) else CloseOptions(timeout_s=timeout)
+        timeout = options.timeout_s
         if self._state in (State.NOT_RUNNING,):
             return True
         if self._state is not State.ERROR:
             self._set_state(State.PENDING_SHUTDOWN)
         if self._supervisor is not None:
-            self._supervisor.stop()
+            self._supervisor.stop(leave_group=options.leaves_group)
         finished = True
         if self._runner is not None:
             done, _ = await asyncio.wait({self._runner}, timeout=timeout)

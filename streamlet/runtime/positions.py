@@ -21,13 +21,15 @@ hold is kept here, in one place:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aiokafka import TopicPartition
 
 from streamlet.config import StreamsConfig
 from streamlet.kafka.fenced_offsets import fetch_stable_commits, fetch_stable_offsets
+from streamlet.offset_reset import AutoOffsetReset, NoOffsetResetPolicyError
 from streamlet.runtime.task_manager import TaskManager
 
 Partition = tuple[str, int]
@@ -42,10 +44,13 @@ class PartitionPositions:
     """The current assignment's partitions, the next offset each one's task expects, and the seeks
     that put the consumer there (see the module docstring)."""
 
-    def __init__(self, consumer: Any, tasks: TaskManager, config: StreamsConfig) -> None:
+    def __init__(self, consumer: Any, tasks: TaskManager, config: StreamsConfig,
+                 reset_policies: Mapping[str, AutoOffsetReset] | None = None) -> None:
         self._consumer = consumer
         self._tasks = tasks
         self._config = config
+        self._default_policy = AutoOffsetReset.parse(config["auto.offset.reset"])
+        self._policies = dict(reset_policies or {})  # per source topic (Consumed's offset_reset)
         self.assigned: set[Partition] = set()  # dispatched to their tasks; empty from revocation to assignment
         self.epoch = 0  # bumped by every rebalance callback; a batch fetched in an older epoch is stale
         self._next_offset: dict[Partition, tuple[Any, int]] = {}
@@ -95,11 +100,7 @@ class PartitionPositions:
         offsets = {tp: committed.get(tp) if offset is None else offset for tp, offset in offsets.items()}
         unset = [TopicPartition(*tp) for tp, offset in offsets.items() if offset is None]
         if unset:
-            # No commit yet: auto.offset.reset, resolved here as explicit offsets (one request for all
-            # of them), because the fetcher may already have moved past the reset point meanwhile.
-            latest = str(self._config["auto.offset.reset"]) == "latest"
-            ends = await (consumer.end_offsets(unset) if latest else consumer.beginning_offsets(unset))
-            offsets.update({(tp.topic, tp.partition): offset for tp, offset in ends.items()})
+            offsets.update(await self._reset_offsets(unset))
         for (topic, partition), actor in actors.items():
             tp = TopicPartition(topic, partition)
             offset = offsets[(topic, partition)]
@@ -109,6 +110,36 @@ class PartitionPositions:
             if reads_several_partitions(actor):
                 self.awaited[(topic, partition)] = actor
                 actor.task.partition_group.expect([(topic, partition)])
+
+    async def _reset_offsets(self, unset: list[TopicPartition]) -> dict[Partition, int]:
+        """Where partitions without a commit start: each topic's reset policy (Consumed's, else
+        auto.offset.reset), resolved here as explicit offsets (one request per kind), because the
+        fetcher may already have moved past the reset point meanwhile."""
+        by_kind: dict[str, list[TopicPartition]] = {}
+        for tp in unset:
+            by_kind.setdefault(self._policy(tp.topic).kind, []).append(tp)
+        if "none" in by_kind:
+            tp = by_kind["none"][0]
+            raise NoOffsetResetPolicyError(
+                f"no committed offset for input partition {tp.topic}-{tp.partition} and its reset policy is "
+                f"'none': set auto.offset.reset, or give the topic a policy (Consumed(offset_reset=...))")
+        consumer = self._consumer
+        found: dict[TopicPartition, int] = {}
+        if "earliest" in by_kind:
+            found.update(await consumer.beginning_offsets(by_kind["earliest"]))
+        if "latest" in by_kind:
+            found.update(await consumer.end_offsets(by_kind["latest"]))
+        if "by_duration" in by_kind:
+            now_ms = int(time.time() * 1000)
+            since = {tp: max(0, now_ms - self._policy(tp.topic).duration_ms) for tp in by_kind["by_duration"]}
+            at = await consumer.offsets_for_times(since)
+            missing = [tp for tp, hit in at.items() if hit is None]  # nothing that recent: the end
+            ends = await consumer.end_offsets(missing) if missing else {}
+            found.update({tp: ends[tp] if hit is None else hit.offset for tp, hit in at.items()})
+        return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+
+    def _policy(self, topic: str) -> AutoOffsetReset:
+        return self._policies.get(topic, self._default_policy)
 
     async def committed_with_metadata(self, partitions: list[Partition]) -> dict[Partition, tuple[int | None, str]]:
         """The group's committed offsets (stable ones) and their metadata: what a task starting reads its

@@ -69,7 +69,7 @@ RESTORE_FETCH_BYTES = 50 << 20
 """The restore consumer's fetch size in all (Kafka's default)."""
 
 
-async def _stop_group_consumer(consumer: AIOKafkaConsumer) -> None:
+async def _stop_group_consumer(consumer: AIOKafkaConsumer, leave_group: bool = True) -> None:
     """Stop the group consumer, also in the middle of a rebalance.
 
     aiokafka's stop() first lets its coordination routine finish, and during a rebalance that routine
@@ -78,8 +78,13 @@ async def _stop_group_consumer(consumer: AIOKafkaConsumer) -> None:
     leaving anyway, so the pending join is abandoned: its routine is cancelled and its connection closed
     (a broker answers one request per connection at a time, so a LeaveGroup behind the parked JoinGroup
     would wait just as long). stop() then sends LeaveGroup on a new connection, which also lets the
-    rebalance go on without this member at once."""
+    rebalance go on without this member at once.
+
+    Without `leave_group` (CloseOptions' REMAIN_IN_GROUP) the member's generation is forgotten first, so
+    aiokafka's stop() sends no LeaveGroup: the member stays in the group until its session times out."""
     coordinator: Any = getattr(consumer, "_coordinator", None)
+    if not leave_group and coordinator is not None:
+        coordinator.generation = -1  # aiokafka leaves only a group it has a generation of
     routine = getattr(coordinator, "_coordination_task", None)
     if routine is not None and not routine.done() and consumer._subscription.reassignment_in_progress:
         log.info("closing during a rebalance: abandoning the pending join and leaving the group")
@@ -126,6 +131,7 @@ class Supervisor:
         self.standbys: StandbyTasks | None = None
         self.global_thread: GlobalStreamThread | None = None
         self.shutdown_requested = False
+        self._leave_group = True  # what closing does with the membership (stop(leave_group=...))
         self._fatal: BaseException | None = None  # ends the member: retrying cannot help (see _end_with)
         # The parts that drive the tasks, wired by run() once the clients exist (see _wire_parts).
         self._assignor: TaskAssignor | None = None
@@ -215,8 +221,10 @@ class Supervisor:
             await self._stop.wait()
         return self._stop.is_set()
 
-    def stop(self) -> None:
-        """Ask the member to stop: `run()` then commits, closes its tasks and returns."""
+    def stop(self, leave_group: bool = True) -> None:
+        """Ask the member to stop: `run()` then commits, closes its tasks and returns, leaving the group
+        unless `leave_group` is False (see `CloseOptions`)."""
+        self._leave_group = leave_group
         self._stop.set()
         if self._loop is not None:
             self._loop.interrupt()
@@ -309,7 +317,7 @@ class Supervisor:
         listener = self._wire_parts(self.tasks, membership)
         await self.consumer.start()
         always_hand_out_as_decoded(self.consumer)  # the tasks need no ConsumerRecord per record
-        resources.push_async_callback(_stop_group_consumer, self.consumer)
+        resources.push_async_callback(lambda: _stop_group_consumer(self.consumer, self._leave_group))
         resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
         self.consumer.subscribe(sorted(self.plan.source_topics), listener=listener)
         async with anyio.create_task_group() as tg:
@@ -336,7 +344,7 @@ class Supervisor:
         """Create the parts that drive the tasks (see the module docstring) once every client they use
         exists; returns the rebalance listener to subscribe with."""
         assert self._assignor is not None
-        positions = PartitionPositions(self.consumer, tasks, self.config)
+        positions = PartitionPositions(self.consumer, tasks, self.config, self.topology.offset_reset_policies())
         tasks.read_commits = positions.committed_with_metadata
         committer = Committer(tasks, positions, membership, self.counters, self.purger, self._dispatch_lock,
                               int(self.config["commit.interval.ms"]) / 1000)

@@ -15,6 +15,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -24,9 +25,10 @@ from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import TaskProgress
 from streamlet.config import StreamsConfig
-from streamlet.errors import StreamsError, TopologyError
+from streamlet.errors import ConfigError, StreamsError, TopologyError
 from streamlet.kafka.client_settings import ClientRole, client_kwargs
 from streamlet.kafka.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
+from streamlet.offset_reset import AutoOffsetReset
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
@@ -36,6 +38,20 @@ from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
 
+
+
+def _spark_reset(default: str, per_topic: Mapping[str, AutoOffsetReset]) -> str:
+    """The Spark query's starting position for a fresh checkpoint without commits: `earliest` or `latest`.
+    The Kafka source starts every topic alike, so a `by_duration` or `none` policy, or a topic's own policy
+    that differs from `auto.offset.reset`, is refused here rather than silently applied differently."""
+    policy = AutoOffsetReset.parse(default)
+    differing = sorted(topic for topic, own in per_topic.items() if own != policy)
+    if policy.kind not in ("earliest", "latest") or differing:
+        what = f"the policy of topic {differing[0]!r} ({per_topic[differing[0]]!r})" if differing else \
+            f"auto.offset.reset={default!r}"
+        raise ConfigError(f"the Spark engine starts its input at earliest or latest for every topic alike; "
+                          f"{what} runs on the asyncio runtime only")
+    return policy.kind
 
 class SparkQueryError(StreamsError):
     """A query of the Spark engine stopped with an error (Spark's message is attached)."""
@@ -154,7 +170,7 @@ class SparkStreams:
         `auto.offset.reset` (see `starting_offsets`)."""
         from streamlet.spark.starting_offsets import committed_starting_offsets, is_fresh
 
-        reset = str(self.config["auto.offset.reset"])
+        reset = _spark_reset(self.config["auto.offset.reset"], self.topology.offset_reset_policies())
         if not is_fresh(checkpoint):
             return reset
         internal = {plan.resolve_topic(t) for t in self.topology.internal_topics}

@@ -58,9 +58,13 @@ def _serde(given: Serde[Any] | None, default: Any, what: str) -> Serde[Any]:
 
 
 class SubscriptionSendSupplier:
-    def __init__(self, extractor: Callable[[Any], Any], subscription_topic: str, foreign_key_serde: Serde[Any] | None,
-                 value_serde: Serde[Any] | None, left: bool) -> None:
+    """Step 1's processor. `extractor(value)` gives a row's foreign key, or `extractor(key, value)` when
+    `sees_key` (KIP-1104)."""
+
+    def __init__(self, extractor: Callable[..., Any], subscription_topic: str, foreign_key_serde: Serde[Any] | None,
+                 value_serde: Serde[Any] | None, left: bool, sees_key: bool = False) -> None:
         self.extractor = extractor
+        self.sees_key = sees_key
         self.topic = subscription_topic
         self.foreign_key_serde = foreign_key_serde
         self.value_serde = value_serde
@@ -94,6 +98,11 @@ class SubscriptionSend(Processor):
         self._hash = None
         hashed = False
         extract = self._spec.extractor
+        if self._spec.sees_key:
+            key_value_extract, key = extract, record.key
+
+            def extract(value: Any) -> Any:
+                return key_value_extract(key, value)
 
         def send(foreign_key: Any, instruction: int) -> None:
             nonlocal hashed
