@@ -3,7 +3,7 @@ True})` refuses a topology whose state stores, changelog or repartition topics h
 names them in Kafka Streams' words.
 
 Differential: each labelled topology below is built the same way by Kafka Streams 4.4.0
-(tests/java_naming/NamingCheck.java, built with Maven) with the setting on; the outcome (built, or the
+(NamingCheck in tests/java_streams4, built with Maven) with the setting on; the outcome (built, or the
 `TopologyException` message) must be the same, label by label. Which operations record a generated name is
 Kafka Streams' own choice and not always the obvious one (a suppression buffer's changelog but not its
 store, a foreign-key join's result store but not its subscription store), so every case is asked of it.
@@ -11,11 +11,8 @@ store, a foreign-key join's result store but not its subscription store), so eve
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -37,10 +34,8 @@ from streamlet import (
 )
 from streamlet.dsl.suppressed import BufferConfig
 from streamlet.errors import TopologyError
+from tests.streams4_java import run_check
 
-JAVA_DIR = Path(__file__).parents[1] / "java_naming"
-_JAR = JAVA_DIR / "target" / "streamlet-naming-check-0.1.0.jar"
-_CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
 SECOND = timedelta(seconds=1)
 TEN = timedelta(seconds=10)
 
@@ -144,25 +139,10 @@ def _streamlet_outcome(case: Callable[[StreamsBuilder], object]) -> str:
     return "OK"
 
 
-def _kafka_streams_outcomes() -> dict[str, str]:
-    sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
-    if not (_JAR.exists() and _CLASSPATH.exists()) or max(p.stat().st_mtime for p in sources) > _JAR.stat().st_mtime:
-        built = subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "package",
-                                "dependency:build-classpath", "-Dmdep.outputFile=target/classpath.txt"],
-                               capture_output=True, text=True, timeout=600)
-        assert built.returncode == 0, built.stdout + built.stderr
-    run = subprocess.run(["java", "-cp", f"{_JAR}:{_CLASSPATH.read_text().strip()}", "io.streamlet.naming.NamingCheck"],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    lines = [line.split("\t", 1) for line in run.stdout.splitlines() if "\t" in line]
-    return {label: outcome.replace("\\n", "\n") for label, outcome in lines}
-
-
 @pytest.fixture(scope="module")
 def kafka_streams() -> dict[str, str]:
-    if shutil.which("mvn") is None or shutil.which("java") is None:
-        pytest.skip("needs Java and Maven")
-    return _kafka_streams_outcomes()
+    lines = [line.split("\t", 1) for line in run_check("NamingCheck").splitlines() if "\t" in line]
+    return {label: outcome.replace("\\n", "\n") for label, outcome in lines}
 
 
 def test_every_case_is_asked_of_both(kafka_streams: dict[str, str]) -> None:

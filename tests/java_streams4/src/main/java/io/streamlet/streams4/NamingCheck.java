@@ -1,4 +1,4 @@
-package io.streamlet.naming;
+package io.streamlet.streams4;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
