@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from streamlet.record import Headers, Record, RecordMetadata
@@ -56,6 +56,21 @@ def to_millis(duration: timedelta | int | float) -> int:
     return int(duration)
 
 
+def epoch_millis(instant: datetime | int) -> int:
+    """Instants in the API are timezone-aware `datetime` or int epoch milliseconds (a naive datetime is
+    refused: which zone it meant cannot be known)."""
+    if isinstance(instant, datetime):
+        if instant.tzinfo is None:
+            raise ValueError(f"a datetime instant needs a timezone (e.g. tzinfo=timezone.utc), got {instant!r}")
+        return int((instant - _EPOCH) / timedelta(milliseconds=1))
+    if isinstance(instant, bool) or not isinstance(instant, int):
+        raise TypeError(f"an instant must be a datetime or epoch milliseconds, got {instant!r}")
+    return instant
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 class ProcessorContext(ABC):
     """What a processor may do beyond `process`: forward, schedule, reach stores, ask to commit."""
 
@@ -77,9 +92,15 @@ class ProcessorContext(ABC):
 
     @abstractmethod
     def schedule(
-        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
+        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator,
+        start_time: datetime | int | None = None,
     ) -> Cancellable:
-        """Call `callback(timestamp_ms)` every `interval` of stream time or of wall-clock time."""
+        """Call `callback(timestamp_ms)` every `interval` of stream time or of wall-clock time.
+
+        Without `start_time` a wall-clock punctuation first fires one interval from now and a stream-time
+        one as soon as stream time exists. With it (KIP-1146; a datetime or epoch ms, not before the epoch)
+        the punctuations are anchored to it: the first fires at `start_time`, or, when that has passed
+        already (on the punctuation's clock), at the first `start_time + k * interval` after now."""
 
     @abstractmethod
     def get_state_store(self, name: str) -> StateStore:

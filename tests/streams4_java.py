@@ -26,14 +26,15 @@ def _build() -> None:
         raise RuntimeError(f"building tests/java_streams4 failed:\n{built.stdout}{built.stderr}")
 
 
-def run_check(main_class: str) -> str:
-    """The standard output of `io.streamlet.streams4.<main_class>`; skips the test without Java or Maven."""
+def run_check(main_class: str, stdin: str = "") -> str:
+    """The standard output of `io.streamlet.streams4.<main_class>` fed `stdin`; skips the test without Java
+    or Maven."""
     if shutil.which("mvn") is None or shutil.which("java") is None:
         pytest.skip("needs Java and Maven")
     _build()
     classpath = f"{_JAR}:{_CLASSPATH.read_text().strip()}"
     run = subprocess.run(["java", "-cp", classpath, f"io.streamlet.streams4.{main_class}"],
-                         capture_output=True, text=True, timeout=300)
+                         input=stdin, capture_output=True, text=True, timeout=300)
     if run.returncode != 0:
         raise RuntimeError(f"{main_class} failed:\n{run.stderr[-3000:]}")
     return run.stdout

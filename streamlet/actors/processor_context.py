@@ -8,13 +8,20 @@ cache flushes, which may run outside any `process` call, forwarding from the rig
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from streamlet.actors.processor_node import entry_point
 from streamlet.config import StreamsConfig
 from streamlet.errors import InvalidStateStoreError, TopologyError
-from streamlet.processor import Cancellable, ProcessorContext, PunctuationType, Punctuator, to_millis
+from streamlet.processor import (
+    Cancellable,
+    ProcessorContext,
+    PunctuationType,
+    Punctuator,
+    epoch_millis,
+    to_millis,
+)
 from streamlet.record import Record, RecordMetadata
 from streamlet.stores.api import StateStore
 
@@ -78,9 +85,11 @@ class NodeContext(ProcessorContext):
         return forward_in_context
 
     def schedule(
-        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
+        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator,
+        start_time: datetime | int | None = None,
     ) -> Cancellable:
-        return self._task.schedule(self._node, to_millis(interval), punctuation_type, callback)
+        start = None if start_time is None else epoch_millis(start_time)
+        return self._task.schedule(self._node, to_millis(interval), punctuation_type, callback, start)
 
     def get_state_store(self, name: str) -> StateStore:
         if name not in self._node.store_names:

@@ -42,6 +42,17 @@ class PunctuationSchedule(Cancellable):
         self.next_time = nxt
 
 
+def first_punctuation(start: int, interval: int, now: int) -> int:
+    """When a punctuation anchored at `start` is first due, seen at `now`: `start` itself unless it has
+    passed, else the next grid point after `now` (Kafka Streams' PunctuationSchedule.next)."""
+    if start >= now:
+        return start
+    first = start + interval
+    if now >= first:
+        first = now - ((now - start) % interval) + interval
+    return first
+
+
 class PunctuationQueue:
     """Schedules of one clock, ordered by when they are next due."""
 

@@ -19,7 +19,7 @@ from streamlet.actors.error_handlers import RecordErrorHandler
 from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup, with_origin
 from streamlet.actors.processor_context import NodeContext
 from streamlet.actors.processor_node import DynamicSinkNode, Node, ProcessorNode, SinkNode, SourceNode
-from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule
+from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule, first_punctuation
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.actors.task_progress import CarriesProgress, CommitTimes, TaskProgress
@@ -284,13 +284,21 @@ class StreamTask:
         return n
 
     # -- punctuation --------------------------------------------------------------------------------
-    def schedule(self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Any) -> Cancellable:
+    def schedule(self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Any,
+                 start: int | None = None) -> Cancellable:
+        """A punctuation of `node`; `start` (epoch ms) anchors it (KIP-1146): first due at `start`, or at the
+        first `start + k * interval` after now when `start` has passed on the punctuation's clock."""
+        if start is not None and start < 0:
+            raise ValueError(f"a punctuation cannot start before the epoch, got {start}")
         if kind is PunctuationType.STREAM_TIME:
-            sched = self._stream_queue.schedule(node, interval, callback, 0)
-            self._next_stream_punct = min(self._next_stream_punct, 0)
+            first = 0 if start is None else first_punctuation(start, interval, self.partition_group.stream_time)
+            sched = self._stream_queue.schedule(node, interval, callback, first)
+            self._next_stream_punct = min(self._next_stream_punct, first)
             return sched
         if kind is PunctuationType.WALL_CLOCK_TIME:
-            return self._wall_queue.schedule(node, interval, callback, self.clock() + interval)
+            now = self.clock()
+            first = now + interval if start is None else first_punctuation(start, interval, now)
+            return self._wall_queue.schedule(node, interval, callback, first)
         raise ValueError(f"unknown punctuation type {kind!r}")
 
     def _punctuate(self, sched: PunctuationSchedule, now: int) -> None:

@@ -9,7 +9,7 @@ Everything else the context offers is the node's own context, unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from streamlet.config import StreamsConfig
@@ -55,8 +55,8 @@ class _FixedKeyContext(FixedKeyProcessorContext):
         return forward_fixed
 
     def schedule(self, interval: timedelta | int, punctuation_type: PunctuationType,
-                 callback: Punctuator) -> Cancellable:
-        return self._inner.schedule(interval, punctuation_type, callback)
+                 callback: Punctuator, start_time: datetime | int | None = None) -> Cancellable:
+        return self._inner.schedule(interval, punctuation_type, callback, start_time)
 
     def get_state_store(self, name: str) -> StateStore:
         return self._inner.get_state_store(name)
