@@ -316,7 +316,8 @@ class KStream:
         With a stream and `JoinWindows`: each pair of records with equal keys whose times are within
         the windows, `joiner(value, other_value)` (see processors/stream_stream_join.py).
         With a `GlobalKTable`: `join(global_table, key_selector, joiner, named=None)`, the row of
-        `key_selector(key, value)` (no repartitioning)."""
+        `key_selector(key, value)` (no repartitioning); the joiner may take `(value, row)`, `(key, value,
+        row)` or `(key, mapped_key, value, row)` (Kafka Streams 4.x's ValueJoinerWithStreamAndMappedKey)."""
         if isinstance(other, GlobalKTable):
             return self._join_global(other, joiner, joined, stream_joined, left=False)
         if isinstance(other, KStream):

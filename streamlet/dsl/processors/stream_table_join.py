@@ -13,6 +13,7 @@ its own key is None, as Kafka Streams' `KStreamKTableJoinProcessor`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -64,14 +65,30 @@ class StreamTableJoin(Processor):
             self._forward(record.with_value(self._joiner(value, stored.value)))
 
 
+def joiner_arity(joiner: Callable[..., Any]) -> int:
+    """How many arguments a joiner takes: 2 `(value, other)`, 3 `(key, value, other)` (Kafka Streams'
+    ValueJoinerWithKey) or 4 `(key, mapped_key, value, other)` (ValueJoinerWithStreamAndMappedKey, KIP-1340,
+    global-table joins); the count of required positional parameters decides, 2 when it cannot be read."""
+    try:
+        parameters = inspect.signature(joiner).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = sum(1 for p in parameters if p.kind in positional and p.default is inspect.Parameter.empty)
+    return required if required in (3, 4) else 2
+
+
 class GlobalTableJoin(StreamTableJoin):
     """The stream-table join looking the table up by `key_mapper(key, value)` (a `GlobalKTable` join).
 
     The mapper is called twice per record, once to decide whether to drop it and once to join, as
-    Kafka Streams does (it shows only with a mapper that is not a pure function)."""
+    Kafka Streams does (it shows only with a mapper that is not a pure function). The joiner may also see
+    the stream record's key and the mapped key (see `joiner_arity`)."""
 
-    def __init__(self, table: ValueGetter, joiner: ValueJoiner, left: bool, key_mapper: KeyMapper) -> None:
+    def __init__(self, table: ValueGetter, joiner: Callable[..., Any], left: bool, key_mapper: KeyMapper) -> None:
         super().__init__(table, joiner, left)
+        self._arity = joiner_arity(joiner)
+        self._joiner_with_keys: Callable[..., Any] = joiner
         self._key_mapper = key_mapper
 
     def process(self, record: Record) -> None:
@@ -82,8 +99,13 @@ class GlobalTableJoin(StreamTableJoin):
             return
         mapped = self._key_mapper(key, value)
         stored = None if mapped is None else self._table.get(mapped)
-        if stored is None:
-            if self._left:
-                self._forward(record.with_value(self._joiner(value, None)))
+        if stored is None and not self._left:
             return
-        self._forward(record.with_value(self._joiner(value, stored.value)))
+        other = None if stored is None else stored.value
+        if self._arity == 2:
+            joined = self._joiner(value, other)
+        elif self._arity == 3:
+            joined = self._joiner_with_keys(key, value, other)
+        else:
+            joined = self._joiner_with_keys(key, mapped, value, other)
+        self._forward(record.with_value(joined))
