@@ -17,6 +17,7 @@ from streamlet.dsl import (
     StreamsBuilder,
 )
 from streamlet.errors import TopologyError
+from streamlet.offset_reset import AutoOffsetReset
 from streamlet.processor import RecordTimestampExtractor, WallclockTimestampExtractor
 from streamlet.serdes import LongSerde, Serdes, StringSerde
 from streamlet.stores.factory import Stores
@@ -69,7 +70,7 @@ def test_consumed_options_reach_the_source() -> None:
     source = _source(builder.build(), "KSTREAM-SOURCE-0000000000")
     assert source.topics == ["a", "b"]
     assert source.timestamp_extractor is extractor
-    assert source.offset_reset == "latest"
+    assert source.offset_reset == AutoOffsetReset.latest()
     assert source.key_deserializer is not None and source.value_deserializer is not None
     assert source.value_deserializer.deserialize("a", b"\x00" * 7 + b"\x05") == 5
 
