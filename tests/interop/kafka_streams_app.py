@@ -40,7 +40,8 @@ def java_command() -> list[str]:
                                   capture_output=True, text=True, timeout=600)
             if proc.returncode != 0:
                 raise RuntimeError(f"building the Kafka Streams interop apps failed:\n{proc.stdout}{proc.stderr}")
-    return ["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+    return ["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS", "-cp",
             f"{_JAR}:{_CLASSPATH.read_text().strip()}", _MAIN]
 
 
