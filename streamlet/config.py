@@ -53,7 +53,8 @@ DEFAULTS: dict[str, Any] = {
     "transaction.timeout.ms": 10000,
     # How long the cluster may stay unreachable before that is a failure of the client (Kafka Streams'
     # task.timeout.ms): a member failing on a lost connection within it is replaced and waits for the
-    # cluster instead.
+    # cluster instead. Also how long a member waits for a group still held by another protocol's
+    # members (runtime/foreign_members.py).
     "task.timeout.ms": 300000,
     # What a failure of the running client does when no handler function is set (KafkaStreams.
     # set_uncaught_exception_handler): shutdown_client | replace_thread | shutdown_application.
@@ -108,7 +109,9 @@ DESCRIPTIONS: dict[str, str] = {
                               "before aborting it (a crashed instance's work is discarded after this).",
     "task.timeout.ms": "How long the cluster may stay unreachable (refused connections, timed-out requests) "
                        "before that fails the client; within it a member that fails on a lost connection is "
-                       "replaced and the replacement waits for the cluster.",
+                       "replaced and the replacement waits for the cluster. Also how long a member waits to "
+                       "join a group still held by members of another protocol (a Kafka Streams application "
+                       "closed a moment ago).",
     "uncaught.exception.handler": "What a failure of the running instance does when no handler function is "
                                   "set: shutdown_client, replace_thread or shutdown_application.",
     "application.server": "host:port where this instance answers interactive queries over HTTP (streamlet "
