@@ -16,10 +16,9 @@ The foreign-key join's intermediate results depend on the timing of its internal
 final table is compared (the latest result per key), as is its result store.
 
 Emit-final after a move: Kafka Streams keeps the close time of the last emitted window in its commit
-metadata (TopicPartitionMetadata's ProcessorMetadata); without reading and writing that metadata the
-instance that takes over does not know what was already emitted. Until both sides share it (branch
-i23-commit-metadata), those two cases are expected to fail and are marked xfail(strict=True), so that
-they turn red as soon as they pass and the marker must go.
+metadata (TopicPartitionMetadata's ProcessorMetadata, under the store's name); the instance that takes
+over reads it back, so it does not emit those windows again. streamlet writes and reads the same
+metadata (streamlet/kafka/commit_metadata.py), which the emit-final case checks in both directions.
 """
 
 from __future__ import annotations
@@ -42,9 +41,6 @@ pytestmark = [
 
 JAVA_SESSION_TIMEOUT_MS = 20000
 DIRECTIONS = ["java-then-streamlet", "streamlet-then-java"]
-EMIT_FINAL_NEEDS_METADATA = pytest.mark.xfail(
-    strict=True, reason="emit-final's last emitted window close time lives in Kafka Streams' commit metadata, "
-                        "which streamlet does not share yet (branch i23-commit-metadata)")
 _JOIN_STORE = re.compile(r"clicks-views-(this|other)-join-store")
 
 
@@ -121,7 +117,7 @@ async def test_foreign_key_join(runs: Runs, direction: str) -> None:
             store
 
 
-@pytest.mark.parametrize("direction", [pytest.param(d, marks=EMIT_FINAL_NEEDS_METADATA) for d in DIRECTIONS])
+@pytest.mark.parametrize("direction", DIRECTIONS)
 async def test_windowed_count_emitted_on_window_close(runs: Runs, direction: str) -> None:
     reference, moved = await both(runs, direction)
     assert reference.outputs["win-out"], "the reference closed no window"
@@ -130,7 +126,7 @@ async def test_windowed_count_emitted_on_window_close(runs: Runs, direction: str
 
 @pytest.mark.parametrize("direction", DIRECTIONS)
 async def test_windowed_count_store_moves(runs: Runs, direction: str) -> None:
-    """The emit-final aggregation's store itself moves (its output is the xfail case above)."""
+    """The emit-final aggregation's store itself moves (its output is the case above)."""
     reference, moved = await both(runs, direction)
     assert changelog_view("window-counts", moved.changelogs["window-counts"]) == \
         changelog_view("window-counts", reference.changelogs["window-counts"])
