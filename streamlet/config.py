@@ -64,7 +64,11 @@ DEFAULTS: dict[str, Any] = {
     "application.server": "",
     # Which built-in metrics are recorded and reported: INFO or DEBUG (streamlet.metrics).
     "metrics.recording.level": "INFO",
+    # At start-up, whether the internal topics the cluster already holds for the application id must be
+    # the topology's (kafka/internal_topic_check.py): existing | exact | none.
+    "internal.topics.check": "existing",
 }
+INTERNAL_TOPICS_CHECKS = ("existing", "exact", "none")
 
 DESCRIPTIONS: dict[str, str] = {
     "application.id": "The application's name: the consumer group, the prefix of its internal topics and "
@@ -118,6 +122,12 @@ DESCRIPTIONS: dict[str, str] = {
                           "run --http); announced to the group so any instance can find a key's owner.",
     "metrics.recording.level": "Which built-in metrics are recorded: INFO (thread and task level) or DEBUG "
                                "(also processor nodes, state stores and the record cache).",
+    "internal.topics.check": "At start-up, before any topic is created: existing (every internal topic the "
+                             "cluster already holds for the application id, changelog or repartition, must be "
+                             "one of the topology's, else the start is refused naming the first difference; a "
+                             "first start and a topology that only adds operators pass), exact (also each of "
+                             "the topology's must exist once the cluster holds any: for the first start after "
+                             "moving from Kafka Streams) or none.",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 
@@ -163,6 +173,11 @@ class StreamsConfig(Mapping[str, Any]):
             values["commit.interval.ms"] = 100 if guarantee == EXACTLY_ONCE_V2 else 30000
         if values["statestore.cache.max.bytes"] < 0:
             raise ConfigError("statestore.cache.max.bytes must not be negative")
+        check = str(values["internal.topics.check"]).strip().lower()
+        if check not in INTERNAL_TOPICS_CHECKS:
+            raise ConfigError(f"internal.topics.check must be one of {', '.join(INTERNAL_TOPICS_CHECKS)}, "
+                              f"got {values['internal.topics.check']!r}")
+        values["internal.topics.check"] = check
         if not values["state.dir"]:
             values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
             given.discard("state.dir")

@@ -241,7 +241,8 @@ class Supervisor:
         config = self.config
         self.plan = await prepare_topics(self.topology, self.app_id, self._client_kwargs(ClientRole.ADMIN),
                                          replication_factor=int(config["replication.factor"]),
-                                         dead_letter_topic=dead_letter_topic(config))
+                                         dead_letter_topic=dead_letter_topic(config),
+                                         internal_topics_check=config["internal.topics.check"])
         self._partition_counts = self.plan.partition_counts
         producer_config = {**self._client_kwargs(ClientRole.PRODUCER), "acks": "all"}
         replicas = int(config["num.standby.replicas"])
