@@ -54,7 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "transaction.timeout.ms": 10000,
     # How long the cluster may stay unreachable before that is a failure of the client (Kafka Streams'
     # task.timeout.ms): a member failing on a lost connection within it is replaced and waits for the
-    # cluster instead.
+    # cluster instead. Also how long a member waits for a group still held by another protocol's
+    # members (runtime/foreign_members.py).
     "task.timeout.ms": 300000,
     # What a failure of the running client does when no handler function is set (KafkaStreams.
     # set_uncaught_exception_handler): shutdown_client | replace_thread | shutdown_application.
@@ -67,7 +68,11 @@ DEFAULTS: dict[str, Any] = {
     # Read by StreamsBuilder(config) (Kafka Streams' TopologyConfig): refuse a topology whose stores,
     # changelog or repartition topics have generated names (KIP-1111).
     "ensure.explicit.internal.resource.naming": False,
+    # At start-up, whether the internal topics the cluster already holds for the application id must be
+    # the topology's (kafka/internal_topic_check.py): existing | exact | none.
+    "internal.topics.check": "existing",
 }
+INTERNAL_TOPICS_CHECKS = ("existing", "exact", "none")
 
 DESCRIPTIONS: dict[str, str] = {
     "application.id": "The application's name: the consumer group, the prefix of its internal topics and "
@@ -114,7 +119,9 @@ DESCRIPTIONS: dict[str, str] = {
                               "before aborting it (a crashed instance's work is discarded after this).",
     "task.timeout.ms": "How long the cluster may stay unreachable (refused connections, timed-out requests) "
                        "before that fails the client; within it a member that fails on a lost connection is "
-                       "replaced and the replacement waits for the cluster.",
+                       "replaced and the replacement waits for the cluster. Also how long a member waits to "
+                       "join a group still held by members of another protocol (a Kafka Streams application "
+                       "closed a moment ago).",
     "uncaught.exception.handler": "What a failure of the running instance does when no handler function is "
                                   "set: shutdown_client, replace_thread or shutdown_application.",
     "application.server": "host:port where this instance answers interactive queries over HTTP (streamlet "
@@ -125,6 +132,12 @@ DESCRIPTIONS: dict[str, str] = {
                                                 "changelog or repartition topics have generated names fails, "
                                                 "naming them (KIP-1111); generated names change when the "
                                                 "topology changes, orphaning the state kept under them.",
+    "internal.topics.check": "At start-up, before any topic is created: existing (every internal topic the "
+                             "cluster already holds for the application id, changelog or repartition, must be "
+                             "one of the topology's, else the start is refused naming the first difference; a "
+                             "first start and a topology that only adds operators pass), exact (also each of "
+                             "the topology's must exist once the cluster holds any: for the first start after "
+                             "moving from Kafka Streams) or none.",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 
@@ -171,6 +184,11 @@ class StreamsConfig(Mapping[str, Any]):
         if values["statestore.cache.max.bytes"] < 0:
             raise ConfigError("statestore.cache.max.bytes must not be negative")
         AutoOffsetReset.parse(values["auto.offset.reset"] or "earliest")  # refuses a policy it cannot read
+        check = str(values["internal.topics.check"]).strip().lower()
+        if check not in INTERNAL_TOPICS_CHECKS:
+            raise ConfigError(f"internal.topics.check must be one of {', '.join(INTERNAL_TOPICS_CHECKS)}, "
+                              f"got {values['internal.topics.check']!r}")
+        values["internal.topics.check"] = check
         if not values["state.dir"]:
             values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
             given.discard("state.dir")

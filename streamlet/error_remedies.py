@@ -60,10 +60,13 @@ def noise_traceback(error: BaseException) -> bool:
         ApplicationShutdownError,
         ConfigError,
         DeserializationError,
+        GroupHeldByOtherProtocolError,
         StateDirectoryError,
     )
+    from streamlet.kafka.internal_topic_check import InternalTopicsMismatchError
     from streamlet.kafka.record_sender import ProductionError
     from streamlet.kafka.topic_manager import MissingTopicsError
 
     return isinstance(error, DeserializationError | ProductionError | MissingTopicsError | ConfigError
-                      | StateDirectoryError | ApplicationShutdownError | KafkaConnectionError | KafkaTimeoutError)
+                      | StateDirectoryError | ApplicationShutdownError | InternalTopicsMismatchError
+                      | GroupHeldByOtherProtocolError | KafkaConnectionError | KafkaTimeoutError)

@@ -72,6 +72,13 @@ class ApplicationShutdownError(StreamsError):
     """Another instance's uncaught-exception handler asked the whole application to shut down."""
 
 
+class GroupHeldByOtherProtocolError(StreamsError):
+    """The application's consumer group kept members of another protocol (most often a Kafka Streams
+    application's, which stay in the group after it closes until their session times out) for longer
+    than `task.timeout.ms`, so this instance could never join it. Stop those members, or raise
+    `task.timeout.ms` to wait longer."""
+
+
 class StateDirectoryError(StreamsError):
     """The state directory cannot be created or written (Kafka Streams' `ProcessorStateException` at
     construction): a configuration or permission problem to fix before the instance can run."""

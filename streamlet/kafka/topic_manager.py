@@ -40,6 +40,8 @@ from aiokafka.protocol.metadata import MetadataRequest
 
 from streamlet.errors import StreamsError, TopologyError
 from streamlet.kafka.client_settings import ClientRole, KafkaAuthorizationError, client_kwargs, start_client
+from streamlet.kafka.internal_topic_check import NONE as NO_CHECK
+from streamlet.kafka.internal_topic_check import check_internal_topics
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
@@ -516,9 +518,12 @@ async def prepare_topics(
     replication_factor: int = -1,
     timeout_s: float = 30.0,
     dead_letter_topic: str | None = None,
+    internal_topics_check: str = NO_CHECK,
 ) -> TopicPlan:
     """Describe the user topics, plan and ensure the internal ones: the whole start-up step in one call.
-    A dead-letter topic is used as it is when it exists, else created with one partition."""
+    A dead-letter topic is used as it is when it exists, else created with one partition. Before
+    anything is created, the internal topics the cluster holds for the application are checked against
+    the plan's (`internal_topics_check`: see `streamlet.kafka.internal_topic_check`)."""
     async with admin_client(admin_or_bootstrap) as admin:
         sources, sinks = user_topics(topology)
         wanted = sources | sinks | ({dead_letter_topic} if dead_letter_topic else set())
@@ -526,6 +531,7 @@ async def prepare_topics(
         await _check_topics_authorized(admin, sources - counts.keys(), sinks - counts.keys())
         dlq_partitions = counts.pop(dead_letter_topic, None) if dead_letter_topic else None
         plan = plan_internal_topics(topology, application_id, counts)
+        await check_internal_topics(admin, application_id, plan.internal_topics, internal_topics_check)
         if plan.missing_sinks:
             log.warning("sink topic(s) %s do not exist yet: the first output waits until they do (a cluster "
                         "with auto.create.topics.enable creates them on first use)", sorted(plan.missing_sinks))

@@ -27,12 +27,14 @@ from typing import Any
 
 import anyio
 from aiokafka import TopicPartition
+from aiokafka.errors import InconsistentGroupProtocolError
 
 from streamlet.config import StreamsConfig
 from streamlet.kafka.client_settings import ClientRole, resolved_settings
 from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.committer import Committer
+from streamlet.runtime.foreign_members import RETRY_INTERVAL_S, ForeignMembersWait
 from streamlet.runtime.membership import GroupMembership
 from streamlet.runtime.positions import PartitionPositions, reads_several_partitions
 from streamlet.runtime.standby import StandbyTasks
@@ -44,13 +46,14 @@ class PollLoop:
 
     `before_output()` is awaited before a polled batch is dispatched (sink topics missing at start-up
     must exist first); `on_loop()` is called once a round (metrics sampling); `on_rebalance(True)`
-    once restoration has finished."""
+    once restoration has finished. A join the broker refuses because the group still holds members
+    of another protocol is waited out (`group_wait`, see `ForeignMembersWait`)."""
 
     def __init__(self, *, consumer: Any, config: StreamsConfig, tasks: TaskManager, standbys: StandbyTasks | None,
                  positions: PartitionPositions, membership: GroupMembership, committer: Committer,
                  counters: ThreadCounters, dispatch_lock: anyio.Lock, stop: anyio.Event,
                  before_output: Callable[[], Awaitable[None]], on_loop: Callable[[], None],
-                 on_rebalance: Callable[[bool], None]) -> None:
+                 on_rebalance: Callable[[bool], None], group_wait: ForeignMembersWait) -> None:
         self._consumer = consumer
         self._config = config
         self._tasks = tasks
@@ -64,6 +67,7 @@ class PollLoop:
         self._before_output = before_output
         self._on_loop = on_loop
         self._on_rebalance = on_rebalance
+        self._group_wait = group_wait
         self._max_buffered = int(config["buffered.records.per.partition"])
         # Around the poll: aiokafka's getmany waits, without a timeout, for a rebalance in progress to
         # finish; `interrupt()` cancels it so that a close during a rebalance stuck on a frozen member is prompt.
@@ -96,13 +100,25 @@ class PollLoop:
                 self._resume_drained()
             polled_at = time.perf_counter_ns()
             batches: dict[Any, list[Any]] = {}
+            refused: InconsistentGroupProtocolError | None = None
             with anyio.CancelScope() as self._poll_scope:
                 if self._stop.is_set():  # set during the awaits above
                     self._poll_scope.cancel()
-                batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
+                try:
+                    batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
+                except InconsistentGroupProtocolError as exc:  # the group still holds another protocol's members
+                    refused = exc
             self._poll_scope = None
             if self._stop.is_set():
                 break
+            if refused is not None:
+                with anyio.CancelScope() as self._poll_scope:  # a close during the wait is prompt too
+                    await self._group_wait.refused(refused)  # raises once task.timeout.ms has passed
+                    with anyio.move_on_after(RETRY_INTERVAL_S):  # the next poll retries the join
+                        await self._stop.wait()
+                self._poll_scope = None
+                continue
+            self._group_wait.polled()
             self._counters.record_poll(time.perf_counter_ns() - polled_at, sum(map(len, batches.values())))
             if latency_trace.TRACE is not None:
                 latency_trace.TRACE.duration("loop.poll", polled_at)

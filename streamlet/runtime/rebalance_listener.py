@@ -6,6 +6,9 @@ closed and new tasks are created and restored before any of their records is dis
 partitions stay paused until then); tasks whose partitions stayed keep their open stores; standby
 tasks follow the assignor's standby list; then every partition is sought explicitly (see
 `PartitionPositions`), and a batch fetched before the rebalance is dropped and fetched again.
+A failure to take the assignment over is retried by rejoining the group (the broker may have gone
+away meanwhile), except when retrying cannot help: a missing ACL, or a task that cannot be created as
+configured (`ConfigError`, `TopologyError`); those end the member.
 
 Tasks are *lost* (Kafka Streams' `onPartitionsLost`) when the member was out of the group at some
 point since it was handed them (see `GroupMembership`): another member may have processed and
@@ -34,6 +37,7 @@ from aiokafka.errors import (
     TransactionalIdAuthorizationFailed,
 )
 
+from streamlet.errors import ConfigError, TopologyError
 from streamlet.kafka.assignor import TaskAssignor
 from streamlet.kafka.client_settings import KafkaAuthorizationError
 from streamlet.runtime.commit_protocol import CommitFailed
@@ -47,6 +51,9 @@ log = logging.getLogger(__name__)
 
 _AUTHORIZATION_ERRORS = (TransactionalIdAuthorizationFailed, GroupAuthorizationFailedError,
                          TopicAuthorizationFailedError, ClusterAuthorizationFailedError)
+_SETUP_ERRORS = (ConfigError, TopologyError)
+"""Errors of a task's creation that come from the application's configuration or topology, not from
+the cluster: taking the assignment over again cannot succeed."""
 
 
 def _authorization_message(exc: BaseException, app_id: str) -> str:
@@ -126,6 +133,15 @@ class StreamsRebalanceListener(ConsumerRebalanceListener):
                 error = KafkaAuthorizationError(_authorization_message(exc, self._app_id))
                 error.__cause__ = exc
                 self._fail(error)
+                return
+            except _SETUP_ERRORS as exc:
+                # A task that cannot be set up as configured (a store with no serde and no default one, a
+                # processor asking for a store it is not connected to) fails on every assignment alike:
+                # rejoining would go round the group forever. As Kafka Streams' thread dies on the
+                # StreamsException of a task's creation, the member fails and the uncaught-exception
+                # handler decides.
+                log.error("a task of the assignment cannot be created as configured: %s", exc)
+                self._fail(exc)
                 return
             except Exception:
                 # E.g. the broker went away while a task was created. Dispatch nothing of this

@@ -7,7 +7,8 @@ state or a replaced member. It owns the parts, each with one job, named after th
 counterparts:
 
 - `PollLoop` (StreamThread's run loop): polls, routes each batch to its task actor, restores and
-  advances standbys between polls;
+  advances standbys between polls, and waits out a group still held by another protocol's members
+  (`ForeignMembersWait`: a Kafka Streams application closed a moment ago);
 - `StreamsRebalanceListener`: revocation, assignment and lost tasks, called by aiokafka's group
   coordination;
 - `Committer` (StreamThread's maybeCommit): when to commit, and the recovery from a failed commit;
@@ -44,11 +45,13 @@ from streamlet.errors import ApplicationShutdownError, StrayCancellationError
 from streamlet.kafka.assignor import HostTasks, TaskAssignor, make_assignor
 from streamlet.kafka.changelog_reader import ChangelogReader
 from streamlet.kafka.client_settings import ClientRole, client_kwargs, stop_client
+from streamlet.kafka.group_description import describe_group
 from streamlet.kafka.restore_records import always_hand_out_as_decoded
 from streamlet.kafka.topic_manager import TopicPlan, await_sink_topics, prepare_topics
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.commit_protocol import AtLeastOnceCommits, CommitProtocol, ExactlyOnceCommits
 from streamlet.runtime.committer import Committer
+from streamlet.runtime.foreign_members import ForeignMembersWait
 from streamlet.runtime.global_state import GlobalStreamThread, start_global_thread
 from streamlet.runtime.instance_id import claim_instance_id, state_root
 from streamlet.runtime.membership import GroupMembership
@@ -246,7 +249,8 @@ class Supervisor:
         config = self.config
         self.plan = await prepare_topics(self.topology, self.app_id, self._client_kwargs(ClientRole.ADMIN),
                                          replication_factor=int(config["replication.factor"]),
-                                         dead_letter_topic=dead_letter_topic(config))
+                                         dead_letter_topic=dead_letter_topic(config),
+                                         internal_topics_check=config["internal.topics.check"])
         self._partition_counts = self.plan.partition_counts
         producer_config = {**self._client_kwargs(ClientRole.PRODUCER), "acks": "all"}
         replicas = int(config["num.standby.replicas"])
@@ -356,7 +360,9 @@ class Supervisor:
             consumer=self.consumer, config=self.config, tasks=tasks, standbys=self.standbys, positions=positions,
             membership=membership, committer=committer, counters=self.counters, dispatch_lock=self._dispatch_lock,
             stop=self._stop, before_output=self._await_sink_topics, on_loop=self.on_loop,
-            on_rebalance=self._on_rebalance)
+            on_rebalance=self._on_rebalance, group_wait=ForeignMembersWait(
+                self.app_id, int(self.config["task.timeout.ms"]),
+                lambda: describe_group(self._client_kwargs(ClientRole.ADMIN), self.app_id)))
         self._positions, self._committer, self._listener = positions, committer, listener
         return listener
 

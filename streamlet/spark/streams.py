@@ -133,7 +133,8 @@ class SparkStreams:
         client_settings = {k: v for k, v in settings.items() if not k.startswith(ENGINE_KEY_PREFIX)}
         topics: TopicPlan = asyncio.run(prepare_topics(
             self.topology, config.application_id, client_kwargs(client_settings, ClientRole.ADMIN),
-            replication_factor=int(config["replication.factor"])))
+            replication_factor=int(config["replication.factor"]),
+            internal_topics_check=config["internal.topics.check"]))
         if topics.missing_sinks:
             # The asyncio runtime waits for them at its first send; a Spark task learns partition counts
             # only from this plan, before the queries start.

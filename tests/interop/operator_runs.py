@@ -1,0 +1,265 @@
+"""Runs of the `operators` application (tests/interop/apps.py and its Java twin) over two halves of input.
+
+A run is a pair of engines: ("java", "java") is one uninterrupted Kafka Streams instance that takes
+both halves, the reference; ("java", "streamlet") and ("streamlet", "java") move the application
+between the two halves: the first instance processes the first half and closes cleanly, then, with no
+pause, the second starts with the same application id. Each run has topics and an application id of
+its own, and the same input. What a run leaves behind (`RunResult`) is read from the broker, with
+read_committed: every output topic and every store changelog, in offset order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
+
+from streamlet.config import WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
+from streamlet.kafka.topic_manager import admin_client, describe_partition_counts
+from tests.integration.kafka_helpers import AppProcess, create_topics
+from tests.interop.apps import OPERATOR_ROLES, TOPICS_ENV
+from tests.interop.kafka_streams_app import KafkaStreamsApp
+
+PARTITIONS = 2
+INPUT_ROLES = ("win-in", "sess-in", "join-left", "join-right", "fk-orders", "fk-products")
+OUTPUT_ROLES = ("win-out", "sess-out", "join-out", "fk-out")
+STORES = ("window-counts", "session-counts", "clicks-views-this-join-store", "clicks-views-other-join-store",
+          "orders-store", "products-store", "order-product-store", "order-product-subscription-store")
+Record = tuple[int, bytes | None, bytes | None, int]
+"""(partition, key, value, timestamp) of one record read back."""
+Input = dict[str, list[tuple[str, str | None, int]]]
+"""role -> [(key, value, timestamp)] in the order produced."""
+
+
+@dataclass
+class RunResult:
+    """Everything one run left in its topics, in offset order per partition."""
+
+    app_id: str
+    outputs: dict[str, list[Record]] = field(default_factory=dict)
+    changelogs: dict[str, list[Record]] = field(default_factory=dict)
+    logs: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def make_input(seed: int = 2025) -> tuple[Input, Input]:
+    """The two halves of the input, with event times of the last 20 minutes (Kafka 4 refuses times
+    more than an hour ahead, and old ones fall to retention)."""
+    rng = random.Random(seed)
+    base = (int(time.time() * 1000) - 20 * 60_000) // 10_000 * 10_000
+    first: Input = {role: [] for role in INPUT_ROLES}
+    second: Input = {role: [] for role in INPUT_ROLES}
+
+    def split(role: str, records: list[tuple[str, str | None, int]]) -> None:
+        half = len(records) // 2
+        first[role], second[role] = records[:half], records[half:]
+
+    # Tumbling windows of 10 s, one record every 0.5 s: 12 windows for 6 keys.
+    split("win-in", [(f"w{rng.randrange(6)}", f"v{i}", base + i * 500) for i in range(240)])
+    # Sessions with a 5 s gap: 0-3 s between records of any key, so a key's sessions merge and split.
+    t, sessions = base, []
+    for i in range(240):
+        t += rng.randrange(0, 3000)
+        sessions.append((f"s{rng.randrange(6)}", f"v{i}", t))
+    split("sess-in", sessions)
+    # A join within 5 s either way.
+    split("join-left", [(f"j{rng.randrange(8)}", f"click{i}", base + i * 1000 + rng.randrange(1000))
+                        for i in range(120)])
+    split("join-right", [(f"j{rng.randrange(8)}", f"view{i}", base + i * 1000 + rng.randrange(1000))
+                         for i in range(120)])
+    # Foreign-key join: orders "product:qty" against products; the second half adds orders, moves
+    # some to other products, deletes an order and a product, and renames products.
+    products = [(f"p{k}", f"name{k}-v1", base + k) for k in range(8)]
+    orders = [(f"o{i}", f"p{rng.randrange(8)}:{i}", base + 100 + i) for i in range(30)]
+    orders += [(f"o{i}", f"p{rng.randrange(8)}:{i}b", base + 200 + i) for i in range(5)]
+    first["fk-products"], first["fk-orders"] = products, orders
+    second["fk-orders"] = ([(f"o{i}", f"p{rng.randrange(8)}:{i}", base + 300 + i) for i in range(30, 60)]
+                           + [(f"o{i}", f"p{(i + 3) % 8}:{i}c", base + 400 + i) for i in range(5, 15)]
+                           + [("o15", None, base + 500)])
+    second["fk-products"] = [(f"p{k}", f"name{k}-v2", base + 600 + k) for k in range(4)] + [("p7", None, base + 700)]
+    return first, second
+
+
+async def produce(bootstrap: str, topics: dict[str, str], records: Input) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    await producer.start()
+    try:
+        futures = [await producer.send(topics[role], key=k.encode(), value=None if v is None else v.encode(),
+                                       timestamp_ms=ts)
+                   for role in INPUT_ROLES for k, v, ts in records[role]]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+async def read_all(bootstrap: str, topic: str) -> list[Record]:
+    """Every committed record of `topic` up to its last stable offsets, by partition then offset."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                                isolation_level="read_committed", auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        async with admin_client(bootstrap) as admin:
+            count = (await describe_partition_counts(admin, [topic])).get(topic, 0)
+        parts = [TopicPartition(topic, p) for p in range(count)]
+        if not parts:
+            return []
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        ends = await consumer.end_offsets(parts)
+        got: dict[int, list[Record]] = {tp.partition: [] for tp in parts}
+        deadline = time.monotonic() + 60
+        while [tp for tp in parts if await consumer.position(tp) < ends[tp]]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: not read to its end offsets {ends}")
+            for tp, records in (await consumer.getmany(timeout_ms=500)).items():
+                got[tp.partition].extend((tp.partition, r.key, r.value, r.timestamp) for r in records)
+        return [r for p in sorted(got) for r in got[p]]
+    finally:
+        await consumer.stop()
+
+
+async def wait_processed(bootstrap: str, app_id: str, topics: dict[str, str], quiet: float = 4.0,
+                         timeout: float = 240.0) -> None:
+    """Until the group has committed every input partition to its end and no output has grown for
+    `quiet` seconds (the foreign-key join's answers go through internal topics after the commit)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, isolation_level="read_committed")
+    await probe.start()
+    try:
+        inputs = [TopicPartition(topics[r], p) for r in INPUT_ROLES for p in range(PARTITIONS)]
+        outputs = [TopicPartition(topics[r], p) for r in OUTPUT_ROLES for p in range(PARTITIONS)]
+        deadline = time.monotonic() + timeout
+        last: dict[TopicPartition, int] = {}
+        committed: dict[TopicPartition, Any] = {}
+        still_since = time.monotonic()
+        while time.monotonic() < deadline:
+            try:
+                committed = await admin.list_consumer_group_offsets(app_id)
+            except KafkaError:  # the group's coordinator is not there yet (the offsets topic is young)
+                await asyncio.sleep(0.5)
+                continue
+            ends = await probe.end_offsets(inputs)
+            done = all((committed[tp].offset if tp in committed else 0) >= ends[tp] for tp in inputs)
+            now_out = await probe.end_offsets(outputs)
+            if now_out != last:
+                last, still_since = now_out, time.monotonic()
+            if done and time.monotonic() - still_since >= quiet:
+                return
+            await asyncio.sleep(0.5)
+        raise TimeoutError(f"{app_id}: input not processed within {timeout}s (committed {committed})")
+    finally:
+        await probe.stop()
+        await admin.close()
+
+
+class _Instance:
+    """One instance of the `operators` application, Kafka Streams' or streamlet's."""
+
+    def __init__(self, engine: str, bootstrap: str, app_id: str, topics: dict[str, str], tmp: Path,
+                 java_session_timeout_ms: int) -> None:
+        self.engine = engine
+        common = {"bootstrap.servers": bootstrap, "application.id": app_id,
+                  WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0}  # final results after every record, not per second
+        if engine == "java":
+            self.log = tmp / f"{app_id}-java.log"
+            self.java: KafkaStreamsApp | None = KafkaStreamsApp(
+                "operators", topics, {**common, "state.dir": tmp / f"{app_id}-java-state", "replication.factor": 1,
+                                      "session.timeout.ms": java_session_timeout_ms}, self.log)
+        else:
+            self.log = tmp / f"{app_id}-streamlet.log"
+            self.java = None
+            self.py = AppProcess("tests.interop.apps:operators",
+                                 {**common, "state.dir": tmp / f"{app_id}-py-state",
+                                  "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0,
+                                  # as Main.java: the foreign-key join's result store has no serdes of its own
+                                  "default.key.serde": "String", "default.value.serde": "String"},
+                                 self.log, env={TOPICS_ENV: json.dumps(topics)})
+
+    def start(self) -> None:
+        if self.java is not None:
+            self.java.start()
+        else:
+            self.py.start()
+
+    async def stop(self) -> None:
+        if self.java is not None:
+            code = await self.java.close()
+            assert code == 0 and "CLOSED" in self.java.lines, self.java.log_tail()
+        else:
+            code = self.py.stop()
+            assert code == 0, self.py.log_text()[-3000:]
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+async def run(bootstrap: str, tmp: Path, first_engine: str, second_engine: str, first: Input, second: Input,
+              java_session_timeout_ms: int) -> RunResult:
+    """One run: `first_engine` takes the first half; `second_engine` the second (the same instance
+    when both are "java" and it is the reference)."""
+    began = time.monotonic()
+    suffix = uuid.uuid4().hex[:8]
+    app_id = f"interop-ops-{first_engine[0]}{second_engine[0]}-{suffix}"
+    topics = {role: f"{role}-{suffix}" for role in OPERATOR_ROLES}
+    await create_topics(bootstrap, {t: PARTITIONS for t in topics.values()})
+    result = RunResult(app_id)
+    await produce(bootstrap, topics, first)
+    running: _Instance | None = _Instance(first_engine, bootstrap, app_id, topics, tmp, java_session_timeout_ms)
+    instances = [running]
+    running.start()
+    try:
+        await wait_processed(bootstrap, app_id, topics)
+        if first_engine != second_engine:
+            running, stopping = None, running
+            await stopping.stop()
+            running = _Instance(second_engine, bootstrap, app_id, topics, tmp, java_session_timeout_ms)
+            instances.append(running)
+            running.start()  # at once: no pause after the first instance's close
+        await produce(bootstrap, topics, second)
+        await wait_processed(bootstrap, app_id, topics)
+    finally:
+        if running is not None:
+            await running.stop()
+    for role in OUTPUT_ROLES:
+        result.outputs[role] = await read_all(bootstrap, topics[role])
+    for store in STORES:
+        result.changelogs[store] = await read_all(bootstrap, f"{app_id}-{store}-changelog")
+    result.logs = {f"{i.engine}-{n}": i.log_text() for n, i in enumerate(instances)}
+    result.seconds = time.monotonic() - began
+    return result
+
+
+def as_text(records: list[Record]) -> list[tuple[int, str | None, str | None]]:
+    """(partition, key, value) with the bytes decoded, for readable comparisons of String topics."""
+    return [(p, None if k is None else k.decode(), None if v is None else v.decode()) for p, k, v, _ in records]
+
+
+def per_source_key(records: list[Record]) -> dict[tuple[int, str], list[tuple[str, str | None]]]:
+    """A windowed aggregation's output (keys "<key>@<start>-<end>") as one sequence per output partition
+    and source key. The records of one source key come from one task, in its processing order, so each
+    such sequence is deterministic; how the tasks' records interleave in a partition is not."""
+    sequences: dict[tuple[int, str], list[tuple[str, str | None]]] = {}
+    for partition, key, value in as_text(records):
+        assert key is not None
+        sequences.setdefault((partition, key.split("@")[0]), []).append((key, value))
+    return sequences
+
+
+def latest(records: list[Record], with_timestamp: bool = True) -> dict[bytes | None, Any]:
+    """A compacted view: each key's last value (and timestamp), keys whose last value is a tombstone left out."""
+    table: dict[bytes | None, Any] = {}
+    for _, k, v, ts in records:
+        table[k] = (v, ts) if with_timestamp else v
+    return {k: v for k, v in table.items() if (v[0] if with_timestamp else v) is not None}

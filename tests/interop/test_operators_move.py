@@ -1,0 +1,143 @@
+"""Stateful operators moved between Kafka Streams 4.4.0 and streamlet, offline, in both directions.
+
+The `operators` application (tests/interop/apps.py, twin of Apps.java) holds an emit-final tumbling-
+window count, a session-window count, a stream-stream inner join and a foreign-key table join. Three
+runs over the same two halves of input (see `operator_runs`): Kafka Streams alone, uninterrupted (the
+reference); Kafka Streams then streamlet; streamlet then Kafka Streams, each under exactly_once_v2
+with no record cache and no pause at the move. Each moved run must produce what the reference
+produced, and leave every store's changelog equal to the reference's, key by key.
+
+What the comparison can be strict about: the session count reads one topic, so each source key's
+output is deterministic and compared record by record, in order (`per_source_key`: how two tasks'
+records interleave in an output partition is not deterministic); the windowed count with
+`__emit.interval.ms.kstreams.windowed.aggregation__` = 0 too. The join reads two topics, whose
+interleaving depends on fetches, so its results are compared as a multiset (each pair exactly once).
+The foreign-key join's intermediate results depend on the timing of its internal topics, so its
+final table is compared (the latest result per key), as is its result store.
+
+Emit-final after a move: Kafka Streams keeps the close time of the last emitted window in its commit
+metadata (TopicPartitionMetadata's ProcessorMetadata, under the store's name); the instance that takes
+over reads it back, so it does not emit those windows again. streamlet writes and reads the same
+metadata (streamlet/kafka/commit_metadata.py), which the emit-final case checks in both directions.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.interop.kafka_streams_app import java_available
+from tests.interop.operator_runs import STORES, Input, RunResult, as_text, latest, make_input, per_source_key, run
+
+pytestmark = [
+    pytest.mark.anyio, pytest.mark.broker,
+    pytest.mark.skipif(not java_available(), reason="needs Java 17 and Maven"),
+]
+
+JAVA_SESSION_TIMEOUT_MS = 20000
+DIRECTIONS = ["java-then-streamlet", "streamlet-then-java"]
+_JOIN_STORE = re.compile(r"clicks-views-(this|other)-join-store")
+
+
+class Runs:
+    """The three runs, made once for the module and only when a test asks for them."""
+
+    def __init__(self, bootstrap: str, tmp: Path) -> None:
+        self.bootstrap, self.tmp = bootstrap, tmp
+        self.halves: tuple[Input, Input] = make_input()
+        self._done: dict[str, RunResult | BaseException] = {}
+
+    async def get(self, name: str) -> RunResult:
+        """The run `name`, made at the first call; a run that failed fails every test that asks for it
+        (it is not made again)."""
+        if name not in self._done:
+            first, second = {"reference": ("java", "java"), "java-then-streamlet": ("java", "streamlet"),
+                             "streamlet-then-java": ("streamlet", "java")}[name]
+            try:
+                self._done[name] = await run(self.bootstrap, self.tmp, first, second, *self.halves,
+                                             java_session_timeout_ms=JAVA_SESSION_TIMEOUT_MS)
+            except BaseException as exc:  # a cancellation inside a run too: it must not pass for the test's
+                (self.tmp / f"{name}-failure.txt").write_text("".join(traceback.format_exception(exc)))
+                self._done[name] = exc
+        done = self._done[name]
+        if isinstance(done, BaseException):
+            raise AssertionError(f"the {name} run failed: {done!r}") from done
+        return done
+
+
+@pytest.fixture(scope="module")
+def runs(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    return Runs(kafka_broker.bootstrap_servers, tmp_path_factory.mktemp("operators"))
+
+
+async def both(runs: Runs, direction: str) -> tuple[RunResult, RunResult]:
+    return await runs.get("reference"), await runs.get(direction)
+
+
+def changelog_view(store: str, records: list[Any]) -> Any:
+    """A store as its changelog holds it. Join stores keep duplicates under a per-instance sequence
+    number (the key's last 4 bytes), which need not match across runs: compared as the multiset of
+    (key without it, value) of every put."""
+    if _JOIN_STORE.fullmatch(store):
+        return Counter((k[:-4] if k is not None else None, v, ts) for _, k, v, ts in records)
+    return latest(records)
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+async def test_session_window_count(runs: Runs, direction: str) -> None:
+    reference, moved = await both(runs, direction)
+    assert reference.outputs["sess-out"], "the reference produced no sessions"
+    assert per_source_key(moved.outputs["sess-out"]) == per_source_key(reference.outputs["sess-out"])
+    assert changelog_view("session-counts", moved.changelogs["session-counts"]) == \
+        changelog_view("session-counts", reference.changelogs["session-counts"])
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+async def test_stream_stream_join(runs: Runs, direction: str) -> None:
+    reference, moved = await both(runs, direction)
+    assert reference.outputs["join-out"], "the reference joined nothing"
+    assert Counter(as_text(moved.outputs["join-out"])) == Counter(as_text(reference.outputs["join-out"]))
+    for store in ("clicks-views-this-join-store", "clicks-views-other-join-store"):
+        assert changelog_view(store, moved.changelogs[store]) == changelog_view(store, reference.changelogs[store])
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+async def test_foreign_key_join(runs: Runs, direction: str) -> None:
+    reference, moved = await both(runs, direction)
+    final = latest(reference.outputs["fk-out"], with_timestamp=False)
+    assert len(final) >= 50, final  # every order but the deleted one and those of the deleted product
+    assert latest(moved.outputs["fk-out"], with_timestamp=False) == final
+    for store in ("orders-store", "products-store", "order-product-store", "order-product-subscription-store"):
+        assert changelog_view(store, moved.changelogs[store]) == changelog_view(store, reference.changelogs[store]), \
+            store
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+async def test_windowed_count_emitted_on_window_close(runs: Runs, direction: str) -> None:
+    reference, moved = await both(runs, direction)
+    assert reference.outputs["win-out"], "the reference closed no window"
+    assert per_source_key(moved.outputs["win-out"]) == per_source_key(reference.outputs["win-out"])
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+async def test_windowed_count_store_moves(runs: Runs, direction: str) -> None:
+    """The emit-final aggregation's store itself moves (its output is the case above)."""
+    reference, moved = await both(runs, direction)
+    assert changelog_view("window-counts", moved.changelogs["window-counts"]) == \
+        changelog_view("window-counts", reference.changelogs["window-counts"])
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+async def test_every_store_has_a_changelog_and_the_move_was_waited_out(runs: Runs, direction: str) -> None:
+    reference, moved = await both(runs, direction)
+    for store in STORES:
+        assert reference.changelogs[store], f"{store}: the reference wrote no changelog"
+    streamlet_log = next(text for name, text in moved.logs.items() if name.startswith("streamlet"))
+    if direction == "java-then-streamlet":  # Kafka Streams' member outlived its close: streamlet waited
+        assert "still holds members of another protocol" in streamlet_log
+        assert "joined group" in streamlet_log
