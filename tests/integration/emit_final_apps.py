@@ -37,6 +37,21 @@ def tumbling_final_counts() -> Topology:
     return builder.build()
 
 
+def graced_final_counts() -> Topology:
+    """Records per key in 10 s windows with 5 s of grace, only each window's final count (store kept 1 h):
+    a window closes when stream time passes its end by the grace, so out-of-order records still count."""
+    builder = StreamsBuilder()
+    (builder.stream(os.environ["EF_INPUT"], Consumed(S, S))
+     .group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5)))
+     .emit_strategy(EmitStrategy.on_window_close())
+     .count(Materialized("graced-counts", retention=timedelta(hours=1)))
+     .to_stream()
+     .map(window_key)
+     .to(os.environ["EF_OUTPUT"], Produced(S, S)))
+    return builder.build()
+
+
 def session_final_counts() -> Topology:
     """Clicks per user session (5 s inactivity gap, no grace), only each session's final count (store kept
     one day), as a new user's sessionization app does."""

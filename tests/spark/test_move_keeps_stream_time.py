@@ -1,0 +1,87 @@
+"""Engine moves keep time (issue 23, item 3): an `on_window_close` count with grace moves between the
+asyncio runtime and the Spark engine (both ways, exactly_once_v2) while its input is out of order, and
+which windows are closed depends on the stream time carried across the move in Kafka Streams' commit
+metadata. Records that arrive after the move within the grace of a window still open count in it; a record
+later than the grace of a window already closed before the move is dropped, and no window's final result
+comes twice or goes missing: the output equals one uninterrupted `TopologyTestDriver` run of the whole input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamlet.config import WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
+from streamlet.testing.local_broker import LocalKafkaBroker
+from streamlet.topology import Topology
+from tests.integration.emit_final_apps import graced_final_counts
+from tests.spark.harness import Rec, create_topics, produce
+from tests.spark.test_emit_final_handoff import SECOND, _asyncio_until, _committed_metadata, _expected, _output
+from tests.spark.test_eos_handoff import _config, _on_spark
+
+pytestmark = pytest.mark.broker
+
+
+def _topology(source: str, out: str) -> Topology:
+    os.environ.update(EF_INPUT=source, EF_OUTPUT=out)
+    try:
+        return graced_final_counts()
+    finally:
+        del os.environ["EF_INPUT"], os.environ["EF_OUTPUT"]
+
+
+def _out_of_order(topic: str, seconds: list[int], base_ms: int) -> list[Rec]:
+    """One record per entry, five keys taking turns; every sixth record is 4 s late (within the grace)."""
+    records = []
+    for i, t in enumerate(seconds):
+        at = t - 4 if i % 6 == 5 else t
+        records.append(Rec(topic, 0, f"k{i % 5}".encode(), f"v{i}".encode(), base_ms + at * SECOND))
+    return records
+
+
+@pytest.mark.parametrize("first", ["asyncio", "spark"])
+def test_out_of_order_windows_close_on_the_stream_time_carried_across_the_move(
+        spark: Any, kafka_broker: LocalKafkaBroker, tmp_path: Path, first: str) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    run = uuid.uuid4().hex[:8]
+    source, out, app = f"time-move-{run}-in", f"time-move-{run}-out", f"time-move-{run}"
+    asyncio.run(create_topics(bootstrap, {source: 1, out: 1}))
+    topology = _topology(source, out)
+    config = {**_config(app, bootstrap, tmp_path), "default.key.serde": "String", "default.value.serde": "String",
+              WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0}
+    base_ms = int(time.time() * 1000) - 10 * 60_000
+    base_ms -= base_ms % 60_000
+    phase1 = _out_of_order(source, list(range(60)), base_ms)
+    # After the move: two records within the grace of [50, 60) (open: stream time 58 < 60 + 5), one too late
+    # for [40, 50) (closed before the move at stream time 55), then the input goes on, out of order.
+    phase2 = [Rec(source, 0, b"k1", b"late-ok-1", base_ms + 56 * SECOND),
+              Rec(source, 0, b"k2", b"late-ok-2", base_ms + 58 * SECOND),
+              Rec(source, 0, b"k3", b"too-late", base_ms + 47 * SECOND),
+              *_out_of_order(source, list(range(60, 90)), base_ms)]
+    expected = _expected(_topology(source, out), source, out, phase1 + phase2)
+    assert len(expected) == len(set(expected))
+    stream_time = max(r.timestamp for r in phase1)
+    closed_before = sum(1 for key, _ in expected if int(key.rsplit("@", 1)[1].split("-")[0]) + 15_000 <= stream_time)
+
+    def on(engine: str, total: int) -> None:
+        if engine == "spark":
+            _on_spark(spark, topology, config)
+        else:
+            asyncio.run(_asyncio_until(topology, config, out, total))
+
+    asyncio.run(produce(bootstrap, phase1))
+    on(first, closed_before)
+    meta = asyncio.run(_committed_metadata(bootstrap, app, source))
+    assert meta.partition_time == stream_time
+    assert "graced-counts" in meta.processor_metadata  # the store's last emit, as Kafka Streams keeps it
+
+    asyncio.run(produce(bootstrap, phase2))
+    on("spark" if first == "asyncio" else "asyncio", len(expected))
+    time.sleep(2)  # a final result sent twice would show up now
+    assert asyncio.run(_output(bootstrap, out)) == expected
