@@ -203,10 +203,10 @@ QUIX_SELF_JOIN = "Quix Streams' join_interval refuses two dataframes of the same
 SYSTEMS: dict[str, System] = {s.key: s for s in [
     System("streamlet", "streamlet (1 worker)", streamlet_command(1)),
     System("streamlet-2", "streamlet (2 workers)", streamlet_command(2), members=2),
-    System("kafka-streams", "Kafka Streams 3.9.1 (Java)", java_command("io.streamlet.bench.Bench"),
+    System("kafka-streams", "Kafka Streams 4.4.0 (Java)", java_command("io.streamlet.bench.Bench"),
            provision_java),
     # Like with like: as many stream threads as streamlet-2 has workers (ratios pair them, see report.py).
-    System("kafka-streams-2", "Kafka Streams 3.9.1 (Java, 2 threads)",
+    System("kafka-streams-2", "Kafka Streams 4.4.0 (Java, 2 threads)",
            java_command("io.streamlet.bench.Bench", "--threads", "2"), provision_java, members=2),
     # faust runs at ~100 (WordCount) to ~1,700 (pipe) records/s here: 1,000,000 records would take hours.
     System("faust", "faust-streaming 0.15.3", peer_command("faust"), provision_peer("faust"), python_peer=True,
