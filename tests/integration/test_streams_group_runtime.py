@@ -1,0 +1,101 @@
+"""`group.protocol=streams` (KIP-1071) on the real Kafka 4.4 broker: the broker assigns the tasks.
+
+Two streamlet instances run WordCount in one streams group; under exactly_once_v2 with kill -9 among
+them every word's count updates are exactly 1..n, and under at_least_once (no faults) the offsets are
+committed under the member epoch (OffsetCommit v9). Each run also checks that the group the broker
+holds is a streams group, not a classic consumer group.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streamlet.config import StreamsConfig
+from streamlet.errors import ConfigError
+from tests.integration.chaos import ChaosResult, kill_randomly, run_chaos
+
+STREAMS = {"group.protocol": "streams"}
+
+
+def test_the_classic_protocol_stays_the_default() -> None:
+    assert not StreamsConfig({"application.id": "a"}).streams_group
+    assert StreamsConfig({"application.id": "a", "group.protocol": "STREAMS"}).streams_group
+    with pytest.raises(ConfigError, match="group.protocol must be classic or streams"):
+        StreamsConfig({"application.id": "a", "group.protocol": "consumer"})
+
+
+async def _group_types(bootstrap: str) -> dict[str, str]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        return {group: kind for group, kind in await admin.list_consumer_groups()}
+    finally:
+        await admin.close()
+
+
+def _app_id(result: ChaosResult) -> str:
+    for line in result.logs[0].splitlines():
+        if "application.id = " in line:
+            return line.split("=", 1)[1].strip()
+    raise AssertionError("no application.id in the log")
+
+
+async def _committed_and_ends(bootstrap: str, group: str) -> tuple[dict[Any, int], dict[Any, int]]:
+    """The group's committed offsets of the input topic, and that topic's end offsets."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        committed = {tp: meta.offset for tp, meta in (await admin.list_consumer_group_offsets(group)).items()
+                     if tp.topic.startswith("chaos-in-")}
+    finally:
+        await admin.close()
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        ends = await consumer.end_offsets(list(committed))
+    finally:
+        await consumer.stop()
+    return committed, ends
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_exactly_once_wordcount_in_a_streams_group_survives_kill_9(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    result = await run_chaos(bootstrap, tmp_path, words=60_000, disrupt=kill_randomly(5),
+                             guarantee="exactly_once_v2", produce_seconds=20, seed=11, extra_settings=STREAMS)
+    assert result.disruptions == 5
+    assert result.check.exact, result.check.summary()
+    assert result.check.updates == 60_000
+    assert (await _group_types(bootstrap))[_app_id(result)] == "streams"
+    for log in result.logs:  # both instances ran tasks the broker handed them
+        assert "running active tasks" in log
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_at_least_once_commits_under_the_member_epoch(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    result = await run_chaos(bootstrap, tmp_path, words=20_000, disrupt=_no_fault, guarantee="at_least_once",
+                             produce_seconds=10, seed=12, extra_settings=STREAMS)
+    assert result.check.exact, result.check.summary()
+    app_id = _app_id(result)
+    assert (await _group_types(bootstrap))[app_id] == "streams"
+    for log in result.logs:
+        assert "offsets not committed" not in log, log[-3000:]
+    # The instances committed every input partition to its end (they stopped cleanly).
+    committed, ends = await _committed_and_ends(bootstrap, app_id)
+    assert len(committed) == 4 and all(ends.values())
+    assert committed == ends
+
+
+async def _no_fault(apps: Any, rng: Any, seconds: float, log: Any) -> int:
+    import anyio
+
+    await anyio.sleep(seconds)
+    return 0
