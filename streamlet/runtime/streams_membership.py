@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -78,7 +79,8 @@ class StreamsGroupMembership:
     def __init__(self, *, consumer: Any, group_id: str, member_id: str, topology: Iterable[SubtopologyDescription],
                  partitions_of: Callable[[TaskId], list[tuple[str, int]]], dispatch_lock: anyio.Lock,
                  rebalance_timeout_ms: int, endpoint: tuple[str, int] | None = None,
-                 fail: Callable[[BaseException], None] = lambda _exc: None) -> None:
+                 fail: Callable[[BaseException], None] = lambda _exc: None,
+                 on_shutdown_request: Callable[[], None] = lambda: None, request_shutdown: bool = False) -> None:
         self._consumer = consumer
         self.group_id = group_id
         self.member_id = member_id
@@ -88,6 +90,8 @@ class StreamsGroupMembership:
         self._rebalance_timeout_ms = rebalance_timeout_ms
         self._endpoint = endpoint
         self._fail = fail
+        self._on_shutdown_request = on_shutdown_request
+        self._request_shutdown = request_shutdown  # every heartbeat asks the group to shut down
         self._group_instance_id: str | None = None  # streams groups have no static members yet
         self._node: int | None = None
         self.generation = JOIN_EPOCH  # the member epoch; JOIN_EPOCH until the broker answered the join
@@ -215,7 +219,7 @@ class StreamsGroupMembership:
             process_id=self.member_id if joining else None,
             active=active if report else None, standby=standby if report else None,
             warmup=warmup if report else None,
-            endpoint=self._endpoint if joining else None)
+            endpoint=self._endpoint if joining else None, shutdown_application=self._request_shutdown)
 
     async def _heartbeat(self) -> HeartbeatAnswer | None:
         """One heartbeat; the answer is applied (epoch, assignment, errors). None when it must be retried."""
@@ -260,9 +264,13 @@ class StreamsGroupMembership:
         self.generation = answer.member_epoch
         self._interval_s = max(answer.heartbeat_interval_ms, 100) / 1000
         for status, detail in answer.status:
-            if status == STATUS_SHUTDOWN_APPLICATION:
-                self.shutdown_requested = True
             log.debug("streams group %s status %d: %s", self.group_id, status, detail)
+            if status == STATUS_SHUTDOWN_APPLICATION and not self.shutdown_requested:
+                # Kafka Streams' SHUTDOWN_APPLICATION: some member asked for it; every member stops.
+                log.warning("streams group %s: %s", self.group_id, detail)
+                self.shutdown_requested = True
+                self._stopping = True
+                self._on_shutdown_request()
         if answer.active is not None:
             target = (answer.active, answer.standby or frozenset(), answer.warmup or frozenset())
             if target != self._owned or target != self._target:
@@ -315,3 +323,20 @@ class StreamsGroupMembership:
         empty: frozenset[TaskId] = frozenset()
         self._owned = self._target = (empty, empty, empty)
         self._target_changed = False
+
+
+async def request_group_shutdown(consumer: Any, group_id: str, topology: Iterable[SubtopologyDescription],
+                                 timeout_s: float) -> bool:
+    """Join the streams group once asking for an application shutdown (a member whose uncaught-exception
+    handler said SHUTDOWN_APPLICATION): the broker passes the request on to every member in its
+    heartbeats' answers, and they stop. True once the broker acknowledged it (within `timeout_s`)."""
+    member = StreamsGroupMembership(consumer=consumer, group_id=group_id, member_id=str(uuid.uuid4()),
+                                    topology=topology, partitions_of=lambda _task: [], dispatch_lock=anyio.Lock(),
+                                    rebalance_timeout_ms=int(timeout_s * 1000), request_shutdown=True)
+    with anyio.move_on_after(timeout_s):
+        while not member.shutdown_requested:
+            await member._heartbeat()
+            if not member.shutdown_requested:
+                await anyio.sleep(0.2)
+    await member.leave()
+    return member.shutdown_requested

@@ -62,7 +62,7 @@ from streamlet.runtime.positions import PartitionPositions
 from streamlet.runtime.rebalance_listener import StreamsRebalanceListener
 from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
-from streamlet.runtime.streams_membership import StreamsGroupMembership
+from streamlet.runtime.streams_membership import StreamsGroupMembership, request_group_shutdown
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.topology import Topology
 
@@ -383,7 +383,8 @@ class Supervisor:
             topology=describe_topology(self.topology, plan, int(config["replication.factor"])),
             partitions_of=partitions_of, dispatch_lock=self._dispatch_lock,
             rebalance_timeout_ms=int(config.get("max.poll.interval.ms") or 300000),
-            endpoint=(host, int(port)) if host and port.isdigit() else None, fail=self._end_with)
+            endpoint=(host, int(port)) if host and port.isdigit() else None, fail=self._end_with,
+            on_shutdown_request=self._end_on_shutdown_request)
 
     async def _run_streams_membership(self, membership: StreamsGroupMembership,
                                       listener: StreamsRebalanceListener) -> None:
@@ -500,8 +501,20 @@ class MemberView:
 
 async def request_application_shutdown(topology: Topology, config: StreamsConfig, timeout_s: float = 30.0) -> bool:
     """Join the application's group once with the shutdown flag set (see the assignor): every member
-    then gets a shutdown assignment and stops. True when the group acknowledged it in time."""
+    then gets a shutdown assignment and stops. True when the group acknowledged it in time.
+    In a streams group the request is a heartbeat's flag instead (`request_group_shutdown`)."""
     app_id = config.application_id
+    if config.streams_group:
+        plan = await prepare_topics(topology, app_id, client_kwargs(config, ClientRole.ADMIN),
+                                    replication_factor=int(config["replication.factor"]))
+        consumer = AIOKafkaConsumer(
+            **client_kwargs(config, ClientRole.MAIN_CONSUMER, client_id=f"{app_id}-shutdown-request"), group_id=None)
+        await consumer.start()
+        try:
+            return await request_group_shutdown(consumer, app_id, describe_topology(
+                topology, plan, int(config["replication.factor"])), timeout_s)
+        finally:
+            await stop_client(consumer)
     topics = {(f"{app_id}-{t}" if t in topology.internal_topics else t): sub.id
               for sub in topology.sub_topologies() for t in sub.source_topics}
     assignor = make_assignor(topics)

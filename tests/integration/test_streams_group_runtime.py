@@ -8,16 +8,21 @@ holds is a streams group, not a classic consumer group.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient
 
+from streamlet import KafkaStreams, State
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
 from tests.integration.chaos import ChaosResult, kill_randomly, run_chaos
+from tests.integration.kafka_helpers import create_topics, produce
+from tests.integration.test_uncaught_handler import failing_topology
 
 STREAMS = {"group.protocol": "streams"}
 
@@ -99,3 +104,35 @@ async def _no_fault(apps: Any, rng: Any, seconds: float, log: Any) -> int:
 
     await anyio.sleep(seconds)
     return 0
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_shutdown_application_stops_every_member_of_the_streams_group(kafka_broker: Any,
+                                                                            tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out = f"sg-shutdown-in-{sfx}", f"sg-shutdown-out-{sfx}"
+    await create_topics(bootstrap, {inp: 2, out: 2})
+    config = {"application.id": f"sg-shutdown-{sfx}", "bootstrap.servers": bootstrap, **STREAMS,
+              "uncaught.exception.handler": "shutdown_application"}
+    instances = [KafkaStreams(failing_topology(inp, out, []), {**config, "state.dir": str(tmp_path / str(i))})
+                 for i in range(2)]
+    try:
+        for s in instances:
+            await s.start()
+        with anyio.fail_after(90):  # both members run tasks (the broker waits out its assignment delays)
+            while not all(s.state is State.RUNNING and s._supervisor is not None
+                          and s._supervisor.view.assigned for s in instances):
+                await anyio.sleep(0.1)
+        # The instance that gets the poison record fails and asks the group to shut down (a heartbeat's
+        # flag); the broker tells the other member in its heartbeat's answer, and it stops too.
+        await produce(bootstrap, inp, [(b"k0", b"boom")])
+        with anyio.fail_after(90):
+            while not all(s.state is State.ERROR for s in instances):
+                await anyio.sleep(0.1)
+        errors = sorted(type(s.error).__name__ for s in instances)
+        assert errors == ["ApplicationShutdownError", "RuntimeError"], [repr(s.error) for s in instances]
+    finally:
+        for s in instances:
+            await s.close()
