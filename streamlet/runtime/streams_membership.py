@@ -18,6 +18,13 @@ The member id is this instance's id (kept in its state directory, `claim_instanc
 restarted after a crash rejoins under its old id and gets its tasks back at once, instead of
 waiting for the broker to expire the crashed member's session (45 s at least).
 
+Standby and warm-up tasks are the broker's too: it hands them out when the group's config
+`streams.num.standby.replicas` (broker default `group.streams.num.standby.replicas`) asks for them, as
+for Kafka Streams, whose `num.standby.replicas` a streams group ignores. streamlet keeps both as
+standby tasks (warm copies of the stores, from the changelogs); a warm-up task is one the broker means
+to move here once it caught up, which it learns from the task offsets a member reports, which
+streamlet does not report yet: a warm-up stays a standby until the broker moves the task anyway.
+
 Why a class of its own: it stands in for three parts the classic path gets from aiokafka's group
 coordinator and streamlet's assignor. Towards the rebalance listener it is the assignor (active and
 standby tasks, shutdown); towards the poll loop and the commits it is the `GroupMembership`

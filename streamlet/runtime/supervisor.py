@@ -313,7 +313,7 @@ class Supervisor:
         if self.producer is not None:
             await self.producer.start()
             resources.push_async_callback(stop_client, self.producer)
-        if replicas > 0:
+        if replicas > 0 or config.streams_group:  # in a streams group the broker decides (a group config)
             self.standby_consumer = AIOKafkaConsumer(
                 **self._client_kwargs(ClientRole.RESTORE_CONSUMER), group_id=None, enable_auto_commit=False,
                 auto_offset_reset="earliest",
@@ -376,6 +376,9 @@ class Supervisor:
             return [(topic, task.partition) for topic, sub in sorted(plan.source_topics.items())
                     if sub == task.subtopology and task.partition < counts.get(topic, 0)]
 
+        if int(config["num.standby.replicas"]) > 0:
+            log.warning("num.standby.replicas is not used in a streams group: the broker assigns standby tasks "
+                        "as the group config streams.num.standby.replicas says (kafka-configs --entity-type groups)")
         server = str(config.get("application.server") or "")
         host, _, port = server.rpartition(":")
         return StreamsGroupMembership(

@@ -3,9 +3,9 @@
 With `group.protocol=streams` the broker assigns the tasks of one application to every member,
 whatever runs it: Kafka Streams instances and streamlet instances share the group on disjoint tasks
 (the topology each sends must be the same, or the broker refuses the later one). While the input is
-produced, the Java instances are replaced one by one by streamlet instances, one of those is killed
-with kill -9 and restarted, and one streamlet instance is replaced by Kafka Streams again: every
-word's count updates must be exactly 1..n under exactly_once_v2.
+produced (a share of it during each step), the Java instances are replaced one by one by streamlet
+instances, one of those is killed with kill -9 and restarted, and one streamlet instance is replaced
+by Kafka Streams again: every word's count updates must be exactly 1..n under exactly_once_v2.
 
 The Java application is the interop module's WordCount (`tests/interop`, Kafka Streams 4.4.0 built
 with Maven); without it (or without java and mvn) the test is skipped.
@@ -19,6 +19,7 @@ import re
 import time
 import uuid
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.broker,
 
 
 _WORDS = 60_000
+_STEPS = 6  # input slices: before the moves, during each of the four, after them
+_STEP_SECONDS = 6.0
 _JAVA_TASKS = re.compile(r"Assigning active tasks \{\d")
 
 
@@ -74,34 +77,56 @@ async def _rolling_move(bootstrap: str, workdir: Path, seed: int) -> tuple[Any, 
         return AppProcess(TARGET, settings, workdir / f"py-{i}.log",
                           env={"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out})
 
+    slices = [lines[i::_STEPS] for i in range(_STEPS)]
+
+    async def during(step: int, move: Callable[[], Awaitable[None]]) -> None:
+        """Produce the step's share of the input while the move happens."""
+        producing = asyncio.create_task(produce_steadily(bootstrap, inp, slices[step], _STEP_SECONDS))
+        try:
+            await move()
+        finally:
+            await producing
+        note(f"input slice {step} produced")
+
     javas = [java(0).start(), java(1).start()]
     pythons: list[AppProcess] = []
-    try:
-        for j in javas:
-            await j.wait_for_line("STATE RUNNING", 180)
-        note("two Kafka Streams instances running")
-        producing = asyncio.create_task(produce_steadily(bootstrap, inp, lines, 60))
-        for i, j in enumerate(javas):  # Java -> streamlet, instance by instance
-            await asyncio.sleep(4)
-            await j.close(leave_group=True)
-            note(f"Kafka Streams instance {i} closed")
-            pythons.append(python(i).start())
-            await pythons[-1].wait_for_log("running active tasks", timeout=120)
-            note(f"streamlet instance {i} running tasks")
-        await asyncio.sleep(3)
+
+    async def nothing() -> None:
+        return None
+
+    async def java_to_streamlet(i: int) -> None:
+        await asyncio.sleep(1)
+        await javas[i].close(leave_group=True)
+        note(f"Kafka Streams instance {i} closed")
+        pythons.append(python(i).start())
+        await pythons[-1].wait_for_log("running active tasks", timeout=120)
+        note(f"streamlet instance {i} running tasks")
+
+    async def kill_streamlet() -> None:
+        await asyncio.sleep(1)
         pythons[0].kill()
         note("kill -9 of streamlet instance 0")
         await asyncio.sleep(1)
         pythons[0].start()
-        await asyncio.sleep(3)
-        pythons[1].stop()  # streamlet -> Java again
+
+    async def streamlet_to_java() -> None:
+        await asyncio.sleep(1)
+        pythons[1].stop()
         note("streamlet instance 1 stopped")
         javas.append(java(2).start())
         await _wait_for_tasks(javas[-1].log_path, 120)
         note("Kafka Streams instance 2 running tasks")
-        assert not producing.done(), "the input was all produced before the last move: make it last longer"
-        await producing
-        note("all input produced")
+
+    try:
+        for j in javas:
+            await j.wait_for_line("STATE RUNNING", 180)
+        note("two Kafka Streams instances running")
+        await during(0, nothing)
+        await during(1, lambda: java_to_streamlet(0))
+        await during(2, lambda: java_to_streamlet(1))
+        await during(3, kill_streamlet)
+        await during(4, streamlet_to_java)
+        await during(5, nothing)  # Kafka Streams and streamlet together to the end
         sequences = await read_sequences(bootstrap, out, expected, 240)
         note("output read")
     finally:

@@ -8,6 +8,8 @@ holds is a streams group, not a classic consumer group.
 
 from __future__ import annotations
 
+import re
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -136,3 +138,31 @@ async def test_shutdown_application_stops_every_member_of_the_streams_group(kafk
     finally:
         for s in instances:
             await s.close()
+
+
+def _set_group_config(broker: Any, group: str, key: str, value: str) -> None:
+    """Kafka's own kafka-configs tool (`--entity-type groups`): a streams group's standby count is the
+    group's config, as for Kafka Streams."""
+    from streamlet.testing.local_broker import ensure_kafka_jars
+
+    libs = ensure_kafka_jars(version=broker.version)
+    classpath = ":".join(str(p) for p in sorted(libs.glob("*.jar")))
+    subprocess.run(["java", "-cp", classpath, "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
+                    broker.bootstrap_servers, "--entity-type", "groups", "--entity-name", group, "--alter",
+                    "--add-config", f"{key}={value}"], check=True, capture_output=True, timeout=180)
+
+
+_STANDBY_OPENED = re.compile(r"standby task \d+_\d+ opened")
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_standby_tasks_the_broker_assigns_are_kept_warm(kafka_broker: Any, tmp_path: Path) -> None:
+    app_id = f"sg-standby-{uuid.uuid4().hex[:8]}"
+    _set_group_config(kafka_broker, app_id, "streams.num.standby.replicas", "1")
+    result = await run_chaos(kafka_broker.bootstrap_servers, tmp_path, words=40_000, disrupt=kill_randomly(3),
+                             guarantee="exactly_once_v2", produce_seconds=20, seed=13,
+                             extra_settings={**STREAMS, "application.id": app_id})
+    assert result.check.exact, result.check.summary()
+    for log in result.logs:  # each instance kept standby copies of the other's stateful tasks
+        assert _STANDBY_OPENED.search(log), log[-3000:]
