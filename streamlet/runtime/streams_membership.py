@@ -70,6 +70,7 @@ _FATAL = {29: "TOPIC_AUTHORIZATION_FAILED", 30: "GROUP_AUTHORIZATION_FAILED", 31
           35: "UNSUPPORTED_VERSION", 42: "INVALID_REQUEST", 130: "STREAMS_INVALID_TOPOLOGY",
           131: "STREAMS_INVALID_TOPOLOGY_EPOCH", 132: "STREAMS_TOPOLOGY_FENCED"}
 _RETRY_BACKOFF_S = 0.5
+_ERROR_LOG_INTERVAL_S = 15.0
 
 
 class StreamsGroupError(StreamsError):
@@ -110,6 +111,8 @@ class StreamsGroupMembership:
         self._target_changed = False
         self._report = False  # the owned tasks changed since the last heartbeat said so
         self._fenced: str | None = None  # why the tasks held now were lost, until the next assignment
+        self._lost = False  # dropped by the broker: the tasks held now are closed as lost before rejoining
+        self._error_logged_at = 0.0
         self._reassign = False  # request_rejoin: take the current assignment over again
         self._wake = anyio.Event()
         self._stopping = False
@@ -187,13 +190,14 @@ class StreamsGroupMembership:
     async def run(self, listener: Any) -> None:
         """Heartbeat, and reconcile whenever the broker's assignment changes, until `stop()`."""
         while not self._stopping:
+            if self._lost:
+                # Before rejoining: a task kept across the rejoin would commit, under the new epoch, work
+                # done while another member may have run it.
+                await self._lose_tasks(listener)
             answer = await self._heartbeat()
             if self._stopping:
                 return
             if answer is None:
-                continue
-            if self._fenced is not None and self.generation == JOIN_EPOCH:
-                await self._lose_tasks(listener)
                 continue
             if self._target_changed or self._reassign:
                 await self._reconcile_with_keepalive(listener)
@@ -240,7 +244,11 @@ class StreamsGroupMembership:
             log.info("streams group heartbeat failed (%r); retrying", exc)
             await anyio.sleep(_RETRY_BACKOFF_S)
             return None
-        return None if answer.error_code else answer
+        if answer.error_code:
+            if answer.error_code not in _FENCED:
+                await anyio.sleep(_RETRY_BACKOFF_S)  # the coordinator is moving, or the group is not ready
+            return None
+        return answer
 
     def _apply(self, answer: HeartbeatAnswer, reported: bool) -> None:
         """Take a heartbeat's answer in; the caller holds the dispatch lock."""
@@ -253,6 +261,7 @@ class StreamsGroupMembership:
                 self._fenced = (f"the broker dropped member {self.member_id} at epoch {self.generation} "
                                 f"({_FENCED[code]}: {answer.error_message})")
                 log.warning("%s; its tasks are lost and it rejoins", self._fenced)
+                self._lost = True
             self.generation = JOIN_EPOCH
             return
         if code in _FATAL:
@@ -262,7 +271,11 @@ class StreamsGroupMembership:
             self._fail(error)
             return
         if code:
-            log.warning("streams group heartbeat answered error %d (%s); retrying", code, answer.error_message)
+            now = time.monotonic()
+            if now - self._error_logged_at > _ERROR_LOG_INTERVAL_S:
+                self._error_logged_at = now
+                log.warning("streams group %s: the heartbeat was answered with error %d (%s); retrying",
+                            self.group_id, code, answer.error_message)
             return
         if reported:
             self._report = False
@@ -311,7 +324,7 @@ class StreamsGroupMembership:
         self.standby_tasks = tuple(sorted(standby | warmup))
         partitions = sorted({tp for task in active for tp in self._partitions_of(task)})
         await listener.on_partitions_revoked(set(self._consumer.assignment()))
-        if self._fenced is not None:
+        if self._lost:
             return  # the revocation closed the tasks as lost; the rejoin hands out what this member runs now
         self._consumer.assign([TopicPartition(t, p) for t, p in partitions])
         await listener.on_partitions_assigned({TopicPartition(t, p) for t, p in partitions})
@@ -323,6 +336,7 @@ class StreamsGroupMembership:
 
     async def _lose_tasks(self, listener: Any) -> None:
         """The broker dropped this member: its tasks are closed dirty, nothing committed, before it rejoins."""
+        self._lost = False
         self.lost_count += 1
         await listener.on_partitions_revoked(set(self._consumer.assignment()))
         self._consumer.assign([])

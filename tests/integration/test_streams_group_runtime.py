@@ -22,7 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from streamlet import KafkaStreams, State
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
-from tests.integration.chaos import ChaosResult, kill_randomly, run_chaos
+from tests.integration.chaos import ChaosResult, freeze_one, kill_randomly, run_chaos
 from tests.integration.kafka_helpers import create_topics, produce
 from tests.integration.test_uncaught_handler import failing_topology
 
@@ -166,3 +166,19 @@ async def test_standby_tasks_the_broker_assigns_are_kept_warm(kafka_broker: Any,
     assert result.check.exact, result.check.summary()
     for log in result.logs:  # each instance kept standby copies of the other's stateful tasks
         assert _STANDBY_OPENED.search(log), log[-3000:]
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_a_frozen_member_is_fenced_and_its_tasks_lost(kafka_broker: Any, tmp_path: Path) -> None:
+    # A streams group's session timeout is the broker's (45 s at least): 55 s frozen moves every task
+    # of the frozen member to the other one. When it wakes, the broker has dropped it: its tasks are
+    # lost (closed dirty, nothing committed) or its commit is refused, never committed under a new epoch.
+    result = await run_chaos(kafka_broker.bootstrap_servers, tmp_path, words=60_000, disrupt=freeze_one(4, 55),
+                             guarantee="exactly_once_v2", produce_seconds=70, seed=14, extra_settings=STREAMS)
+    assert result.check.exact, result.check.summary()
+    zombie_log = result.logs[0]
+    lost = "its tasks are lost and it rejoins" in zombie_log and "group membership lost" in zombie_log
+    refused = "dirty and rejoining the group" in zombie_log and (
+        "MemberFencedError" in zombie_log or "ProducerFenced" in zombie_log)
+    assert lost or refused, zombie_log[-4000:]
