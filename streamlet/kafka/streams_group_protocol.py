@@ -7,8 +7,10 @@ member reports in its heartbeats the tasks it owns, and the broker hands a task 
 once the previous owner no longer reports it. Offsets are committed under the member epoch.
 
 This module holds only the bytes: the `StreamsGroupHeartbeat` request and response (API key 88,
-version 0, a flexible version: compact strings and arrays, tagged fields; the layouts follow Kafka's
-`StreamsGroupHeartbeatRequest.json` / `Response.json`) and the topology description a member sends,
+version 0, a flexible version: compact strings and arrays, tagged fields; the layouts follow Kafka
+4.4's `StreamsGroupHeartbeatRequest.json` / `Response.json`), `StreamsGroupDescribe` (API key 89,
+version 0: the topology the group was initialized with, which the broker compares a joining member's
+with) and the topology description a member sends,
 derived from streamlet's topology and topic plan the way Kafka Streams derives its own: a
 sub-topology's id is its number as a string; user topics are its source topics, internal repartition
 topics it reads are its repartition source topics (with a partition count only when the topology
@@ -44,6 +46,7 @@ from streamlet.kafka.topic_manager import TopicPlan, resolve_topic
 from streamlet.topology import Topology
 
 API_KEY = 88
+DESCRIBE_API_KEY = 89
 
 JOIN_EPOCH = 0
 """The member epoch a member (re)joins with."""
@@ -101,6 +104,9 @@ _TOPIC_INFO = CompactArray(("name", _STRING), ("partitions", Int32), ("replicati
                            ("topic_configs", _KEY_VALUE), ("tags", TaggedFields))
 _REQUEST_TASK_IDS = CompactArray(("subtopology_id", _STRING), ("partitions", CompactArray(Int32)),
                                  ("tags", TaggedFields))
+_ASSIGNMENT = Schema(*(  # a member's assignment in a describe: active, standby and warm-up tasks
+    (kind, CompactArray(("subtopology_id", _STRING), ("partitions", CompactArray(Int32)), ("tags", TaggedFields)))
+    for kind in ("active_tasks", "standby_tasks", "warmup_tasks")), ("tags", TaggedFields))
 _TASK_OFFSETS = CompactArray(("subtopology_id", _STRING), ("partition", Int32), ("offset", Int64),
                              ("tags", TaggedFields))
 
@@ -121,6 +127,7 @@ class StreamsGroupHeartbeatResponse_v0(Response):
         ("active_tasks", _REQUEST_TASK_IDS),
         ("standby_tasks", _REQUEST_TASK_IDS),
         ("warmup_tasks", _REQUEST_TASK_IDS),
+        ("endpoint_information_epoch", Int32),
         ("partitions_by_user_endpoint", CompactArray(
             ("user_endpoint", Schema(("host", _STRING), ("port", _UInt16), ("tags", TaggedFields))),
             ("active_partitions", CompactArray(("topic", _STRING), ("partitions", CompactArray(Int32)),
@@ -172,6 +179,75 @@ class StreamsGroupHeartbeatRequest_v0(RequestStruct):
         ("shutdown_application", Boolean),
         ("tags", TaggedFields),
     )
+
+
+class StreamsGroupDescribeResponse_v0(Response):
+    API_KEY = DESCRIBE_API_KEY
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("groups", CompactArray(
+            ("error_code", Int16),
+            ("error_message", _STRING),
+            ("group_id", _STRING),
+            ("group_state", _STRING),
+            ("group_epoch", Int32),
+            ("assignment_epoch", Int32),
+            ("topology", _NullableStruct(
+                ("epoch", Int32),
+                ("subtopologies", CompactArray(
+                    ("subtopology_id", _STRING),
+                    ("source_topics", CompactArray(_STRING)),
+                    ("repartition_sink_topics", CompactArray(_STRING)),
+                    ("state_changelog_topics", _TOPIC_INFO),
+                    ("repartition_source_topics", _TOPIC_INFO),
+                    ("tags", TaggedFields))),
+                ("tags", TaggedFields))),
+            ("members", CompactArray(
+                ("member_id", _STRING),
+                ("member_epoch", Int32),
+                ("instance_id", _STRING),
+                ("rack_id", _STRING),
+                ("client_id", _STRING),
+                ("client_host", _STRING),
+                ("topology_epoch", Int32),
+                ("process_id", _STRING),
+                ("user_endpoint", _NullableStruct(("host", _STRING), ("port", _UInt16), ("tags", TaggedFields))),
+                ("client_tags", _KEY_VALUE),
+                ("task_offsets", _TASK_OFFSETS),
+                ("task_end_offsets", _TASK_OFFSETS),
+                ("assignment", _ASSIGNMENT),
+                ("target_assignment", _ASSIGNMENT),
+                ("is_classic", Boolean),
+                ("tags", TaggedFields))),
+            ("authorized_operations", Int32),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields),
+    )
+
+
+class StreamsGroupDescribeRequest_v0(RequestStruct):
+    FLEXIBLE_VERSION = True
+    API_KEY = DESCRIBE_API_KEY
+    API_VERSION = 0
+    RESPONSE_TYPE = StreamsGroupDescribeResponse_v0
+    SCHEMA = Schema(
+        ("group_ids", CompactArray(_STRING)),
+        ("include_authorized_operations", Boolean),
+        ("tags", TaggedFields),
+    )
+
+
+class StreamsGroupDescribe(Request[StreamsGroupDescribeRequest_v0]):
+    """Describe one streams group: its state, epochs, topology and members."""
+
+    API_KEY = DESCRIBE_API_KEY
+
+    def __init__(self, group_id: str) -> None:
+        self._group_id = group_id
+
+    def build(self, request_struct_class: type[StreamsGroupDescribeRequest_v0]) -> StreamsGroupDescribeRequest_v0:
+        return request_struct_class([self._group_id], False, {})
 
 
 # -- the topology description ---------------------------------------------------------------------------------
@@ -227,6 +303,13 @@ def describe_topology(topology: Topology, plan: TopicPlan, replication_factor: i
     copartitioned = [[resolve_topic(topology, app_id, t) for t in group]
                      for group in topology.copartition_topic_groups()]
     for sub in topology.sub_topologies():
+        # A foreign-key join's subscription and response topics are co-partitioned with the other
+        # sources of the sub-topology that reads them (Kafka Streams' copartitionSources).
+        for topic in sub.source_topics:
+            spec = topology.internal_topics.get(topic)
+            if spec is not None and spec.copartition:
+                copartitioned.append([resolve_topic(topology, app_id, t) for t in sub.source_topics])
+    for sub in sorted(topology.sub_topologies(), key=lambda s: str(s.id)):  # Kafka Streams sorts the ids as text
         sources = tuple(sorted(resolve_topic(topology, app_id, t) for t in sub.source_topics if t not in repartition))
         repartition_sources = tuple(sorted(
             (_topic_info(plan, resolve_topic(topology, app_id, t), topology.internal_topics[t].num_partitions or 0,
@@ -241,11 +324,31 @@ def describe_topology(topology: Topology, plan: TopicPlan, replication_factor: i
         groups = []
         for group in copartitioned:
             if group and all(read_by.get(t) == sub.id for t in group):
-                groups.append((tuple(sorted(source_index[t] for t in group if t in source_index)),
-                               tuple(sorted(repartition_index[t] for t in group if t in repartition_index))))
+                ordered = _java_hash_set_order(group)  # the broker compares the indexes in Kafka Streams' order
+                groups.append((tuple(source_index[t] for t in ordered if t in source_index),
+                               tuple(repartition_index[t] for t in ordered if t in repartition_index)))
         descriptions.append(SubtopologyDescription(str(sub.id), sources, repartition_sources, sinks, changelogs,
                                                    tuple(groups)))
     return tuple(descriptions)
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's `String.hashCode()` (UTF-16 code units, 32-bit wrap-around)."""
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def _java_hash_set_order(names: Iterable[str]) -> list[str]:
+    """The order a small `java.util.HashSet` of these strings iterates in (16 buckets: up to 12 names).
+    Kafka Streams lists a co-partition group's topics in that order, and the broker compares the lists
+    as sent, so a member whose order differed would be refused as having another topology."""
+    def bucket(name: str) -> int:
+        h = _java_string_hash(name)
+        return (h ^ (h >> 16)) & 15
+    unique = list(dict.fromkeys(names))
+    return sorted(unique, key=bucket) if len(unique) <= 12 else sorted(unique)
 
 
 def _topic_info(plan: TopicPlan, name: str, partitions: int, replication_factor: int) -> TopicInfo:
@@ -332,3 +435,51 @@ def decode_answer(response: Any) -> HeartbeatAnswer:
         status=tuple((code, detail) for code, detail, _ in (response.status or ())),
         active=_tasks_of(response.active_tasks), standby=_tasks_of(response.standby_tasks),
         warmup=_tasks_of(response.warmup_tasks), endpoints=endpoints)
+
+
+# -- the group's topology, as a describe shows it -----------------------------------------------------------------
+def described_topology(response: Any) -> tuple[SubtopologyDescription, ...] | None:
+    """The topology a `StreamsGroupDescribe` response shows for its (one) group; None if the group has none
+    (not a streams group, or not initialized). Co-partition groups are not part of a describe."""
+    for error_code, _msg, _gid, _state, _epoch, _aepoch, topology, *_ in response.groups:
+        if error_code or topology is None:
+            return None
+        _topology_epoch, subtopologies, _tags = topology
+        return tuple(SubtopologyDescription(
+            sub_id, tuple(sources), tuple(_info(t) for t in repartition_sources), tuple(sinks),
+            tuple(_info(t) for t in changelogs))
+            for sub_id, sources, sinks, changelogs, repartition_sources, _ in subtopologies or ())
+    return None
+
+
+def _info(wire: Any) -> TopicInfo:
+    name, partitions, replication_factor, configs, _ = wire
+    return TopicInfo(name, partitions, replication_factor, {k: v for k, v, _ in configs})
+
+
+def first_difference(ours: Sequence[SubtopologyDescription], theirs: Sequence[SubtopologyDescription]) -> str | None:
+    """Where this member's topology first differs from the group's (as the broker compares them, but
+    order-blind and without co-partition groups, which a describe does not show); None if it does not."""
+    mine = {s.subtopology_id: s for s in ours}
+    group = {s.subtopology_id: s for s in theirs}
+    if set(mine) != set(group):
+        return f"sub-topologies {sorted(mine)} here, {sorted(group)} in the group"
+    for sub_id in sorted(mine, key=lambda i: (len(i), i)):
+        a, b = mine[sub_id], group[sub_id]
+        for what in ("source_topics", "repartition_sink_topics"):
+            if set(getattr(a, what)) != set(getattr(b, what)):
+                return (f"sub-topology {sub_id}: {what.replace('_', ' ')} {sorted(getattr(a, what))} here, "
+                        f"{sorted(getattr(b, what))} in the group")
+        for what in ("repartition_source_topics", "state_changelog_topics"):
+            here = {t.name: t for t in getattr(a, what)}
+            there = {t.name: t for t in getattr(b, what)}
+            if set(here) != set(there):
+                return (f"sub-topology {sub_id}: {what.replace('_', ' ')} {sorted(here)} here, "
+                        f"{sorted(there)} in the group")
+            for name in sorted(here):
+                mine_info, group_info = here[name], there[name]
+                if not mine_info.partitions:  # a describe shows the partition count the broker resolved
+                    group_info = TopicInfo(group_info.name, 0, group_info.replication_factor, group_info.configs)
+                if mine_info != group_info:
+                    return f"sub-topology {sub_id}: topic {name} is {mine_info} here, {group_info} in the group"
+    return None

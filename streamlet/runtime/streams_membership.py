@@ -55,9 +55,12 @@ from streamlet.kafka.streams_group_protocol import (
     LEAVE_EPOCH,
     STATUS_SHUTDOWN_APPLICATION,
     HeartbeatAnswer,
+    StreamsGroupDescribe,
     StreamsGroupHeartbeat,
     SubtopologyDescription,
     decode_answer,
+    described_topology,
+    first_difference,
 )
 from streamlet.kafka.transactions import Metadata, Offsets, with_metadata
 
@@ -113,6 +116,7 @@ class StreamsGroupMembership:
         self._fenced: str | None = None  # why the tasks held now were lost, until the next assignment
         self._lost = False  # dropped by the broker: the tasks held now are closed as lost before rejoining
         self._error_logged_at = 0.0
+        self._refused: str | None = None  # why the broker refused this member for good
         self._reassign = False  # request_rejoin: take the current assignment over again
         self._wake = anyio.Event()
         self._stopping = False
@@ -244,11 +248,30 @@ class StreamsGroupMembership:
             log.info("streams group heartbeat failed (%r); retrying", exc)
             await anyio.sleep(_RETRY_BACKOFF_S)
             return None
+        if self._refused is not None:
+            await self._fail_refused(self._refused)
+            return None
         if answer.error_code:
             if answer.error_code not in _FENCED:
                 await anyio.sleep(_RETRY_BACKOFF_S)  # the coordinator is moving, or the group is not ready
             return None
         return answer
+
+    async def _fail_refused(self, reason: str) -> None:
+        """End the member: the broker refused it. A topology the group does not take is named by its first
+        difference from the group's (a Kafka Streams application moved to streamlet must match it)."""
+        message = f"the broker refused this member of streams group {self.group_id!r} {reason}"
+        if "topology" in reason.lower():
+            try:
+                theirs = described_topology(await self._send_req(StreamsGroupDescribe(self.group_id)))
+            except KafkaError as exc:
+                log.info("describing streams group %s failed: %r", self.group_id, exc)
+                theirs = None
+            difference = first_difference(self._topology, theirs) if theirs is not None else None
+            if difference is not None:
+                message += (f"; this instance's topology differs from the one the group runs: {difference} "
+                            "(every instance of the application must run the same topology)")
+        self._fail(StreamsGroupError(message))
 
     def _apply(self, answer: HeartbeatAnswer, reported: bool) -> None:
         """Take a heartbeat's answer in; the caller holds the dispatch lock."""
@@ -265,10 +288,8 @@ class StreamsGroupMembership:
             self.generation = JOIN_EPOCH
             return
         if code in _FATAL:
-            error = StreamsGroupError(f"the broker refused this member of streams group {self.group_id!r} "
-                                      f"({_FATAL[code]}): {answer.error_message}")
             self._stopping = True
-            self._fail(error)
+            self._refused = f"({_FATAL[code]}): {answer.error_message}"
             return
         if code:
             now = time.monotonic()

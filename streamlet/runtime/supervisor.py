@@ -157,9 +157,12 @@ class Supervisor:
         self.stop()
 
     def _end_with(self, exc: BaseException) -> None:
-        """End the member with `exc`, an error retrying cannot help (the rebalance listener met a missing ACL)."""
+        """End the member with `exc`, an error retrying cannot help (the rebalance listener met a missing ACL,
+        the broker refused a streams group member)."""
         self._fatal = exc
         self._stop.set()
+        if self._loop is not None:
+            self._loop.interrupt()  # a poll may be waiting for a first assignment that will not come
 
     def _end_on_shutdown_request(self) -> None:
         """The assignment said the application shuts down (see the assignor): end with `ApplicationShutdownError`."""
@@ -341,6 +344,9 @@ class Supervisor:
         else:
             resources.push_async_callback(stop_client, self.consumer)
             resources.push_async_callback(streams_membership.leave)  # once the tasks are closed (LIFO)
+            # Assigned by hand from now on; until the first assignment a poll returns nothing after its
+            # timeout (a consumer that was never assigned anything would wait for an assignment instead).
+            self.consumer.assign([])
         resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
         if streams_membership is None:
             self.consumer.subscribe(sorted(self.plan.source_topics), listener=listener)

@@ -182,3 +182,69 @@ async def test_members_join_share_the_tasks_and_leave(kafka_broker: Any) -> None
         assert (await second.heartbeat(epoch=LEAVE_EPOCH)).member_epoch == LEAVE_EPOCH
     finally:
         await client.close()
+
+
+def test_a_foreign_key_join_describes_its_copartitioned_internal_topics() -> None:
+    from streamlet import TableJoined
+
+    builder = StreamsBuilder()
+    orders = builder.table("orders", Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
+    products = builder.table("products", Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
+    (orders.join(products, lambda order: order.split(":")[0], lambda o, p: f"{o}/{p}",
+                 TableJoined(name="order-product"))
+     .to_stream().to("joined", Produced(key_serde=Serdes.String(), value_serde=Serdes.String())))
+    topology = builder.build()
+    plan = plan_internal_topics(topology, "app", {"orders": 2, "products": 2, "joined": 2})
+    readers = [s for s in describe_topology(topology, plan) if s.repartition_source_topics]
+    assert len(readers) == 2  # the subscription and the response topic, each read with a table
+    for sub in readers:
+        # as Kafka Streams' copartitionSources: the table's topic and the internal topic read with it
+        assert sub.copartition_groups == (((0,), (0,)),), sub
+
+
+def test_copartition_indexes_follow_java_hash_set_order() -> None:
+    from streamlet.kafka.streams_group_protocol import _java_hash_set_order, _java_string_hash
+
+    assert _java_string_hash("hello") == 99162322  # "hello".hashCode() in Java
+    assert _java_string_hash("") == 0
+    # 16 buckets, (h ^ h >>> 16) & 15: "b" (98 -> bucket 2) iterates before "a0" (3055 -> bucket 15)
+    assert _java_hash_set_order(["a0", "b"]) == ["b", "a0"]
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_the_answer_carries_the_endpoints_of_the_members(kafka_broker: Any) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = uuid.uuid4().hex[:8]
+    source, sink, app = f"sg-in-{suffix}", f"sg-out-{suffix}", f"sg-app-{suffix}"
+    await create_topics(bootstrap, {source: 2, sink: 2})
+    topology = _wordcount(source, sink)
+    description = describe_topology(topology, await prepare_topics(topology, app, bootstrap))
+    client = AIOKafkaClient(bootstrap_servers=bootstrap)
+    await client.bootstrap()
+    try:
+        node = await _coordinator(client, app)
+        member_id = str(uuid.uuid4())
+        join = StreamsGroupHeartbeat(app, member_id, JOIN_EPOCH, topology=description, rebalance_timeout_ms=30000,
+                                     process_id=member_id, active=(), standby=(), warmup=(),
+                                     endpoint=("localhost", 8080))
+        answer = decode_answer(await client.send(node, join, group=ConnectionGroup.COORDINATION))
+        while answer.error_code in _COORDINATOR_LOADING:
+            await anyio.sleep(0.5)
+            node = await _coordinator(client, app)
+            answer = decode_answer(await client.send(node, join, group=ConnectionGroup.COORDINATION))
+        assert answer.error_code == 0, answer
+        epoch, endpoints = answer.member_epoch, answer.endpoints
+        with anyio.fail_after(60):
+            while not endpoints or not endpoints[0][2]:
+                await anyio.sleep(0.5)
+                answer = decode_answer(await client.send(
+                    node, StreamsGroupHeartbeat(app, member_id, epoch), group=ConnectionGroup.COORDINATION))
+                assert answer.error_code == 0, answer
+                epoch, endpoints = answer.member_epoch, answer.endpoints or endpoints
+        [(host, port, active, _standby)] = endpoints
+        assert (host, port) == ("localhost", 8080)
+        assert set(active) == {(source, 0), (source, 1)} | {(f"{app}-counts-repartition", p) for p in (0, 1)}
+        await client.send(node, StreamsGroupHeartbeat(app, member_id, LEAVE_EPOCH), group=ConnectionGroup.COORDINATION)
+    finally:
+        await client.close()

@@ -182,3 +182,43 @@ async def test_a_frozen_member_is_fenced_and_its_tasks_lost(kafka_broker: Any, t
     refused = "dirty and rejoining the group" in zombie_log and (
         "MemberFencedError" in zombie_log or "ProducerFenced" in zombie_log)
     assert lost or refused, zombie_log[-4000:]
+
+
+def _counting(inp: str, out: str, store: str) -> Any:
+    from streamlet import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
+
+    builder = StreamsBuilder()
+    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
+     .group_by(lambda _k, v: v, Grouped(key_serde=Serdes.String(), value_serde=Serdes.String()))
+     .count(Materialized(store))
+     .to_stream().to(out, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
+    return builder.build()
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_an_instance_with_another_topology_is_refused_naming_the_difference(kafka_broker: Any,
+                                                                                   tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out, app_id = f"sg-topo-in-{sfx}", f"sg-topo-out-{sfx}", f"sg-topo-{sfx}"
+    await create_topics(bootstrap, {inp: 2, out: 2})
+    config = {"application.id": app_id, "bootstrap.servers": bootstrap, **STREAMS}
+    first = KafkaStreams(_counting(inp, out, "counts"), {**config, "state.dir": str(tmp_path / "a")})
+    renamed = KafkaStreams(_counting(inp, out, "renamed"), {**config, "state.dir": str(tmp_path / "b")})
+    try:
+        await first.start()
+        with anyio.fail_after(60):
+            while first.state is not State.RUNNING:
+                await anyio.sleep(0.1)
+        await renamed.start()
+        with anyio.fail_after(30):  # refused at its first heartbeat: it fails at once, not after a timeout
+            while renamed.state is not State.ERROR:
+                await anyio.sleep(0.1)
+        message = str(renamed.error)
+        assert "differs from the one the group runs" in message, message
+        assert f"{app_id}-renamed-repartition" in message and f"{app_id}-counts-repartition" in message, message
+        assert first.state is State.RUNNING
+    finally:
+        await renamed.close()
+        await first.close()
