@@ -343,7 +343,7 @@ class Supervisor:
             resources.push_async_callback(lambda: _stop_group_consumer(self.consumer, self._leave_group))
         else:
             resources.push_async_callback(stop_client, self.consumer)
-            resources.push_async_callback(streams_membership.leave)  # once the tasks are closed (LIFO)
+            resources.push_async_callback(self._leave_streams_group, streams_membership)  # after the tasks closed
             # Assigned by hand from now on; until the first assignment a poll returns nothing after its
             # timeout (a consumer that was never assigned anything would wait for an assignment instead).
             self.consumer.assign([])
@@ -394,6 +394,12 @@ class Supervisor:
             rebalance_timeout_ms=int(config.get("max.poll.interval.ms") or 300000),
             endpoint=(host, int(port)) if host and port.isdigit() else None, fail=self._end_with,
             on_shutdown_request=self._end_on_shutdown_request)
+
+    async def _leave_streams_group(self, membership: StreamsGroupMembership) -> None:
+        """Leave the streams group on close, unless the close keeps the membership (`stop(leave_group=False)`:
+        a restart under the same instance id rejoins as the same member and gets its tasks back)."""
+        if self._leave_group:
+            await membership.leave()
 
     async def _run_streams_membership(self, membership: StreamsGroupMembership,
                                       listener: StreamsRebalanceListener) -> None:
