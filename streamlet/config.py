@@ -22,6 +22,8 @@ OUTER_JOIN_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.outer.join.spurious.r
 WINDOWED_AGGREGATION_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.windowed.aggregation__"
 """Kafka Streams' internal setting: how often (wall-clock ms) an `on_window_close` aggregation emits."""
 EXACTLY_ONCE_V2 = "exactly_once_v2"
+CLASSIC_GROUP = "classic"
+STREAMS_GROUP = "streams"
 
 DEFAULTS: dict[str, Any] = {
     "application.id": None,
@@ -71,6 +73,10 @@ DEFAULTS: dict[str, Any] = {
     # At start-up, whether the internal topics the cluster already holds for the application id must be
     # the topology's (kafka/internal_topic_check.py): existing | exact | none.
     "internal.topics.check": "existing",
+    # How the instance takes part in the application's group: classic (the consumer group protocol, a
+    # member assigns the tasks; every broker) or streams (KIP-1071 streams groups, the broker assigns the
+    # tasks; Kafka 4.2+ brokers with streams.version=1).
+    "group.protocol": "classic",
 }
 INTERNAL_TOPICS_CHECKS = ("existing", "exact", "none")
 
@@ -138,6 +144,9 @@ DESCRIPTIONS: dict[str, str] = {
                              "first start and a topology that only adds operators pass), exact (also each of "
                              "the topology's must exist once the cluster holds any: for the first start after "
                              "moving from Kafka Streams) or none.",
+    "group.protocol": "classic (the consumer group protocol; every broker) or streams (KIP-1071 streams groups: "
+                      "the broker assigns the tasks; Kafka 4.2+ brokers). Kafka Streams instances of the same "
+                      "application must use the same protocol.",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 
@@ -179,6 +188,10 @@ class StreamsConfig(Mapping[str, Any]):
                 f"processing.guarantee must be {AT_LEAST_ONCE} or {EXACTLY_ONCE_V2}, got {guarantee!r}"
             )
         values["processing.guarantee"] = guarantee
+        protocol = str(values["group.protocol"]).lower()
+        if protocol not in (CLASSIC_GROUP, STREAMS_GROUP):
+            raise ConfigError(f"group.protocol must be {CLASSIC_GROUP} or {STREAMS_GROUP}, got {protocol!r}")
+        values["group.protocol"] = protocol
         if values["commit.interval.ms"] is None:
             values["commit.interval.ms"] = 100 if guarantee == EXACTLY_ONCE_V2 else 30000
         if values["statestore.cache.max.bytes"] < 0:
@@ -231,6 +244,11 @@ class StreamsConfig(Mapping[str, Any]):
         if not app_id:
             raise ConfigError("application.id is required")
         return str(app_id)
+
+    @property
+    def streams_group(self) -> bool:
+        """True under `group.protocol=streams` (KIP-1071: the broker assigns the tasks)."""
+        return bool(self._values["group.protocol"] == STREAMS_GROUP)
 
     @property
     def exactly_once(self) -> bool:

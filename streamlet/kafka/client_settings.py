@@ -133,7 +133,7 @@ _UNSUPPORTED = frozenset({
     "metrics.num.samples", "metrics.sample.window.ms", "auto.include.jmx.reporter",
     "enable.metrics.push", "allow.auto.create.topics", "exclude.internal.topics", "partitioner.class",
     "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms",
-    "group.instance.id", "group.protocol", "group.remote.assignor", "internal.leave.group.on.close",
+    "group.instance.id", "group.remote.assignor", "internal.leave.group.on.close",
     "metadata.max.idle.ms", "retry.backoff.max.ms", "security.providers",
     "ssl.cipher.suites", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
     "ssl.engine.factory.class", "ssl.provider",

@@ -13,8 +13,14 @@ guard against a member that lost its partitions while still alive (a zombie):
   so a new owner never starts from an offset that a pending commit is about to move, and never
   restores a changelog that such a commit is about to extend.
 
-The request layouts follow Kafka's `TxnOffsetCommitRequest.json` and `OffsetFetchRequest.json`
-(both flexible versions: compact strings and arrays, tagged fields).
+A third request serves members of a streams group (KIP-1071), which aiokafka's group coordinator
+does not know: `OffsetCommit` v9, whose generation field carries the member epoch (a streams group
+refuses non-transactional commits of older versions). For such a member, the functions here take
+the member itself (`StreamsGroupMembership`) where they take a group consumer otherwise: it answers
+the same few questions aiokafka's coordinator does (`_group_coordinator`).
+
+The request layouts follow Kafka's `TxnOffsetCommitRequest.json`, `OffsetFetchRequest.json` and
+`OffsetCommitRequest.json` (flexible versions: compact strings and arrays, tagged fields).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import aiokafka.errors as Errors
+from aiokafka import AIOKafkaConsumer
 from aiokafka.client import ConnectionGroup, CoordinationType
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import (
@@ -49,7 +56,9 @@ GroupMetadata = tuple[int, str, str | None]
 
 UNSTABLE_OFFSET_COMMIT = 88
 _COORDINATOR_MOVED = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
-_FENCED_MEMBER = {22, 25, 82}  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID
+# ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID; a streams group's FENCED_MEMBER_EPOCH and
+# STALE_MEMBER_EPOCH (its commits must carry the member's current epoch).
+_FENCED_MEMBER = {22, 25, 82, 110, 113}
 
 
 def _per_topic(*partition_fields: tuple[str, Any]) -> CompactArray:
@@ -151,9 +160,81 @@ class StableOffsetFetch(Request[OffsetFetchRequest_v7]):
         return request_struct_class(self._group_id, topics, True, {})
 
 
+class OffsetCommitResponse_v9(Response):
+    API_KEY = 8
+    API_VERSION = 9
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("topics", _per_topic(("partition_index", Int32), ("error_code", Int16))),
+        ("tags", TaggedFields),
+    )
+
+
+class OffsetCommitRequest_v9(RequestStruct):
+    FLEXIBLE_VERSION = True
+    API_KEY = 8
+    API_VERSION = 9
+    RESPONSE_TYPE = OffsetCommitResponse_v9
+    SCHEMA = Schema(
+        ("group_id", CompactString("utf-8")),
+        ("generation_id_or_member_epoch", Int32),
+        ("member_id", CompactString("utf-8")),
+        ("group_instance_id", CompactString("utf-8")),
+        ("topics", _per_topic(("partition_index", Int32), ("committed_offset", Int64),
+                              ("committed_leader_epoch", Int32), ("committed_metadata", CompactString("utf-8")))),
+        ("tags", TaggedFields),
+    )
+
+
+class MemberEpochOffsetCommit(Request[OffsetCommitRequest_v9]):
+    API_KEY = 8
+
+    def __init__(self, group_id: str, member_epoch: int, member_id: str,
+                 offsets: dict[str, list[tuple[int, int, str]]]) -> None:
+        self._fields = (group_id, member_epoch, member_id, None)
+        self._offsets = offsets
+
+    def build(self, request_struct_class: type[OffsetCommitRequest_v9]) -> OffsetCommitRequest_v9:
+        topics: list[Any] = [(topic, [(p, offset, -1, metadata, {}) for p, offset, metadata in parts], {})
+                             for topic, parts in self._offsets.items()]
+        return request_struct_class(*self._fields, topics, {})
+
+
+async def commit_member_offsets(member: Any, offsets: dict[TopicPartition, Any]) -> None:
+    """Commit `offsets` (TopicPartition -> OffsetAndMetadata) outside a transaction, stamped with the
+    streams group member's epoch (OffsetCommit v9). A refusal for a stale epoch or an unknown member
+    raises `CommitFailedError` (the member's tasks may be another member's now); a moving coordinator
+    is looked up again and the commit retried once."""
+    by_topic: dict[str, list[tuple[int, int, str]]] = collections.defaultdict(list)
+    for tp, offset in sorted(offsets.items()):
+        by_topic[tp.topic].append((tp.partition, offset.offset, offset.metadata))
+    for attempt in range(2):
+        request = MemberEpochOffsetCommit(member.group_id, member.generation, member.member_id, dict(by_topic))
+        response = await member._send_req(request)
+        codes = {code for _, parts, _ in response.topics for _, code, _ in parts} - {0}
+        if not codes:
+            return
+        if codes & _COORDINATOR_MOVED and attempt == 0:
+            member.coordinator_dead()
+            continue
+        if codes & _FENCED_MEMBER:
+            raise Errors.CommitFailedError(
+                f"the group refused the offsets of member {member.member_id} (epoch {member.generation}): "
+                f"{Errors.for_code(min(codes & _FENCED_MEMBER)).__name__}")
+        raise Errors.for_code(min(codes))(f"committing the offsets of {sorted(by_topic)} failed")
+
+
+def _group_coordinator(group: Any) -> Any:
+    """What speaks for the group: aiokafka's coordinator of a group consumer, or the streams group member
+    itself (it has the same `group_id`, `generation`, `member_id`, `ensure_coordinator_known()`,
+    `_send_req()` and `coordinator_dead()`)."""
+    return group._coordinator if isinstance(group, AIOKafkaConsumer) else group
+
+
 def consumer_group_metadata(consumer: Any) -> GroupMetadata:
-    """The generation and member id the consumer holds now (what Java's `groupMetadata()` returns)."""
-    coordinator = consumer._coordinator
+    """The generation (member epoch) and member id the consumer (or streams group member) holds now
+    (what Java's `groupMetadata()` returns)."""
+    coordinator = _group_coordinator(consumer)
     return coordinator.generation, coordinator.member_id, getattr(coordinator, "_group_instance_id", None)
 
 
@@ -266,7 +347,7 @@ async def fetch_stable_offsets(consumer: Any, partitions: Iterable[tuple[str, in
 async def fetch_stable_commits(consumer: Any, partitions: Iterable[tuple[str, int]],
                                timeout_s: float) -> dict[tuple[str, int], tuple[int | None, str]]:
     """`fetch_stable_offsets` with each offset's committed metadata ('' where there is none)."""
-    coordinator = consumer._coordinator
+    coordinator = _group_coordinator(consumer)
     by_topic: dict[str, list[int]] = collections.defaultdict(list)
     for topic, partition in partitions:
         by_topic[topic].append(partition)

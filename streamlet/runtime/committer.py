@@ -25,7 +25,7 @@ import anyio
 from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.commit_protocol import CommitFailed
-from streamlet.runtime.membership import GroupMembership
+from streamlet.runtime.membership import Membership
 from streamlet.runtime.positions import PartitionPositions
 from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.task_manager import TaskManager
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 class Committer:
     """Commits every task of the member when one is due, and recovers from a failed commit."""
 
-    def __init__(self, tasks: TaskManager, positions: PartitionPositions, membership: GroupMembership,
+    def __init__(self, tasks: TaskManager, positions: PartitionPositions, membership: Membership,
                  counters: ThreadCounters, purger: RepartitionPurger, dispatch_lock: anyio.Lock,
                  interval_s: float) -> None:
         self._tasks = tasks

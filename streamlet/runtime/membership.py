@@ -17,13 +17,28 @@ coordinator, a private object. This is the one place that reads it.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka.errors import CommitFailedError
 
 from streamlet.runtime.commit_protocol import Metadata, Offsets, with_metadata
 
 log = logging.getLogger(__name__)
+
+
+class Membership(Protocol):
+    """What the poll loop, the committer and the rebalance listener ask of a member's group membership:
+    `GroupMembership` (the classic consumer group) or `StreamsGroupMembership` (a KIP-1071 streams group)."""
+
+    def out_of_group(self) -> bool: ...
+
+    def assignment_taken(self) -> None: ...
+
+    def forget_assignment(self) -> None: ...
+
+    def lost_since_assignment(self) -> str | None: ...
+
+    def request_rejoin(self) -> None: ...
 
 
 class GroupMembership:

@@ -35,7 +35,7 @@ from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.committer import Committer
 from streamlet.runtime.foreign_members import RETRY_INTERVAL_S, ForeignMembersWait
-from streamlet.runtime.membership import GroupMembership
+from streamlet.runtime.membership import Membership
 from streamlet.runtime.positions import PartitionPositions, reads_several_partitions
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_manager import TaskManager
@@ -50,7 +50,7 @@ class PollLoop:
     of another protocol is waited out (`group_wait`, see `ForeignMembersWait`)."""
 
     def __init__(self, *, consumer: Any, config: StreamsConfig, tasks: TaskManager, standbys: StandbyTasks | None,
-                 positions: PartitionPositions, membership: GroupMembership, committer: Committer,
+                 positions: PartitionPositions, membership: Membership, committer: Committer,
                  counters: ThreadCounters, dispatch_lock: anyio.Lock, stop: anyio.Event,
                  before_output: Callable[[], Awaitable[None]], on_loop: Callable[[], None],
                  on_rebalance: Callable[[bool], None], group_wait: ForeignMembersWait) -> None:

@@ -45,8 +45,11 @@ class PartitionPositions:
     that put the consumer there (see the module docstring)."""
 
     def __init__(self, consumer: Any, tasks: TaskManager, config: StreamsConfig,
-                 reset_policies: Mapping[str, AutoOffsetReset] | None = None) -> None:
+                 reset_policies: Mapping[str, AutoOffsetReset] | None = None, group: Any = None) -> None:
         self._consumer = consumer
+        # Who answers for the group's committed offsets: the group consumer itself, or the streams
+        # group membership when the consumer has no group of its own (`group.protocol=streams`).
+        self._group = consumer if group is None else group
         self._tasks = tasks
         self._config = config
         self._default_policy = AutoOffsetReset.parse(config["auto.offset.reset"])
@@ -144,13 +147,13 @@ class PartitionPositions:
     async def committed_with_metadata(self, partitions: list[Partition]) -> dict[Partition, tuple[int | None, str]]:
         """The group's committed offsets (stable ones) and their metadata: what a task starting reads its
         partition times and processor metadata from (`TaskManager.restore_step`)."""
-        return await fetch_stable_commits(self._consumer, partitions,
+        return await fetch_stable_commits(self._group, partitions,
                                           int(self._config["transaction.timeout.ms"]) / 1000 + 30)
 
     async def _committed(self, partitions: list[Partition]) -> dict[Partition, int | None]:
         """The group's committed offsets; under exactly-once only stable ones (see `fenced_offsets`)."""
-        if self._config.exactly_once:
-            return await fetch_stable_offsets(self._consumer, partitions,
+        if self._config.exactly_once or self._group is not self._consumer:
+            return await fetch_stable_offsets(self._group, partitions,
                                               int(self._config["transaction.timeout.ms"]) / 1000 + 30)
         return {tp: await self._consumer.committed(TopicPartition(*tp)) for tp in partitions}
 

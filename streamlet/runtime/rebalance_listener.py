@@ -25,8 +25,8 @@ they meet only in `PartitionPositions`, `GroupMembership` and the `Committer`'s 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
 
 import anyio
 from aiokafka import ConsumerRebalanceListener
@@ -37,12 +37,12 @@ from aiokafka.errors import (
     TransactionalIdAuthorizationFailed,
 )
 
+from streamlet.actors.task_id import TaskId
 from streamlet.errors import ConfigError, TopologyError
-from streamlet.kafka.assignor import TaskAssignor
 from streamlet.kafka.client_settings import KafkaAuthorizationError
 from streamlet.runtime.commit_protocol import CommitFailed
 from streamlet.runtime.committer import Committer
-from streamlet.runtime.membership import GroupMembership
+from streamlet.runtime.membership import Membership
 from streamlet.runtime.positions import PartitionPositions
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_manager import TaskManager
@@ -68,6 +68,20 @@ def _authorization_message(exc: BaseException, app_id: str) -> str:
     return f"the cluster refuses access to a topic (READ on inputs, WRITE on outputs, ALL on {app_id!r}-*): {exc}"
 
 
+class AssignmentSource(Protocol):
+    """Where the listener reads the assignment's tasks: streamlet's assignor (classic group) or the
+    streams group membership (the broker's assignment)."""
+
+    @property
+    def active_tasks(self) -> Collection[TaskId]: ...
+
+    @property
+    def standby_tasks(self) -> Collection[TaskId]: ...
+
+    @property
+    def shutdown_requested(self) -> bool: ...
+
+
 class StreamsRebalanceListener(ConsumerRebalanceListener):
     """Takes partitions away from the member's tasks and hands new ones over (see the module docstring).
 
@@ -75,8 +89,8 @@ class StreamsRebalanceListener(ConsumerRebalanceListener):
     and running (True). `request_shutdown()` is called when the assignment says the application shuts
     down, `fail(error)` when taking the assignment over cannot succeed however often it is retried."""
 
-    def __init__(self, *, app_id: str, tasks: TaskManager, standbys: StandbyTasks | None, assignor: TaskAssignor,
-                 positions: PartitionPositions, membership: GroupMembership, committer: Committer,
+    def __init__(self, *, app_id: str, tasks: TaskManager, standbys: StandbyTasks | None, assignor: AssignmentSource,
+                 positions: PartitionPositions, membership: Membership, committer: Committer,
                  dispatch_lock: anyio.Lock, on_rebalance: Callable[[bool], None],
                  request_shutdown: Callable[[], None], fail: Callable[[BaseException], None]) -> None:
         self._app_id = app_id

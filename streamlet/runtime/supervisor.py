@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -47,6 +48,7 @@ from streamlet.kafka.changelog_reader import ChangelogReader
 from streamlet.kafka.client_settings import ClientRole, client_kwargs, stop_client
 from streamlet.kafka.group_description import describe_group
 from streamlet.kafka.restore_records import always_hand_out_as_decoded
+from streamlet.kafka.streams_group_protocol import describe_topology
 from streamlet.kafka.topic_manager import TopicPlan, await_sink_topics, prepare_topics
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.commit_protocol import AtLeastOnceCommits, CommitProtocol, ExactlyOnceCommits
@@ -60,6 +62,7 @@ from streamlet.runtime.positions import PartitionPositions
 from streamlet.runtime.rebalance_listener import StreamsRebalanceListener
 from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
+from streamlet.runtime.streams_membership import StreamsGroupMembership, request_group_shutdown
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.topology import Topology
 
@@ -138,6 +141,7 @@ class Supervisor:
         self._fatal: BaseException | None = None  # ends the member: retrying cannot help (see _end_with)
         # The parts that drive the tasks, wired by run() once the clients exist (see _wire_parts).
         self._assignor: TaskAssignor | None = None
+        self._streams_membership: StreamsGroupMembership | None = None  # group.protocol=streams
         self._positions: PartitionPositions | None = None
         self._committer: Committer | None = None
         self._listener: StreamsRebalanceListener | None = None
@@ -153,9 +157,12 @@ class Supervisor:
         self.stop()
 
     def _end_with(self, exc: BaseException) -> None:
-        """End the member with `exc`, an error retrying cannot help (the rebalance listener met a missing ACL)."""
+        """End the member with `exc`, an error retrying cannot help (the rebalance listener met a missing ACL,
+        the broker refused a streams group member)."""
         self._fatal = exc
         self._stop.set()
+        if self._loop is not None:
+            self._loop.interrupt()  # a poll may be waiting for a first assignment that will not come
 
     def _end_on_shutdown_request(self) -> None:
         """The assignment said the application shuts down (see the assignor): end with `ApplicationShutdownError`."""
@@ -255,21 +262,31 @@ class Supervisor:
         producer_config = {**self._client_kwargs(ClientRole.PRODUCER), "acks": "all"}
         replicas = int(config["num.standby.replicas"])
         stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}
-        self._assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state(),
-                                       standby_replicas=replicas, stateful_subtopologies=stateful,
-                                       application_server=str(config.get("application.server") or ""))
-        self.consumer = AIOKafkaConsumer(  # auto.offset.reset, max.poll.records, timeouts: _client_kwargs
-            **self._client_kwargs(ClientRole.MAIN_CONSUMER), group_id=self.app_id, enable_auto_commit=False,
-            isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
-            partition_assignment_strategy=(self._assignor,),
-        )
-        membership = GroupMembership(self.consumer)
-        commits: CommitProtocol
-        if config.exactly_once:
+        instance_id = ""
+        if config.exactly_once or config.streams_group:
             instance_id, release_instance_id = claim_instance_id(self._state_root())
             resources.callback(release_instance_id)
+        isolation = "read_committed" if config.exactly_once else "read_uncommitted"
+        membership: GroupMembership | StreamsGroupMembership
+        group: Any  # who answers for the group's offsets: the group consumer, or the streams group membership
+        if config.streams_group:
+            # KIP-1071: the broker assigns the tasks; the consumer only fetches what it is told to.
+            self.consumer = AIOKafkaConsumer(**self._client_kwargs(ClientRole.MAIN_CONSUMER), group_id=None,
+                                             enable_auto_commit=False, isolation_level=isolation)
+            self._streams_membership = membership = group = self._streams_group_membership(instance_id)
+        else:
+            self._assignor = make_assignor(self.plan.source_topics, self._tasks_with_local_state(),
+                                           standby_replicas=replicas, stateful_subtopologies=stateful,
+                                           application_server=str(config.get("application.server") or ""))
+            self.consumer = group = AIOKafkaConsumer(  # auto.offset.reset, max.poll.records, timeouts: _client_kwargs
+                **self._client_kwargs(ClientRole.MAIN_CONSUMER), group_id=self.app_id, enable_auto_commit=False,
+                isolation_level=isolation, partition_assignment_strategy=(self._assignor,),
+            )
+            membership = GroupMembership(self.consumer)
+        commits: CommitProtocol
+        if config.exactly_once:
             commits = ExactlyOnceCommits(self.app_id, f"{self.app_id}-{instance_id}", producer_config,
-                                         int(config["transaction.timeout.ms"]), self.consumer,
+                                         int(config["transaction.timeout.ms"]), group,
                                          skip_failed_productions(config))
         else:
             self.producer = AIOKafkaProducer(**producer_config, enable_idempotence=True)
@@ -299,7 +316,7 @@ class Supervisor:
         if self.producer is not None:
             await self.producer.start()
             resources.push_async_callback(stop_client, self.producer)
-        if replicas > 0:
+        if replicas > 0 or config.streams_group:  # in a streams group the broker decides (a group config)
             self.standby_consumer = AIOKafkaConsumer(
                 **self._client_kwargs(ClientRole.RESTORE_CONSUMER), group_id=None, enable_auto_commit=False,
                 auto_offset_reset="earliest",
@@ -318,14 +335,25 @@ class Supervisor:
         if self.global_thread is not None:
             resources.push_async_callback(self.global_thread.close)
             self.tasks.global_stores = self.global_thread.stores
-        listener = self._wire_parts(self.tasks, membership)
+        listener = self._wire_parts(self.tasks, membership, group)
         await self.consumer.start()
         always_hand_out_as_decoded(self.consumer)  # the tasks need no ConsumerRecord per record
-        resources.push_async_callback(lambda: _stop_group_consumer(self.consumer, self._leave_group))
+        streams_membership = self._streams_membership
+        if streams_membership is None:
+            resources.push_async_callback(lambda: _stop_group_consumer(self.consumer, self._leave_group))
+        else:
+            resources.push_async_callback(stop_client, self.consumer)
+            resources.push_async_callback(self._leave_streams_group, streams_membership)  # after the tasks closed
+            # Assigned by hand from now on; until the first assignment a poll returns nothing after its
+            # timeout (a consumer that was never assigned anything would wait for an assignment instead).
+            self.consumer.assign([])
         resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
-        self.consumer.subscribe(sorted(self.plan.source_topics), listener=listener)
+        if streams_membership is None:
+            self.consumer.subscribe(sorted(self.plan.source_topics), listener=listener)
         async with anyio.create_task_group() as tg:
             self.tasks.bind(tg)
+            if streams_membership is not None:
+                tg.start_soon(self._run_streams_membership, streams_membership, listener)
             task_status.started()
             try:
                 try:
@@ -344,16 +372,57 @@ class Supervisor:
                 raise ApplicationShutdownError(
                     f"an instance of application {self.app_id!r} requested an application shutdown")
 
-    def _wire_parts(self, tasks: TaskManager, membership: GroupMembership) -> StreamsRebalanceListener:
+    def _streams_group_membership(self, instance_id: str) -> StreamsGroupMembership:
+        """This instance's membership in a streams group (`group.protocol=streams`), named by its instance id."""
+        assert self.plan is not None
+        plan, config = self.plan, self.config
+        counts = plan.partition_counts
+
+        def partitions_of(task: TaskId) -> list[tuple[str, int]]:
+            return [(topic, task.partition) for topic, sub in sorted(plan.source_topics.items())
+                    if sub == task.subtopology and task.partition < counts.get(topic, 0)]
+
+        if int(config["num.standby.replicas"]) > 0:
+            log.warning("num.standby.replicas is not used in a streams group: the broker assigns standby tasks "
+                        "as the group config streams.num.standby.replicas says (kafka-configs --entity-type groups)")
+        server = str(config.get("application.server") or "")
+        host, _, port = server.rpartition(":")
+        return StreamsGroupMembership(
+            consumer=self.consumer, group_id=self.app_id, member_id=str(uuid.UUID(hex=instance_id)),
+            topology=describe_topology(self.topology, plan, int(config["replication.factor"])),
+            partitions_of=partitions_of, dispatch_lock=self._dispatch_lock,
+            rebalance_timeout_ms=int(config.get("max.poll.interval.ms") or 300000),
+            endpoint=(host, int(port)) if host and port.isdigit() else None, fail=self._end_with,
+            on_shutdown_request=self._end_on_shutdown_request)
+
+    async def _leave_streams_group(self, membership: StreamsGroupMembership) -> None:
+        """Leave the streams group on close, unless the close keeps the membership (`stop(leave_group=False)`:
+        a restart under the same instance id rejoins as the same member and gets its tasks back)."""
+        if self._leave_group:
+            await membership.leave()
+
+    async def _run_streams_membership(self, membership: StreamsGroupMembership,
+                                      listener: StreamsRebalanceListener) -> None:
+        """Heartbeat and reconcile until the member stops; a failure ends the member."""
+        try:
+            await membership.run(listener)
+        except Exception as exc:
+            log.exception("the streams group membership failed")
+            self._end_with(exc)
+
+    def _wire_parts(self, tasks: TaskManager, membership: GroupMembership | StreamsGroupMembership,
+                    group: Any) -> StreamsRebalanceListener:
         """Create the parts that drive the tasks (see the module docstring) once every client they use
         exists; returns the rebalance listener to subscribe with."""
-        assert self._assignor is not None
-        positions = PartitionPositions(self.consumer, tasks, self.config, self.topology.offset_reset_policies())
+        assignor: Any = self._assignor if self._streams_membership is None else self._streams_membership
+        assert assignor is not None
+        positions = PartitionPositions(self.consumer, tasks, self.config, self.topology.offset_reset_policies(),
+                                       group)
         tasks.read_commits = positions.committed_with_metadata
         committer = Committer(tasks, positions, membership, self.counters, self.purger, self._dispatch_lock,
                               int(self.config["commit.interval.ms"]) / 1000)
         listener = StreamsRebalanceListener(
-            app_id=self.app_id, tasks=tasks, standbys=self.standbys, assignor=self._assignor, positions=positions,
+            app_id=self.app_id, tasks=tasks, standbys=self.standbys, assignor=assignor, positions=positions,
             membership=membership, committer=committer, dispatch_lock=self._dispatch_lock,
             on_rebalance=self._on_rebalance, request_shutdown=self._end_on_shutdown_request, fail=self._end_with)
         self._loop = PollLoop(
@@ -374,6 +443,8 @@ class Supervisor:
     async def _shutdown(self) -> None:
         """The clean end: commit what was processed, then close every task."""
         assert self.tasks is not None and self._committer is not None
+        if self._streams_membership is not None:
+            self._streams_membership.stop()  # no reconciliation any more; the group is left once the tasks close
         async with self._dispatch_lock:
             await self._committer.commit()
             await self.tasks.close_all(clean=True)
@@ -445,8 +516,20 @@ class MemberView:
 
 async def request_application_shutdown(topology: Topology, config: StreamsConfig, timeout_s: float = 30.0) -> bool:
     """Join the application's group once with the shutdown flag set (see the assignor): every member
-    then gets a shutdown assignment and stops. True when the group acknowledged it in time."""
+    then gets a shutdown assignment and stops. True when the group acknowledged it in time.
+    In a streams group the request is a heartbeat's flag instead (`request_group_shutdown`)."""
     app_id = config.application_id
+    if config.streams_group:
+        plan = await prepare_topics(topology, app_id, client_kwargs(config, ClientRole.ADMIN),
+                                    replication_factor=int(config["replication.factor"]))
+        consumer = AIOKafkaConsumer(
+            **client_kwargs(config, ClientRole.MAIN_CONSUMER, client_id=f"{app_id}-shutdown-request"), group_id=None)
+        await consumer.start()
+        try:
+            return await request_group_shutdown(consumer, app_id, describe_topology(
+                topology, plan, int(config["replication.factor"])), timeout_s)
+        finally:
+            await stop_client(consumer)
     topics = {(f"{app_id}-{t}" if t in topology.internal_topics else t): sub.id
               for sub in topology.sub_topologies() for t in sub.source_topics}
     assignor = make_assignor(topics)
