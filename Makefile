@@ -75,12 +75,14 @@ lint: $(INSTALLED)
 	$(BIN)/mypy
 
 # The whole suite on Kafka 3.9.1, then the broker-level exactly-once, chaos and security tests again on the
-# default broker, Kafka 4.4.0 (LocalKafkaBroker's default), so that both lines stay proven within CI's budget.
+# default broker, Kafka 4.4.0 (LocalKafkaBroker's default), so that both lines stay proven within CI's budget,
+# with the streams-group (KIP-1071) tests, which only a 4.2+ broker runs.
 SUITE_KAFKA_VERSION ?= 3.9.1
 OTHER_KAFKA_VERSION ?= 4.4.0
 OTHER_VERSION_TESTS := tests/test_local_broker.py tests/integration/test_wordcount_broker.py \
 	tests/integration/test_chaos.py tests/integration/test_fenced_offsets.py tests/integration/test_fenced_abort.py \
-	tests/integration/test_secured_cluster.py
+	tests/integration/test_secured_cluster.py tests/integration/test_streams_group_protocol.py \
+	tests/integration/test_streams_group_runtime.py tests/integration/test_streams_group_rolling_move.py
 # Two pytest-xdist workers (TEST_WORKERS): most tests wait on brokers, JVMs and subprocesses, so two halve the
 # wall time on two cores; tests/conftest.py keeps each file, and all the Java-building ones, on one worker.
 TEST_WORKERS ?= 2

@@ -132,6 +132,7 @@ async def _coordinator(client: AIOKafkaClient, group: str) -> int:
 
 @pytest.mark.anyio
 @pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
 async def test_members_join_share_the_tasks_and_leave(kafka_broker: Any) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     suffix = uuid.uuid4().hex[:8]
@@ -213,6 +214,7 @@ def test_copartition_indexes_follow_java_hash_set_order() -> None:
 
 @pytest.mark.anyio
 @pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
 async def test_the_answer_carries_the_endpoints_of_the_members(kafka_broker: Any) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     suffix = uuid.uuid4().hex[:8]

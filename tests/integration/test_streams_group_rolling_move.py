@@ -139,6 +139,7 @@ async def _rolling_move(bootstrap: str, workdir: Path, seed: int) -> tuple[Any, 
     return check_sequences(sequences, expected), events
 
 
+@pytest.mark.usefixtures("streams_groups")
 async def test_rolling_move_between_kafka_streams_and_streamlet_is_exact(kafka_broker: Any, tmp_path: Path) -> None:
     check, events = await _rolling_move(kafka_broker.bootstrap_servers, tmp_path, seed=21)
     print("\n".join(events))

@@ -72,6 +72,7 @@ async def _committed_and_ends(bootstrap: str, group: str) -> tuple[dict[Any, int
 
 @pytest.mark.anyio
 @pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
 async def test_exactly_once_wordcount_in_a_streams_group_survives_kill_9(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     result = await run_chaos(bootstrap, tmp_path, words=60_000, disrupt=kill_randomly(5),
@@ -86,6 +87,7 @@ async def test_exactly_once_wordcount_in_a_streams_group_survives_kill_9(kafka_b
 
 @pytest.mark.anyio
 @pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
 async def test_at_least_once_commits_under_the_member_epoch(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     result = await run_chaos(bootstrap, tmp_path, words=20_000, disrupt=_no_fault, guarantee="at_least_once",
@@ -110,6 +112,7 @@ async def _no_fault(apps: Any, rng: Any, seconds: float, log: Any) -> int:
 
 @pytest.mark.anyio
 @pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
 async def test_shutdown_application_stops_every_member_of_the_streams_group(kafka_broker: Any,
                                                                             tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
@@ -157,6 +160,7 @@ _STANDBY_OPENED = re.compile(r"standby task \d+_\d+ opened")
 
 @pytest.mark.anyio
 @pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
 async def test_standby_tasks_the_broker_assigns_are_kept_warm(kafka_broker: Any, tmp_path: Path) -> None:
     app_id = f"sg-standby-{uuid.uuid4().hex[:8]}"
     _set_group_config(kafka_broker, app_id, "streams.num.standby.replicas", "1")
@@ -170,6 +174,7 @@ async def test_standby_tasks_the_broker_assigns_are_kept_warm(kafka_broker: Any,
 
 @pytest.mark.anyio
 @pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
 async def test_a_frozen_member_is_fenced_and_its_tasks_lost(kafka_broker: Any, tmp_path: Path) -> None:
     # A streams group's session timeout is the broker's (45 s at least): 55 s frozen moves every task
     # of the frozen member to the other one. When it wakes, the broker has dropped it: its tasks are
@@ -197,6 +202,7 @@ def _counting(inp: str, out: str, store: str) -> Any:
 
 @pytest.mark.anyio
 @pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
 async def test_an_instance_with_another_topology_is_refused_naming_the_difference(kafka_broker: Any,
                                                                                    tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
