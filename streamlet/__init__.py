@@ -87,6 +87,8 @@ from streamlet.stores import (
     TimestampedKeyValueStore,
     TimestampedWindowStore,
     ValueAndTimestamp,
+    VersionedKeyValueStore,
+    VersionedRecord,
     WindowStore,
 )
 from streamlet.stores.api import RecordContext
@@ -178,6 +180,8 @@ __all__ = [
     "UnknownStateStoreError",
     "UsePartitionTimeOnInvalidTimestamp",
     "ValueAndTimestamp",
+    "VersionedKeyValueStore",
+    "VersionedRecord",
     "WallclockTimestampExtractor",
     "Window",
     "WindowStore",
