@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode
-from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Materialized
 from streamlet.dsl.processors.fk_wire import (
     ResponseWrapperDeserializer,
@@ -94,6 +94,7 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[[Any
     fk_serde, pk_serde = other.key_serde, left_table.key_serde
     send_name = name("-subscription-registration-processor", SUBSCRIPTION_REGISTRATION)
     send = SubscriptionSendSupplier(extractor, subscription_topic, fk_serde, left_table.value_serde, left)
+    send.versioned_semantics = left_table._is_versioned()  # out-of-order left updates subscribe nothing
 
     def write_send(topology: Topology, parents: list[str]) -> None:
         topology.add_processor(send_name, send, *parents)
@@ -147,6 +148,7 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[[Any
 
     foreign_join_name = name("-foreign-join-subscription", SUBSCRIPTION_PROCESSOR)
     foreign_join = ForeignTableJoinSupplier(store_name, subscription_topic, fk_serde, pk_serde)
+    foreign_join.versioned_semantics = other._is_versioned()  # out-of-order right updates answer nothing
 
     def write_foreign_join(topology: Topology, parents: list[str]) -> None:
         topology.add_processor(foreign_join_name, foreign_join, *parents)
@@ -199,8 +201,9 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[[Any
     def write_result(topology: Topology, parents: list[str]) -> None:
         topology.add_processor(result_name, result, *parents)
         if result.materialized:
-            topology.add_state_store(timestamped_store_builder(materialized, result_store), result_name)
+            topology.add_state_store(timestamped_store_builder(materialized, result_store, versioned_ok=True),
+                                     result_name)
 
     result_node = builder.add(GraphNode(result_name, write_result), resolver_node)
     return KTable(builder, result_name, materialized.key_serde, materialized.value_serde, materialized.name,
-                  result, result_node)
+                  result, result_node, output_versioned=is_versioned(materialized))

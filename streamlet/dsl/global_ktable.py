@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
-from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Consumed, Materialized
 from streamlet.dsl.processors.table import TableSourceSupplier
 from streamlet.dsl.processors.value_getters import StoreValueGetterSupplier, ValueGetterSupplier
@@ -52,6 +52,8 @@ def global_table(builder: InternalBuilder, topic: str, consumed: Consumed | None
         raise TopologyError(f"global_table() needs a topic name, got {topic!r}")
     names = builder.names
     materialized = materialized or Materialized()
+    if is_versioned(materialized):
+        raise TopologyError("GlobalTables cannot be versioned.")
     if consumed is None:  # the store's serdes read the topic
         consumed = Consumed(materialized.key_serde, materialized.value_serde)
     else:  # Kafka Streams' rule: the topic's serdes (Consumed's, unset ones too) are the store's

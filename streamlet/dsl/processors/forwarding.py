@@ -17,8 +17,10 @@ from streamlet.dsl.change import Change
 from streamlet.errors import TopologyError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Headers, Record
+from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
 from streamlet.stores.session.api import SessionStore
+from streamlet.stores.versioned.api import PUT_RETURN_CODE_VALID_TO_UNDEFINED, VersionedKeyValueStore
 from streamlet.stores.window.api import WindowStore
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
@@ -36,14 +38,14 @@ def timestamped_store(context: ProcessorContext, name: str) -> TimestampedKeyVal
 
 
 class TimestampedTupleForwarder:
-    def __init__(self, store: TimestampedKeyValueStore | WindowStore | SessionStore, context: ProcessorContext,
-                 send_old_values: bool) -> None:
+    def __init__(self, store: TimestampedKeyValueStore | WindowStore | SessionStore | VersionedKeyValueStore,
+                 context: ProcessorContext, send_old_values: bool) -> None:
         self._forward = context.forwarder_in_record_context()
         self._send_old_values = send_old_values
         self._caching = store.set_flush_listener(self._forward_flushed, send_old_values)
 
     def _forward_flushed(self, key: Any, new_value: Any, old_value: Any, timestamp: int, headers: Headers) -> None:
-        self._forward(_new(Record, (key, _new(Change, (new_value, old_value)), timestamp, headers)))
+        self._forward(_new(Record, (key, _new(Change, (new_value, old_value, True)), timestamp, headers)))
 
     @property
     def caching(self) -> bool:
@@ -55,7 +57,8 @@ class TimestampedTupleForwarder:
         if self._caching:
             return
         if not self._send_old_values:
-            record = record.with_value(Change(record.value.new_value, None))
+            change = record.value
+            record = record.with_value(_new(Change, (change[0], None, change[2])))
         self._forward(record)
 
 
@@ -72,16 +75,41 @@ def log_skipped(context: ProcessorContext, reason: str) -> None:
 @mypyc_attr(allow_interpreted_subclasses=True)  # the table join merger extends it
 class MaybeMaterialized(Processor):
     """A table node that keeps its rows in a store when it has one (`_store_name`): it then forwards
-    through the store's tuple forwarder (its cache), and otherwise straight to its children."""
+    through the store's tuple forwarder (its cache), and otherwise straight to its children.
+
+    The store is a timestamped key-value store, or a versioned one (a versioned table): then rows are
+    put as versions at their record's timestamp, and `_store_row` says whether the put was refused
+    (older than the grace period) or made an older version (out of order), as Kafka Streams'
+    `KeyValueStoreWrapper` does."""
 
     _store_name: str | None
     _send_old_values: bool
     _store: TimestampedKeyValueStore
+    _versioned: VersionedKeyValueStore | None
     _forwarder: TimestampedTupleForwarder
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._forward = context.forwarder_in_record_context()
+        self._versioned = None
         if self._store_name is not None:
-            self._store = timestamped_store(context, self._store_name)
-            self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+            store = context.get_state_store(self._store_name)
+            if isinstance(store, VersionedKeyValueStore):
+                self._versioned = store
+                self._forwarder = TimestampedTupleForwarder(store, context, self._send_old_values)
+            else:
+                self._store = timestamped_store(context, self._store_name)
+                self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+
+    def _stored_value(self, key: Any) -> Any:
+        """The key's current row in the store (a versioned store's latest version), or None."""
+        found = self._store.get(key) if self._versioned is None else self._versioned.get(key)
+        return None if found is None else found.value
+
+    def _store_row(self, key: Any, value: Any, timestamp: int) -> int:
+        """Store the row; `PUT_RETURN_CODE_VALID_TO_UNDEFINED` when it is the key's latest, as every
+        put into a timestamped store is, `PUT_RETURN_CODE_NOT_PUT` when a versioned store refused it."""
+        if self._versioned is not None:
+            return self._versioned.put(key, value, timestamp)
+        self._store.put(key, ValueAndTimestamp(value, timestamp))
+        return PUT_RETURN_CODE_VALID_TO_UNDEFINED

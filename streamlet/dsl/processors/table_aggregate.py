@@ -7,7 +7,8 @@ the new one. The select processor maps the old and the new row (the parent sends
 one (retraction only) goes first, then the new one; a pair with a None key or value is not sent. The
 aggregation then applies, per update: the subtractor to the old value, then the adder to the new one
 (from the initializer for a new group). A group whose aggregate is None is deleted. The stored
-aggregate keeps the largest timestamp of the updates folded into it.
+aggregate keeps the largest timestamp of the updates folded into it. Grouping a versioned table
+skips its out-of-order updates (`is_latest` False): the groups follow each key's latest row (KIP-914).
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ KeyValueMapper = Callable[[Any, Any], Any]
 class TableRepartitionMap(Processor):
     """Maps each row update to the group updates it makes (see the module docstring)."""
 
-    def __init__(self, selector: KeyValueMapper) -> None:
+    def __init__(self, selector: KeyValueMapper, versioned_semantics: bool = False) -> None:
         self._selector = selector
+        self._versioned_semantics = versioned_semantics
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -53,16 +55,19 @@ class TableRepartitionMap(Processor):
         if record.key is None:
             raise StreamsError("Record key for the grouping KTable should not be null.")
         change = record.value
+        latest = change.is_latest
+        if self._versioned_semantics and not latest:
+            return
         new = self._pair(record.key, change.new_value)
         old = self._pair(record.key, change.old_value)
         forward = self._forward
         if old is not None and new is not None and old[0] == new[0]:
-            forward(Record(old[0], Change(new[1], old[1]), record.timestamp, record.headers))
+            forward(Record(old[0], Change(new[1], old[1], latest), record.timestamp, record.headers))
             return
         if old is not None:
-            forward(Record(old[0], Change(None, old[1]), record.timestamp, record.headers))
+            forward(Record(old[0], Change(None, old[1], latest), record.timestamp, record.headers))
         if new is not None:
-            forward(Record(new[0], Change(new[1], None), record.timestamp, record.headers))
+            forward(Record(new[0], Change(new[1], None, latest), record.timestamp, record.headers))
 
 
 class TableAggregateSupplier(StreamAggregateSupplier):

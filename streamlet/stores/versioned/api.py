@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from streamlet.stores.api import ChangelogEntry, StateStore, StateStoreContext
+from streamlet.stores.api import ChangelogEntry, FlushListener, StateStore, StateStoreContext
 
 PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1
 """`put`'s answer when the version put is now the key's latest (its validTo is open)."""
@@ -75,6 +75,10 @@ class VersionedKeyValueStore(StateStore):
         """The key's latest version (no `as_of_timestamp`), or the version valid at `as_of_timestamp`
         (the one with the largest timestamp not after it); None when there is none, or when
         `as_of_timestamp` is past the history retention and the latest version is newer."""
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """False: a versioned store has no cache, so a DSL node over it forwards every update itself."""
+        return False
 
 
 class VersionedBytesStore(ABC):
