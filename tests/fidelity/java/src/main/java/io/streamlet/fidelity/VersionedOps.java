@@ -9,7 +9,6 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorSupplier;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
@@ -70,13 +69,12 @@ final class VersionedOps {
      * {@code P<put return code>}, or {@code D|G|L} and the record found ({@code value@timestamp[/validTo]}, or -).
      */
     static FixedKeyProcessorSupplier commands(final String storeName) {
-        return () -> new FixedKeyProcessor() {
-            private FixedKeyProcessorContext context;
+        return () -> new SmallOps.Forwarding() {
             private VersionedKeyValueStore<String, String> store;
 
             @Override
             public void init(final FixedKeyProcessorContext context) {
-                this.context = context;
+                super.init(context);
                 store = context.getStateStore(storeName);
             }
 
