@@ -10,6 +10,7 @@ record for record; these tests pin the rules down readably.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -41,7 +42,7 @@ def versioned(name: str = "versions", history: int = 100) -> Materialized:
     return Materialized.as_(Stores.persistent_versioned_key_value_store(name, history))
 
 
-def run(topology: Topology, steps: list[tuple[str, str | None, str | None, int]],
+def run(topology: Topology, steps: Sequence[tuple[str, str | None, str | None, int]],
         outputs: tuple[str, ...] = ("out",)) -> dict[str, list[tuple[Any, Any, int]]]:
     with TopologyTestDriver(topology, CONFIG) as driver:
         topics: dict[str, Any] = {}
