@@ -6,8 +6,9 @@ the table as of their own times, some before every version, some between version
 out-of-order version that arrived later. An instance reads the table and joins a first batch of stream
 records, then stops; a second instance, on an empty state directory, must restore the versioned store
 from its changelog (every version, not only the latest) and join a second batch. Together the two
-batches must give what one uninterrupted TopologyTestDriver run of the same records gives. Run with the
-persistent (LevelDB) and the in-memory versioned store.
+batches must give what one uninterrupted TopologyTestDriver run of the same records gives, and the
+restored versions answer HTTP queries as of a time. Run with the persistent (LevelDB) and the in-memory
+versioned store.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamlet import Consumed, KafkaStreams, Materialized, Produced, Serdes, Stores, StreamsBuilder, Topology
+from streamlet.http import streams_app
 from streamlet.testing import TopologyTestDriver
+from tests.http.test_asgi_mount import _call
 from tests.integration.kafka_helpers import create_topics, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
@@ -96,6 +100,24 @@ def _settings(bootstrap: str, app_id: str, state_dir: Path) -> dict[str, Any]:
             "commit.interval.ms": 200, "default.key.serde": "String", "default.value.serde": "String"}
 
 
+async def _check_http_queries(app: Any) -> None:
+    """The restored versions answer over HTTP: `/stores/versions/keys/<key>?as_of=T`."""
+    async def ask(path: str) -> tuple[int, Any]:
+        status, body = await _call(app, path)
+        return status, orjson.loads(body)
+
+    status, latest = await ask("/stores/versions/keys/k1")
+    assert status == 200 and (latest["value"], latest["timestamp"], latest["valid_to"]) == (
+        "k1@70", BASE + 70_001, None)
+    status, older = await ask(f"/stores/versions/keys/k1?as_of={BASE + 30_000}")
+    assert status == 200 and (older["value"], older["timestamp"], older["valid_to"]) == (
+        "k1@25", BASE + 25_001, BASE + 40_001)
+    assert (await ask(f"/stores/versions/keys/k1?as_of={BASE + 56_000}"))[0] == 404  # deleted at +55 s
+    assert (await ask(f"/stores/versions/keys/k1?as_of={BASE + 2_500}"))[1]["value"] == "k1@first"
+    assert (await ask(f"/stores/versions/keys/k0?as_of={BASE + 2_500}"))[0] == 404  # before its first version
+    assert (await ask("/stores/versions/all"))[0] == 400  # no scans over versioned stores
+
+
 @pytest.mark.parametrize("in_memory", [False, True], ids=["leveldb", "in-memory"])
 async def test_versioned_join_results_survive_a_restore_from_the_changelog(
         kafka_broker: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, in_memory: bool) -> None:
@@ -119,9 +141,10 @@ async def test_versioned_join_results_survive_a_restore_from_the_changelog(
         (k.encode(), v or b"<deleted>", ts) for k, v, ts in updates)
 
     caplog.set_level(logging.INFO, logger="streamlet")
-    async with KafkaStreams(topology, _settings(bootstrap, app_id, tmp_path / "second")):  # nothing local
+    async with KafkaStreams(topology, _settings(bootstrap, app_id, tmp_path / "second")) as streams:  # nothing local
         await _produce(bootstrap, inp, SECOND)
         got = await read_until(bootstrap, out, lambda rs: len(rs) >= len(FIRST) + len(SECOND), timeout=90)
+        await _check_http_queries(streams_app(streams))
     assert "into versions" in caplog.text, caplog.text[-3000:]  # the second instance restored the store
 
     results = sorted((r.key.decode(), r.value.decode(), r.timestamp) for r in got)
