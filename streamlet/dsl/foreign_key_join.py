@@ -201,7 +201,7 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[[Any
     def write_result(topology: Topology, parents: list[str]) -> None:
         topology.add_processor(result_name, result, *parents)
         if result.materialized:
-            topology.add_state_store(timestamped_store_builder(materialized, result_store, versioned_ok=True),
+            topology.add_state_store(timestamped_store_builder(materialized, result_store),
                                      result_name)
 
     result_node = builder.add(GraphNode(result_name, write_result), resolver_node)

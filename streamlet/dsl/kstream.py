@@ -283,7 +283,7 @@ class KStream:
         def write(topology: Topology, parent_names: list[str]) -> None:
             topology.add_processor(name, supplier, *parent_names)
             if supplier.materialized:
-                topology.add_state_store(timestamped_store_builder(materialized, store_name, versioned_ok=True), name)
+                topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
 
         node = self._builder.add(GraphNode(name, write), parent)
         return KTable(self._builder, name, materialized.key_serde, materialized.value_serde, materialized.name,

@@ -295,7 +295,7 @@ class KTable:
             topology.connect_processor_and_state_stores(this_name, *other_view.store_names)
             topology.connect_processor_and_state_stores(other_name, *this_view.store_names)
             if materialized is not None and store_name is not None:
-                topology.add_state_store(timestamped_store_builder(materialized, store_name, versioned_ok=True),
+                topology.add_state_store(timestamped_store_builder(materialized, store_name),
                                          merge_name)
 
         node = self._builder.add(GraphNode(merge_name, write), self._node, other._node)
@@ -386,7 +386,7 @@ class KTable:
         def write(topology: Topology, parent_names: list[str]) -> None:
             topology.add_processor(name, supplier, *parent_names)
             if materialized is not None and store_name is not None:
-                topology.add_state_store(timestamped_store_builder(materialized, store_name, versioned_ok=True), name)
+                topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
 
         return self._builder.add(GraphNode(name, write), self._node)
 
@@ -438,7 +438,7 @@ def table_source(
         write_source(topology)
         topology.add_processor(table_source_name, supplier, source_name)
         if supplier.materialized:
-            topology.add_state_store(timestamped_store_builder(materialized, store_name, versioned_ok=True),
+            topology.add_state_store(timestamped_store_builder(materialized, store_name),
                                      table_source_name)
 
     node = builder.add(GraphNode(table_source_name, write))

@@ -5,10 +5,11 @@ wrote it): persistent LevelDB unless the user asked for memory or gave a supplie
 cached unless switched off. Built only when the topology is written, so the store layer is imported
 then and not when the DSL module is.
 
-A table (`table()`, `to_table()`, a table `filter` / `map_values`, a table-table join's result) may be
-given a versioned store supplier instead (`Materialized.as_(Stores.persistent_versioned_key_value_store(...))`):
-it is then built as a versioned store, never cached (Kafka Streams logs that it ignores the caching
-asked for). Aggregations, cogroups, foreign-key join results and global tables refuse one here.
+Any key-value table (`table()`, `to_table()`, a table `filter` / `map_values`, a join's result, a
+non-windowed aggregation or cogroup) may be given a versioned store supplier instead
+(`Materialized.as_(Stores.persistent_versioned_key_value_store(...))`): it is then built as a versioned
+store, never cached (Kafka Streams logs that it ignores the caching asked for). Global tables refuse
+one (`global_ktable.py`), windowed aggregations want a window store supplier, as in Kafka Streams.
 """
 
 from __future__ import annotations
@@ -37,17 +38,12 @@ def is_versioned(materialized: Materialized | None) -> bool:
     return materialized is not None and isinstance(materialized.store_supplier, VersionedBytesStoreSupplier)
 
 
-def timestamped_store_builder(materialized: Materialized, store_name: str, versioned_ok: bool = False) -> StoreBuilder:
-    """The store of a key-value table: timestamped, or versioned when the supplier is (`versioned_ok`:
-    the operation can keep a versioned table)."""
+def timestamped_store_builder(materialized: Materialized, store_name: str) -> StoreBuilder:
+    """The store of a key-value table: timestamped, or versioned when the supplier is."""
     from streamlet.stores.factory import Stores
 
     supplier = materialized.store_supplier
     if isinstance(supplier, VersionedBytesStoreSupplier):
-        if not versioned_ok:
-            raise TopologyError(f"store {store_name!r}: this operation cannot keep its result in the versioned store "
-                                f"{supplier!r} (streamlet keeps versioned tables from table(), to_table(), table "
-                                f"filter / map_values and table-table joins)")
         versioned = Stores.versioned_key_value_store_builder(supplier, materialized.key_serde, materialized.value_serde)
         if materialized.caching:
             log.info("Not enabling caching for store '%s' as versioned stores do not support caching.", store_name)

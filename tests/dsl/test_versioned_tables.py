@@ -26,6 +26,7 @@ from streamlet import (
     Stores,
     StreamsBuilder,
     Suppressed,
+    TimeWindows,
     VersionedKeyValueStore,
     VersionedRecord,
 )
@@ -176,9 +177,27 @@ def test_operations_that_cannot_be_versioned_say_so() -> None:
         table.map_values(str.upper).suppress(Suppressed.until_time_limit(10, BufferConfig.unbounded()))
     with pytest.raises(TopologyError, match="GlobalTables cannot be versioned"):
         builder.global_table("glb", Consumed(S, S), versioned("g"))
-    builder.stream("in", Consumed(S, S)).group_by_key().count(versioned("counts"))
-    with pytest.raises(TopologyError, match="cannot keep its result in the versioned store"):
+    with pytest.raises(TopologyError, match="needs a window store supplier"):
+        builder.stream("in", Consumed(S, S)).group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10)).count(
+            versioned("windowed"))
         builder.build()
+
+
+def test_an_aggregation_into_a_versioned_store_keeps_each_aggregate_as_a_version() -> None:
+    """Kafka Streams' KStreamAggregate over a versioned store: each aggregate is put at the largest
+    timestamp folded into it; a stream joined with the result meets the aggregate as of its time."""
+    builder = StreamsBuilder()
+    counts = builder.stream("tbl", Consumed(S, S)).group_by_key().count(versioned("counts"))
+    builder.stream("in", Consumed(S, S)).join(counts, lambda v, n: f"{v}:{n}").to("out", Produced(S, S))
+    steps = [("tbl", "k", "x", 10), ("tbl", "k", "x", 20), ("tbl", "k", "x", 15), ("tbl", "k", "x", 30),
+             *(("in", "k", f"s{t}", t) for t in (12, 25, 35))]
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        for topic, key, value, ts in steps:
+            driver.create_input_topic(topic, S, S).pipe_input(key, value, ts)
+        out = [r.value for r in driver.create_output_topic("out", S, S).read_records_to_list()]
+        store = driver.get_versioned_key_value_store("counts")
+        assert store.get("k", 22) == VersionedRecord(3, 20)  # the out-of-order record counted at 20
+    assert out == ["s12:1", "s25:3", "s35:4"]
 
 
 def test_caching_is_ignored_and_the_changelog_compacts_after_the_history() -> None:

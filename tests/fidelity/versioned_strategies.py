@@ -87,7 +87,7 @@ def table_cases(draw: Draw) -> Case:
         table: list[dict[str, Any]] = [{"op": "table", "topic": "tbl", "store": versioned_store(draw, "vtable")}]
     else:  # a stream read as a versioned table
         table = [{"op": "stream", "topic": "tbl"}, {"op": "to_table", "store": versioned_store(draw, "vtable")}]
-    shape = draw(st.sampled_from(["join", "join", "join", "to_stream", "group", "table_join"]))
+    shape = draw(st.sampled_from(["join", "join", "join", "to_stream", "group", "table_join", "aggregate"]))
     table += _table_ops(draw, 1)
     outputs = ["out"]
     value = "string"
@@ -103,8 +103,23 @@ def table_cases(draw: Draw) -> Case:
     elif shape == "group":
         ops = [*table, {"op": "table_group_by", "fn": draw(st.sampled_from(["swap", "key_from_value_first"])),
                         "name": None, "serdes": True},
-               {"op": "count", "store": None}, {"op": "to_stream"}]
+               {"op": "count", "store": draw(st.sampled_from([None, versioned_store(draw, "vcount")]))},
+               {"op": "to_stream"}]
         value = "long"
+    elif shape == "aggregate":  # a stream aggregated into a versioned store, maybe joined by another stream
+        kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
+        agg: dict[str, Any] = {"op": kind, "store": versioned_store(draw, "vagg")}
+        if kind != "count":
+            agg["fn"] = "concat" if kind == "reduce" else "trail"
+        aggregated = [{"op": "stream", "topic": "tbl"}, {"op": "group_by_key", "name": None, "serdes": True}, agg]
+        if kind == "count":
+            aggregated.append({"op": "map_values", "fn": "tag", "store": None})  # String values from here
+        if draw(st.booleans()):
+            topics.append("in")
+            ops = [{"op": "stream", "topic": "in"}, {"op": "join_table", "kind": draw(st.sampled_from(
+                ["join", "left_join"])), "table": aggregated, "fn": "pair"}]
+        else:
+            ops = [*aggregated, {"op": "to_stream"}]
     else:
         topics.append("tbl2")
         choice = draw(st.integers(0, 2))

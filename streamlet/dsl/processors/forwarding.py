@@ -9,6 +9,7 @@ only when `send_old_values` was asked for by a downstream node.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from mypy_extensions import mypyc_attr
@@ -34,6 +35,13 @@ def timestamped_store(context: ProcessorContext, name: str) -> TimestampedKeyVal
         raise TopologyError(
             f"state store {name!r} must be a timestamped key-value store for the DSL, got {type(store).__name__}"
         )
+    return store
+
+
+def versioned_store(context: ProcessorContext, name: str) -> VersionedKeyValueStore:
+    store = context.get_state_store(name)
+    if not isinstance(store, VersionedKeyValueStore):
+        raise TopologyError(f"state store {name!r} must be a versioned key-value store, got {type(store).__name__}")
     return store
 
 
@@ -72,44 +80,62 @@ def log_skipped(context: ProcessorContext, reason: str) -> None:
                     reason, meta.topic, meta.partition, meta.offset)
 
 
+class TableRows:
+    """A DSL table node's store, timestamped or versioned (Kafka Streams' `KeyValueStoreWrapper`), with the
+    tuple forwarder over it. `get(key)` gives the key's current row (a versioned store's latest version)
+    as a `ValueAndTimestamp`; `put(key, value, timestamp)` stores a row (None deletes) and answers
+    `PUT_RETURN_CODE_VALID_TO_UNDEFINED` when it is the key's latest, as every put into a timestamped
+    store is, another validTo when a versioned store kept it as an older version (out of order), and
+    `PUT_RETURN_CODE_NOT_PUT` when a versioned store refused it (older than its grace period)."""
+
+    get: Callable[[Any], ValueAndTimestamp | None]
+    put: Callable[[Any, Any, int], int]
+
+    def __init__(self, context: ProcessorContext, name: str, send_old_values: bool) -> None:
+        store = context.get_state_store(name)
+        if isinstance(store, VersionedKeyValueStore):
+            self._versioned = store
+            self.get = self._latest_version
+            self.put = store.put
+            self.forwarder = TimestampedTupleForwarder(store, context, send_old_values)
+        else:
+            self._store = timestamped_store(context, name)
+            self.get = self._store.get
+            self.put = self._put_timestamped
+            self.forwarder = TimestampedTupleForwarder(self._store, context, send_old_values)
+
+    def _latest_version(self, key: Any) -> ValueAndTimestamp | None:
+        found = self._versioned.get(key)
+        return None if found is None else _new(ValueAndTimestamp, (found.value, found.timestamp))
+
+    def _put_timestamped(self, key: Any, value: Any, timestamp: int) -> int:
+        self._store.put(key, _new(ValueAndTimestamp, (value, timestamp)))
+        return PUT_RETURN_CODE_VALID_TO_UNDEFINED
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)  # the table join merger extends it
 class MaybeMaterialized(Processor):
     """A table node that keeps its rows in a store when it has one (`_store_name`): it then forwards
-    through the store's tuple forwarder (its cache), and otherwise straight to its children.
-
-    The store is a timestamped key-value store, or a versioned one (a versioned table): then rows are
-    put as versions at their record's timestamp, and `_store_row` says whether the put was refused
-    (older than the grace period) or made an older version (out of order), as Kafka Streams'
-    `KeyValueStoreWrapper` does."""
+    through the store's tuple forwarder (its cache), and otherwise straight to its children. The store
+    may be versioned (a versioned table): see `TableRows`."""
 
     _store_name: str | None
     _send_old_values: bool
-    _store: TimestampedKeyValueStore
-    _versioned: VersionedKeyValueStore | None
+    _rows: TableRows
     _forwarder: TimestampedTupleForwarder
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._forward = context.forwarder_in_record_context()
-        self._versioned = None
         if self._store_name is not None:
-            store = context.get_state_store(self._store_name)
-            if isinstance(store, VersionedKeyValueStore):
-                self._versioned = store
-                self._forwarder = TimestampedTupleForwarder(store, context, self._send_old_values)
-            else:
-                self._store = timestamped_store(context, self._store_name)
-                self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+            self._rows = TableRows(context, self._store_name, self._send_old_values)
+            self._forwarder = self._rows.forwarder
 
     def _stored_value(self, key: Any) -> Any:
-        """The key's current row in the store (a versioned store's latest version), or None."""
-        found = self._store.get(key) if self._versioned is None else self._versioned.get(key)
+        """The key's current row in the store, or None."""
+        found = self._rows.get(key)
         return None if found is None else found.value
 
     def _store_row(self, key: Any, value: Any, timestamp: int) -> int:
-        """Store the row; `PUT_RETURN_CODE_VALID_TO_UNDEFINED` when it is the key's latest, as every
-        put into a timestamped store is, `PUT_RETURN_CODE_NOT_PUT` when a versioned store refused it."""
-        if self._versioned is not None:
-            return self._versioned.put(key, value, timestamp)
-        self._store.put(key, ValueAndTimestamp(value, timestamp))
-        return PUT_RETURN_CODE_VALID_TO_UNDEFINED
+        """`TableRows.put`."""
+        return self._rows.put(key, value, timestamp)

@@ -24,12 +24,11 @@ from streamlet.dsl.processors.aggregate import (
     StreamAggregateSupplier,
     StreamReduceSupplier,
 )
-from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, timestamped_store
+from streamlet.dsl.processors.forwarding import TableRows
 from streamlet.errors import StreamsError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import ValueAndTimestamp
-from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
+from streamlet.stores.versioned.api import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED
 
 KeyValueMapper = Callable[[Any, Any], Any]
 
@@ -93,7 +92,8 @@ class TableReduceSupplier(StreamReduceSupplier):
 
 
 class _TableAggregation(Processor):
-    _store: TimestampedKeyValueStore
+    """Over a timestamped store, or a versioned one (`TableRows`): an update the versioned store refuses
+    goes no further."""
 
     def __init__(self, store_name: str, send_old_values: bool) -> None:
         self._store_name = store_name
@@ -101,15 +101,15 @@ class _TableAggregation(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._store = timestamped_store(context, self._store_name)
-        self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+        self._rows = TableRows(context, self._store_name, self._send_old_values)
+        self._forwarder = self._rows.forwarder
 
     def process(self, record: Record) -> None:
         key = record.key
         if key is None:
             raise StreamsError(f"Record key for KTable aggregate operator with state {self._store_name} "
                                f"should not be null.")
-        stored = self._store.get(key)
+        stored = self._rows.get(key)
         old = None if stored is None else stored.value
         change = record.value
         timestamp = record.timestamp
@@ -124,8 +124,11 @@ class _TableAggregation(Processor):
                 timestamp = max(record.timestamp, stored.timestamp)
         else:
             new = intermediate
-        self._store.put(key, None if new is None else ValueAndTimestamp(new, timestamp))
-        self._forwarder.maybe_forward(Record(key, Change(new, old), timestamp, record.headers))
+        code = self._rows.put(key, new, timestamp)
+        if code == PUT_RETURN_CODE_NOT_PUT:
+            return
+        self._forwarder.maybe_forward(
+            Record(key, Change(new, old, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED), timestamp, record.headers))
 
     _replaces_first_value = False
 
