@@ -116,7 +116,7 @@ class Stores:
     def versioned_key_value_store_builder(
         supplier: VersionedBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> VersionedKeyValueStoreBuilder:
-        """A builder of `VersionedKeyValueStore`s with these serdes (never cached)."""
+        """A builder of versioned stores (`VersionedKeyValueStore`) with these serdes (never cached)."""
         return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod

@@ -26,7 +26,7 @@ def versioned_changelog_config(history_retention_ms: int) -> dict[str, str]:
 
 
 class VersionedKeyValueStoreBuilder(ConfigurableStoreBuilder):
-    """Builds `VersionedKeyValueStore`s (`Stores.versioned_key_value_store_builder`)."""
+    """Builds versioned stores, `VersionedKeyValueStore` (`Stores.versioned_key_value_store_builder`)."""
 
     def __init__(self, supplier: VersionedBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None) -> None:
         if not isinstance(supplier, VersionedBytesStoreSupplier):

@@ -2,7 +2,7 @@
 
 The outermost layer (Kafka Streams' `MeteredVersionedKeyValueStore`): it serializes keys and values,
 hands them to the bytes store (change-logged or not; never cached, as in Kafka Streams), and turns
-what comes back into `VersionedRecord`s. Like Kafka Streams' typed store it returns records without
+what comes back into `VersionedRecord` objects. Like Kafka Streams' typed store it returns records without
 `valid_to` (its metered layer goes through `ValueAndTimestamp`, which has no room for it). It
 registers with the runtime for restoration, which replays the changelog into the bytes store.
 
