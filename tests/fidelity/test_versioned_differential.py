@@ -27,6 +27,7 @@ pytestmark = pytest.mark.skipif(not java_available(), reason="the differential s
 
 def _check(kafka_streams: KafkaStreamsReference, strategy: st.SearchStrategy[Case]) -> None:
     built: list[bool] = []
+    before = kafka_streams.cases_run
 
     @settings(max_examples=CASES, deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -43,6 +44,7 @@ def _check(kafka_streams: KafkaStreamsReference, strategy: st.SearchStrategy[Cas
 
     check()
     assert sum(built) >= len(built) * 0.9, "too many cases built nothing"
+    assert kafka_streams.cases_run - before >= CASES  # every case went to Kafka Streams too
 
 
 def test_versioned_store_commands_as_kafka_streams(kafka_streams: KafkaStreamsReference) -> None:
