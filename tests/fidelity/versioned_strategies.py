@@ -111,7 +111,8 @@ def table_cases(draw: Draw) -> Case:
         agg: dict[str, Any] = {"op": kind, "store": versioned_store(draw, "vagg")}
         if kind != "count":
             agg["fn"] = "concat" if kind == "reduce" else "trail"
-        aggregated = [{"op": "stream", "topic": "tbl"}, {"op": "group_by_key", "name": None, "serdes": True}, agg]
+        aggregated: list[dict[str, Any]] = [{"op": "stream", "topic": "tbl"},
+                                            {"op": "group_by_key", "name": None, "serdes": True}, agg]
         if kind == "count":
             aggregated.append({"op": "map_values", "fn": "tag", "store": None})  # String values from here
         if draw(st.booleans()):
