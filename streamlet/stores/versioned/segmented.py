@@ -39,6 +39,7 @@ from streamlet.stores.versioned.api import (
     VersionedRecord,
 )
 from streamlet.stores.versioned.segment_row import SegmentRow, min_timestamp, next_timestamp
+from streamlet.stores.wrapping import _StoreLayer
 
 NO_TIMESTAMP = -1
 """Stream time before the first write (Kafka's `ConsumerRecord.NO_TIMESTAMP`)."""
@@ -95,7 +96,7 @@ class _Writes:
             self._buffer = {}
 
 
-class SegmentedVersionedBytesStore(VersionedBytesStore):
+class SegmentedVersionedBytesStore(_StoreLayer[KeyValueBytesStore], VersionedBytesStore):
     def __init__(self, inner: KeyValueBytesStore, history_retention_ms: int, segment_interval_ms: int) -> None:
         self.name = inner.name
         self.inner = inner
@@ -123,20 +124,6 @@ class SegmentedVersionedBytesStore(VersionedBytesStore):
             yield segment_id
             start = _SEGMENT + _ID.pack(segment_id + 1)
 
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def persistent(self) -> bool:
-        return self.inner.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
-
     # -- segments -----------------------------------------------------------------------------------
     def segment_id(self, timestamp: int) -> int:
         return _java_div(timestamp, self.segment_interval_ms)
@@ -155,6 +142,15 @@ class SegmentedVersionedBytesStore(VersionedBytesStore):
         if at == len(self._segments) or self._segments[at] != segment_id:
             insort(self._segments, segment_id)
         return segment_id
+
+    def _row_at(self, writes: _Writes, stream_time: int, key: bytes, time: int) -> tuple[bytes, bytes | None] | None:
+        """The key and current bytes of the key's row in the segment of `time`; None when that segment is
+        already out of the retention (what would go there is not kept)."""
+        segment = self._live_segment(self.segment_id(time), stream_time)
+        if segment is None:
+            return None
+        row_key = self._segment_key(segment, key)
+        return row_key, writes.get(row_key)
 
     def _segments_from(self, timestamp: int) -> list[int]:
         """The live segments that may hold versions valid at or after `timestamp`, newest first."""
@@ -249,10 +245,9 @@ class SegmentedVersionedBytesStore(VersionedBytesStore):
         if timestamp < latest_timestamp:
             return False, latest_timestamp
         if timestamp > latest_timestamp:  # the old latest moves into the segment of its new validTo
-            segment = self._live_segment(self.segment_id(timestamp), stream_time)
-            if segment is not None:
-                row_key = self._segment_key(segment, key)
-                raw = writes.get(row_key)
+            at = self._row_at(writes, stream_time, key, timestamp)
+            if at is not None:
+                row_key, raw = at
                 if raw is None:
                     row = SegmentRow.with_version(latest[8:], latest_timestamp, timestamp)
                 else:
@@ -288,10 +283,9 @@ class SegmentedVersionedBytesStore(VersionedBytesStore):
         if hit.valid_from == timestamp:
             row.update(timestamp, value, hit.position)
         elif self.segment_id(timestamp) != segment:
-            older = self._live_segment(self.segment_id(timestamp), stream_time)
-            if older is not None:
-                older_key = self._segment_key(older, key)
-                older_raw = writes.get(older_key)
+            at = self._row_at(writes, stream_time, key, timestamp)
+            if at is not None:
+                older_key, older_raw = at
                 if older_raw is None:
                     older_row = SegmentRow.with_version(hit.value, hit.valid_from, timestamp)
                 else:
@@ -311,11 +305,10 @@ class SegmentedVersionedBytesStore(VersionedBytesStore):
                 writes.put(_LATEST + key, _TIMESTAMP.pack(timestamp) + value)
                 return found
             # a tombstone never goes to the latest value store: into its own time's segment instead
-            segment = self._live_segment(self.segment_id(timestamp), stream_time)
-            if segment is None:
+            at = self._row_at(writes, stream_time, key, timestamp)
+            if at is None:
                 return PUT_RETURN_CODE_NOT_PUT
-            row_key = self._segment_key(segment, key)
-            raw = writes.get(row_key)
+            row_key, raw = at
             if raw is None:
                 writes.put(row_key, SegmentRow.with_version(None, timestamp, timestamp).encode())
             else:
@@ -327,11 +320,10 @@ class SegmentedVersionedBytesStore(VersionedBytesStore):
                 writes.put(row_key, row.encode())
             return found
         # the new version is valid until `found`: it goes to that time's segment, first or last in its row
-        segment = self._live_segment(self.segment_id(found), stream_time)
-        if segment is None:
+        at = self._row_at(writes, stream_time, key, found)
+        if at is None:
             return PUT_RETURN_CODE_NOT_PUT
-        row_key = self._segment_key(segment, key)
-        raw = writes.get(row_key)
+        row_key, raw = at
         if raw is None:
             row = SegmentRow.with_version(value, timestamp, found)
         else:
