@@ -1,4 +1,4 @@
-"""streamlet against Kafka Streams 3.9.1 itself, record for record (issue #16).
+"""streamlet against Kafka Streams 4.4.0 itself, record for record (issues #16 and 26).
 
 Hypothesis generates topologies in the op vocabulary of tests/fidelity (stateless operations, stream-table
 joins, grouped and windowed aggregations, table operations, with and without stores, caching and

@@ -1,4 +1,4 @@
-"""Versioned stores and versioned tables against Kafka Streams 3.9.1 itself, record for record (issue 26).
+"""Versioned stores and versioned tables against Kafka Streams 4.4.0 itself, record for record (issue 26).
 
 Two generators (versioned_strategies.py): commands on a versioned store through the Processor API
 (put return codes, reads as of a time, deletes, and with `all_topics` the changelog bytes), and

@@ -13,8 +13,9 @@ counts for the stream records after it in time. Past the store's history retenti
 row, if it already applied, is found.
 
 A join with a `GlobalKTable` is the same processor with a key mapper: the table is looked up by
-`key_mapper(key, value)`; a record whose mapped key is None is dropped (in a left join too, unless
-its own key is None, as Kafka Streams' `KStreamKTableJoinProcessor`).
+`key_mapper(key, value)`; a record whose mapped key is None finds no row: an inner join drops it, a
+left join forwards it with None, as Kafka Streams 4.x does (3.9.1 dropped it in a left join too, unless
+the record's own key was None; tests/fidelity/KAFKA_STREAMS_4_DIFFERENCES.md).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ class GlobalTableJoin(StreamTableJoin):
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
         mapped = self._key_mapper(key, value)
-        if not (self._left and key is None and value is not None) and (mapped is None or value is None):
+        if value is None or (mapped is None and not self._left):
             log_skipped(self.context, "null join key or value")
             return
         mapped = self._key_mapper(key, value)
