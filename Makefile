@@ -124,8 +124,8 @@ soak: compile broker-jars toxiproxy
 	$(BIN)/python -m tests.integration.soak --minutes $(MINUTES)
 
 # Issue #16's differential suite at length: CASES generated topologies and inputs, each run on Kafka Streams
-# 3.9.1's own TopologyTestDriver (tests/fidelity/java, built with Maven on first use) and on streamlet's, record
-# for record (`make test` runs 2,000 of them).
+# 4.4.0's own TopologyTestDriver (tests/fidelity/java, built with Maven on first use; FIDELITY_KAFKA_VERSION=3.9.1
+# for the older line) and on streamlet's, record for record (`make test` runs 2,000 of them).
 CASES ?= 50000
 fidelity: compile $(INSTALLED)
 	FIDELITY_CASES=$(CASES) $(BIN)/pytest -q -p no:cacheprovider tests/fidelity

@@ -89,6 +89,8 @@ from streamlet.stores import (
     TimestampedKeyValueStore,
     TimestampedWindowStore,
     ValueAndTimestamp,
+    VersionedKeyValueStore,
+    VersionedRecord,
     WindowStore,
 )
 from streamlet.stores.api import RecordContext
@@ -184,6 +186,8 @@ __all__ = [
     "UnknownStateStoreError",
     "UsePartitionTimeOnInvalidTimestamp",
     "ValueAndTimestamp",
+    "VersionedKeyValueStore",
+    "VersionedRecord",
     "WallclockTimestampExtractor",
     "Window",
     "WindowStore",

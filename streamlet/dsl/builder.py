@@ -86,7 +86,8 @@ class StreamsBuilder:
                      materialized: Materialized | None = None) -> GlobalKTable:
         """A `GlobalKTable` of `topic`: every instance keeps all its partitions in a global store (named by
         `materialized`, else generated), kept current by the global thread; streams join it by any key.
-        The topic's serdes are `consumed`'s, else `materialized`'s."""
+        The topic's serdes are `consumed`'s, else `materialized`'s. A `materialized` must name its store
+        (`build()` refuses one without a name, as Kafka Streams 4.x does)."""
         return global_table(self._internal, topic, consumed, materialized)
 
     def add_global_store(self, store_builder: StoreBuilder, topic: str, consumed: Consumed | None,

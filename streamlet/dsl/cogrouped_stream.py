@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.materialize import (
+    is_versioned,
     session_retention_ms,
     session_store_builder,
     sliding_window_retention_ms,
@@ -90,10 +91,15 @@ class CogroupedKStream:
         store_name, materialized = self._materialized(materialized)
 
         def supplier(name: str, aggregator: Aggregator) -> StreamAggregateSupplier:
-            return StreamAggregateSupplier(name, initializer, aggregator)
+            made = StreamAggregateSupplier(name, initializer, aggregator)
+            made.versioned = is_versioned(materialized)  # each cogrouped stream folds into the versioned store
+            return made
 
-        return self._build(named, store_name, materialized, supplier,
-                           lambda: timestamped_store_builder(materialized, store_name), materialized.key_serde, None)
+        table = self._build(named, store_name, materialized, supplier,
+                            lambda: timestamped_store_builder(materialized, store_name),
+                            materialized.key_serde, None)
+        table._output_versioned = is_versioned(materialized)
+        return table
 
     def windowed_by(self, windows: TimeWindows | SlidingWindows | SessionWindows) -> WindowedCogroupedKStream:
         """Aggregate per key and time window, sliding window or session."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode
-from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Materialized
 from streamlet.dsl.processors.fk_wire import (
     ResponseWrapperDeserializer,
@@ -109,6 +109,7 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[...,
     send_name = name("-subscription-registration-processor", SUBSCRIPTION_REGISTRATION)
     send = SubscriptionSendSupplier(extractor, subscription_topic, fk_serde, left_table.value_serde, left,
                                     sees_key(extractor))
+    send.versioned_semantics = left_table._is_versioned()  # out-of-order left updates subscribe nothing
 
     def write_send(topology: Topology, parents: list[str]) -> None:
         topology.add_processor(send_name, send, *parents)
@@ -162,6 +163,7 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[...,
 
     foreign_join_name = name("-foreign-join-subscription", SUBSCRIPTION_PROCESSOR)
     foreign_join = ForeignTableJoinSupplier(store_name, subscription_topic, fk_serde, pk_serde)
+    foreign_join.versioned_semantics = other._is_versioned()  # out-of-order right updates answer nothing
 
     def write_foreign_join(topology: Topology, parents: list[str]) -> None:
         topology.add_processor(foreign_join_name, foreign_join, *parents)
@@ -214,8 +216,9 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[...,
     def write_result(topology: Topology, parents: list[str]) -> None:
         topology.add_processor(result_name, result, *parents)
         if result.materialized:
-            topology.add_state_store(timestamped_store_builder(materialized, result_store), result_name)
+            topology.add_state_store(timestamped_store_builder(materialized, result_store),
+                                     result_name)
 
     result_node = builder.add(GraphNode(result_name, write_result), resolver_node)
     return KTable(builder, result_name, materialized.key_serde, materialized.value_serde, materialized.name,
-                  result, result_node)
+                  result, result_node, output_versioned=is_versioned(materialized))

@@ -7,14 +7,16 @@ changelog. A stream joins it without repartitioning, mapping each record to the 
 
 The DSL writes it as Kafka Streams does: a source `<name>-source` / `KSTREAM-SOURCE-n` and a table
 source processor `KTABLE-SOURCE-n` that puts each record in the store, always materialized (under
-the `Materialized` name, else `<topic>-STATE-STORE-n`), never change-logged.
+the `Materialized` name, else `<topic>-STATE-STORE-n`), never change-logged. A `Materialized` without
+a store name is refused when the topology is built, as Kafka Streams 4.x refuses it (3.9.1 took it);
+no `Materialized` at all gets the generated name.
 """
 
 from __future__ import annotations
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
-from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Consumed, Materialized
 from streamlet.dsl.processors.table import TableSourceSupplier
 from streamlet.dsl.processors.value_getters import StoreValueGetterSupplier, ValueGetterSupplier
@@ -45,13 +47,22 @@ class GlobalKTable:
         return StoreValueGetterSupplier(self.store_name)
 
 
+_UNNAMED_GLOBAL_STORE = (
+    "Global stores must pass in suppliers with exactly one store but got 0: global_table({topic!r}) was given a "
+    "Materialized without a store name, which Kafka Streams 4.x refuses when the topology is built; name the "
+    "store (Materialized.as_(name)) or pass no Materialized")
+
+
 def global_table(builder: InternalBuilder, topic: str, consumed: Consumed | None,
                  materialized: Materialized | None) -> GlobalKTable:
     """The nodes of `StreamsBuilder.global_table`, named as Kafka Streams names them."""
     if not isinstance(topic, str) or not topic:
         raise TopologyError(f"global_table() needs a topic name, got {topic!r}")
     names = builder.names
+    unnamed = materialized is not None and materialized.name is None
     materialized = materialized or Materialized()
+    if is_versioned(materialized):
+        raise TopologyError("GlobalTables cannot be versioned.")
     if consumed is None:  # the store's serdes read the topic
         consumed = Consumed(materialized.key_serde, materialized.value_serde)
     else:  # Kafka Streams' rule: the topic's serdes (Consumed's, unset ones too) are the store's
@@ -64,6 +75,8 @@ def global_table(builder: InternalBuilder, topic: str, consumed: Consumed | None
     key_serde, value_serde = materialized.key_serde, materialized.value_serde
 
     def write(topology: Topology, _parents: list[str]) -> None:
+        if unnamed:
+            raise TopologyError(_UNNAMED_GLOBAL_STORE.format(topic=topic))
         topology.add_global_store(
             timestamped_store_builder(materialized, store_name), source_name, topic, processor_name, supplier,
             key_deserializer=None if key_serde is None else key_serde.deserializer,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
-from streamlet.dsl.ktable import KTable, TableSupplier
-from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.ktable import KTable
+from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Grouped, Materialized, Named
 from streamlet.dsl.processors.aggregate import (
     StreamAggregateSupplier,
@@ -143,11 +143,13 @@ class KGroupedStream:
                                                                  materialized.logging)
         return store_name, materialized.copy(key_serde=materialized.key_serde or self.key_serde)
 
-    def _table(self, name: str, store_name: str, materialized: Materialized, supplier: TableSupplier) -> KTable:
+    def _table(self, name: str, store_name: str, materialized: Materialized,
+               supplier: StreamAggregateSupplier | StreamReduceSupplier) -> KTable:
+        supplier.versioned = is_versioned(materialized)  # a versioned aggregation keeps versions of each aggregate
         node = self._aggregation_node(name, store_name, supplier,
                                      lambda: timestamped_store_builder(materialized, store_name))
         return KTable(self._builder, name, materialized.key_serde, materialized.value_serde, materialized.name,
-                      supplier, node)
+                      supplier, node, output_versioned=supplier.versioned)
 
     def _aggregation_node(self, name: str, store_name: str, supplier: ProcessorSupplier,
                          store_builder: Callable[[], StoreBuilder]) -> GraphNode:

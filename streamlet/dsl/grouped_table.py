@@ -14,7 +14,7 @@ from streamlet.dsl import naming
 from streamlet.dsl.change_serde import ChangeDeserializer, ChangeSerializer
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.ktable import KTable
-from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Grouped, Materialized, Named
 from streamlet.dsl.processors.table_aggregate import TableAggregateSupplier, TableReduceSupplier
 from streamlet.dsl.repartition import repartition_topic_name
@@ -92,7 +92,7 @@ class KGroupedTable:
 
         node = builder.add(GraphNode(name, write), self._repartition)
         return KTable(builder, name, materialized.key_serde, materialized.value_serde, materialized.name, supplier,
-                      node)
+                      node, output_versioned=is_versioned(materialized))
 
     def _repartition_node(self, topic: str, sink: str, source: str) -> GraphNode:
         """sink -> topic -> source (no filter in front, unlike a stream grouping's)."""

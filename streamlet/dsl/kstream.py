@@ -17,7 +17,7 @@ from streamlet.dsl import naming
 from streamlet.dsl.global_ktable import GlobalKTable
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.join_windows import JoinWindows
-from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined
 from streamlet.dsl.processors.fixed_key import FixedKeyProcessorAdapter
 from streamlet.dsl.processors.stateless import (
@@ -287,7 +287,7 @@ class KStream:
 
         node = self._builder.add(GraphNode(name, write), parent)
         return KTable(self._builder, name, materialized.key_serde, materialized.value_serde, materialized.name,
-                      supplier, node)
+                      supplier, node, output_versioned=is_versioned(materialized))
 
     # -- grouping ------------------------------------------------------------------------------------
     def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:

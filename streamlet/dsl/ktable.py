@@ -4,6 +4,12 @@ A table operation forwards `Change(new, old)` updates (see change.py). Materiali
 Kafka Streams: a table keeps a store only when it is named by `Materialized` (queryable) or, for a
 source table, when a downstream node needs its old values; otherwise updates flow through without
 a store.
+
+A table is versioned (KIP-914) when it is kept in a versioned store, or when it is a filter or
+mapping without a store of its own over a versioned table; a table kept in any other store, a join
+result, an aggregation or a suppression is not. Downstream of a versioned table, table-table joins
+and groupings drop out-of-order updates, filters forward every update, `suppress` is refused, and a
+stream joined with it meets each key's row as of the stream record's time (Kafka Streams' rules).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode, InternalBuilder
-from streamlet.dsl.materialize import timestamped_store_builder
+from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Grouped, Materialized, Named
 from streamlet.dsl.processors.aggregate import StreamAggregateSupplier, StreamReduceSupplier
 from streamlet.dsl.processors.cogroup import CogroupMergeSupplier
@@ -73,9 +79,11 @@ class KTable:
         supplier: TableSupplier,
         graph_node: GraphNode,
         parent: KTable | None = None,
+        output_versioned: bool | None = None,
     ) -> None:
         self._builder = builder
         self._parent = parent
+        self._output_versioned = output_versioned  # None: as its parent (a storeless filter / map_values)
         self.name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
@@ -91,6 +99,16 @@ class KTable:
     def queryable_store_name(self) -> str | None:
         """The store name for interactive queries (`KafkaStreams.store`), if this table has one."""
         return self._queryable_store_name
+
+    def _is_versioned(self) -> bool:
+        """Whether this table's rows are versioned: kept in a versioned store, or computed without a
+        store from a versioned table (Kafka Streams' `isVersionedOrVersionedUpstream`)."""
+        table: KTable | None = self
+        while table is not None:
+            if table._output_versioned is not None:
+                return table._output_versioned
+            table = table._parent
+        return False
 
     def _enable_sending_old_values(self, force_materialization: bool) -> bool:
         """Ask this table to send old values with each update; False if it cannot without a store."""
@@ -161,8 +179,10 @@ class KTable:
             key_serde, value_serde, queryable = materialized.key_serde, materialized.value_serde, materialized.name
         name = names.name_or_generate(Named.resolve(named), naming.KTABLE_FILTER)
         supplier = TableFilterSupplier(self._enable_sending_old_values, predicate, negate, queryable)
+        supplier.versioned_semantics = self._is_versioned()
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
-        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
+        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self,
+                      output_versioned=is_versioned(materialized) if queryable else None)
 
     def map_values(self, mapper: Callable[[Any], Any], materialized: Materialized | None = None,
                    named: Named | str | None = None) -> KTable:
@@ -179,7 +199,8 @@ class KTable:
         name = names.name_or_generate(Named.resolve(named), naming.KTABLE_MAPVALUES)
         supplier = TableMapValuesSupplier(self._enable_sending_old_values, mapper, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
-        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self)
+        return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self,
+                      output_versioned=is_versioned(materialized) if queryable else None)
 
     # -- table-table joins ----------------------------------------------------------------------------
     @overload
@@ -261,6 +282,7 @@ class KTable:
         kinds = (OUTER, OUTER) if right_outer else (LEFT, RIGHT) if left_outer else (INNER, INNER)
         join_this = TableJoinSupplier(kinds[0], other_view, joiner, enable)
         join_other = TableJoinSupplier(kinds[1], this_view, lambda a, b: joiner(b, a), enable)
+        join_this.versioned_semantics, join_other.versioned_semantics = self._is_versioned(), other._is_versioned()
         this_name = names.suffixed_or_generate(given, "-join-this", naming.KTABLE_JOINTHIS)
         other_name = names.suffixed_or_generate(given, "-join-other", naming.KTABLE_JOINOTHER)
         view = JoinedValueGetterSupplier(this_view, other_view, joiner, kinds[0])
@@ -275,12 +297,14 @@ class KTable:
             topology.connect_processor_and_state_stores(this_name, *other_view.store_names)
             topology.connect_processor_and_state_stores(other_name, *this_view.store_names)
             if materialized is not None and store_name is not None:
-                topology.add_state_store(timestamped_store_builder(materialized, store_name), merge_name)
+                topology.add_state_store(timestamped_store_builder(materialized, store_name),
+                                         merge_name)
 
         node = self._builder.add(GraphNode(merge_name, write), self._node, other._node)
         key_serde = self.key_serde if materialized is None else materialized.key_serde
         value_serde = None if materialized is None else materialized.value_serde
-        return KTable(self._builder, merge_name, key_serde, value_serde, store_name, merger, node)
+        return KTable(self._builder, merge_name, key_serde, value_serde, store_name, merger, node,
+                      output_versioned=is_versioned(materialized))
 
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedTable:
         """Regroup the rows: `selector(key, value)` returns the row's (group key, value) as a `KeyValue` or
@@ -291,9 +315,10 @@ class KTable:
             raise TypeError(f"selector must be callable, got {selector!r}")
         grouped = grouped or Grouped()
         name = self._builder.names.name_or_generate(grouped.name, naming.KTABLE_SELECT)  # the index is used up
+        versioned = self._is_versioned()  # a versioned table's out-of-order updates stay out of the groups
 
         def write(topology: Topology, parent_names: list[str]) -> None:
-            topology.add_processor(name, partial(TableRepartitionMap, selector), *parent_names)
+            topology.add_processor(name, partial(TableRepartitionMap, selector, versioned), *parent_names)
 
         node = self._builder.add(GraphNode(name, write), self._node)
         self._enable_sending_old_values(True)  # a row's old value must leave its group
@@ -307,6 +332,9 @@ class KTable:
         """
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress() takes a Suppressed, got {suppressed!r}")
+        if self._is_versioned():
+            raise TopologyError("suppress() is only supported for non-versioned KTables (note that version semantics "
+                                "might be inherited from upstream)")
         names = self._builder.names
         name = suppressed.name if suppressed.name is not None else names.processor_name(naming.KTABLE_SUPPRESS)
         if suppressed.name is not None:
@@ -330,7 +358,8 @@ class KTable:
             topology.add_state_store(builder, name)
 
         node = self._builder.add(GraphNode(name, write), self._node)
-        return KTable(self._builder, name, self.key_serde, self.value_serde, None, supplier, node, parent=self)
+        return KTable(self._builder, name, self.key_serde, self.value_serde, None, supplier, node, parent=self,
+                      output_versioned=False)
 
     def _window_grace_ms(self) -> int:
         """The grace period of the windowed aggregation this table comes from (Kafka Streams' rule)."""
@@ -415,9 +444,10 @@ def table_source(
         write_source(topology)
         topology.add_processor(table_source_name, supplier, source_name)
         if supplier.materialized:
-            topology.add_state_store(timestamped_store_builder(materialized, store_name), table_source_name)
+            topology.add_state_store(timestamped_store_builder(materialized, store_name),
+                                     table_source_name)
 
     node = builder.add(GraphNode(table_source_name, write))
     return KTable(builder, table_source_name, materialized.key_serde, materialized.value_serde, materialized.name,
-                  supplier, node)
+                  supplier, node, output_versioned=is_versioned(materialized))
 

@@ -4,16 +4,23 @@ The DSL's key-value stores are timestamped (each value remembers the timestamp o
 wrote it): persistent LevelDB unless the user asked for memory or gave a supplier, change-logged and
 cached unless switched off. Built only when the topology is written, so the store layer is imported
 then and not when the DSL module is.
+
+Any key-value table (`table()`, `to_table()`, a table `filter` / `map_values`, a join's result, a
+non-windowed aggregation or cogroup) may be given a versioned store supplier instead
+(`Materialized.as_(Stores.persistent_versioned_key_value_store(...))`): it is then built as a versioned
+store, never cached (Kafka Streams logs that it ignores the caching asked for). Global tables refuse
+one (`global_ktable.py`), windowed aggregations want a window store supplier, as in Kafka Streams.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from streamlet.dsl.options import Materialized, StreamJoined
 from streamlet.errors import TopologyError
 from streamlet.stores.api import StoreBuilder
-from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
+from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 
 if TYPE_CHECKING:
@@ -23,10 +30,25 @@ if TYPE_CHECKING:
     from streamlet.dsl.time_windows import TimeWindows
 
 
+log = logging.getLogger("streamlet.dsl")
+
+
+def is_versioned(materialized: Materialized | None) -> bool:
+    """True when `materialized` gives a versioned store supplier (the table it makes is versioned)."""
+    return materialized is not None and isinstance(materialized.store_supplier, VersionedBytesStoreSupplier)
+
+
 def timestamped_store_builder(materialized: Materialized, store_name: str) -> StoreBuilder:
+    """The store of a key-value table: timestamped, or versioned when the supplier is."""
     from streamlet.stores.factory import Stores
 
     supplier = materialized.store_supplier
+    if isinstance(supplier, VersionedBytesStoreSupplier):
+        versioned = Stores.versioned_key_value_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+        if materialized.caching:
+            log.info("Not enabling caching for store '%s' as versioned stores do not support caching.", store_name)
+        return (versioned.with_logging_enabled(materialized.log_config) if materialized.logging
+                else versioned.with_logging_disabled())
     if isinstance(supplier, WindowBytesStoreSupplier):
         raise TopologyError(f"store {store_name!r}: a key-value table needs a key-value store supplier, "
                             f"got the window store supplier {supplier!r}")
@@ -58,9 +80,9 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
     from streamlet.stores.factory import Stores
 
     supplier = materialized.store_supplier
-    if isinstance(supplier, KeyValueBytesStoreSupplier):
+    if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
         raise TopologyError(f"store {store_name!r}: a windowed aggregation needs a window store supplier, "
-                            f"got the key-value store supplier {supplier!r}")
+                            f"got {supplier!r}")
     if supplier is None:
         retention = window_retention_ms(materialized, windows, store_name)
         factory = (Stores.in_memory_window_store if materialized.in_memory
@@ -93,9 +115,9 @@ def sliding_window_store_builder(materialized: Materialized, store_name: str, wi
     from streamlet.stores.factory import Stores
 
     supplier = materialized.store_supplier
-    if isinstance(supplier, KeyValueBytesStoreSupplier):
+    if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
         raise TopologyError(f"store {store_name!r}: a windowed aggregation needs a window store supplier, "
-                            f"got the key-value store supplier {supplier!r}")
+                            f"got {supplier!r}")
     if supplier is None:
         retention = sliding_window_retention_ms(materialized, windows, store_name)
         factory = (Stores.in_memory_window_store if materialized.in_memory

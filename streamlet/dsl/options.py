@@ -17,6 +17,7 @@ from streamlet.offset_reset import AutoOffsetReset
 from streamlet.processor import TimestampExtractor, to_millis
 from streamlet.serdes import Serde, resolve_serde
 from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
+from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 from streamlet.topology import StreamPartitioner
 
@@ -175,14 +176,18 @@ class Materialized:
 
     The first positional argument is the store name, as Java's `Materialized.as("name")`; a store
     supplier (e.g. `Stores.in_memory_key_value_store("s")`, or a window store supplier for windowed
-    aggregations) is accepted there too. `retention` (timedelta or ms) is how long a windowed
-    aggregation keeps its windows (default: window size plus grace, as Kafka Streams).
+    aggregations) is accepted there too. A versioned store supplier
+    (`Stores.persistent_versioned_key_value_store("s", history_retention)`) makes a versioned table:
+    `StreamsBuilder.table`, `KStream.to_table`, table `filter` / `map_values` and table-table joins
+    take one, and a stream joined with a versioned table meets each key's row as of the stream
+    record's timestamp. `retention` (timedelta or ms) is how long a windowed aggregation keeps its
+    windows (default: window size plus grace, as Kafka Streams).
     Defaults are Kafka Streams': a persistent store (LevelDB here), change-logged, cached.
     """
 
     def __init__(
         self,
-        name: str | KeyValueBytesStoreSupplier | WindowBytesStoreSupplier | None = None,
+        name: str | KeyValueBytesStoreSupplier | WindowBytesStoreSupplier | VersionedBytesStoreSupplier | None = None,
         key_serde: Any = None,
         value_serde: Any = None,
         logging: bool = True,
@@ -191,8 +196,9 @@ class Materialized:
         store_type: str | None = None,
         retention: timedelta | int | None = None,
     ) -> None:
-        self.store_supplier: KeyValueBytesStoreSupplier | WindowBytesStoreSupplier | None = None
-        if isinstance(name, KeyValueBytesStoreSupplier | WindowBytesStoreSupplier):
+        self.store_supplier: (KeyValueBytesStoreSupplier | WindowBytesStoreSupplier | VersionedBytesStoreSupplier
+                               | None) = None
+        if isinstance(name, KeyValueBytesStoreSupplier | WindowBytesStoreSupplier | VersionedBytesStoreSupplier):
             self.store_supplier = name
             self.name: str | None = validate_name(name.name)
         else:
@@ -208,6 +214,13 @@ class Materialized:
         self.retention_ms = None if retention is None else to_millis(retention)
         if self.retention_ms is not None and self.retention_ms < 0:
             raise TopologyError(f"retention must not be negative, got {retention!r}")
+
+    @staticmethod
+    def as_(name: str | KeyValueBytesStoreSupplier | WindowBytesStoreSupplier | VersionedBytesStoreSupplier,
+            **options: Any) -> Materialized:
+        """Java's `Materialized.as(...)` (`as` is a Python keyword): a store name or a store supplier,
+        other options by keyword."""
+        return Materialized(name, **options)
 
     @property
     def in_memory(self) -> bool:

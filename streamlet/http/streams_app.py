@@ -10,7 +10,10 @@ Query routes (GET, JSON answers):
     /health/live, /health/ready                200 while the client runs / once it is RUNNING, else 503
     /metrics                                   Kafka Streams' metrics, Prometheus text format
     /  and /status.json                        the live page and its data (streamlet.http.page)
-Key-value and session stores answer /keys, /range and /all; window stores /windows. A session store's
+Key-value and session stores answer /keys, /range and /all; window stores /windows; versioned stores
+/keys only: the latest version, or with `as_of=T` the version valid at T (epoch ms), as
+`{"value", "timestamp", "valid_to"}` (`valid_to` null for the latest, as Kafka Streams' IQv2
+`VersionedKeyQuery` answers). A session store's
 key answers `"sessions": [{"start", "end", "value"}]` (with `from=T&to=U`: the sessions that end at or
 after T and start at or before U, Kafka Streams' `find_sessions`); its scans, like window scans, answer
 items `{"key": {"key", "start", "end"}, "value"}`. Every scan item names its `partition`.
@@ -179,7 +182,10 @@ class StreamsApp:
         if store not in self.streams.topology.store_builders:
             raise UnknownStateStoreError(f"no state store named {store!r} in the topology")
         if what in ("keys", "windows", "range", "all"):
-            self._params(store, query, want_window=what == "windows")  # a route for the other store kind: 400
+            params = self._params(store, query, want_window=what == "windows")  # a route for another kind: 400
+            if params.queryable_store_type.kind == "versioned" and what != "keys":
+                raise _BadRequest(f"store {store!r} is a versioned store: it answers /keys/{{key}} (with "
+                                  f"as_of=T) only, as Kafka Streams has no range queries over versioned stores")
         if what == "keys" and len(rest) == 1:
             return await self._key(store, rest[0], query, "keys")
         if what == "windows" and len(rest) == 1:
@@ -225,6 +231,13 @@ class StreamsApp:
             with view.fetch(key, low, high) as found:
                 windows = [{"start": kv.key, "value": jsonable(kv.value)} for kv in found]
             return 200, {**served, "windows": windows}
+        if params.queryable_store_type.kind == "versioned":
+            as_of = None if "as_of" not in query else _time(query, "as_of", 0)
+            version = view.get(key, as_of)
+            if version is None:
+                return 404, {**served, "as_of": as_of, "error": "no version" if as_of is not None else "no such key"}
+            return 200, {**served, "as_of": as_of, "value": jsonable(version.value), "timestamp": version.timestamp,
+                         "valid_to": version.valid_to}
         if params.queryable_store_type.kind == "session":
             found = view.find_sessions(key, _time(query, "from", 0), _time(query, "to", MAX_TIME))
             with found:
@@ -305,7 +318,7 @@ class StreamsApp:
         if (own.kind == "window") != want_window:
             raise _BadRequest(f"store {store!r} is a {own.kind} store: use "
                               f"{'/windows' if own.kind == 'window' else '/keys, /range or /all'}")
-        timestamped = _flag(query, "timestamped")
+        timestamped = _flag(query, "timestamped") and own.kind != "versioned"  # a version has its timestamp
         if timestamped and own.kind == "session":
             raise _BadRequest(f"store {store!r} is a session store: its sessions keep no timestamp "
                               "(leave out timestamped=true)")

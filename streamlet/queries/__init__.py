@@ -9,6 +9,7 @@ that a service can forward a query to the owner. `streamlet.http` serves both ov
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.parameters import QueryableStoreType, QueryableStoreTypes, StoreQueryParameters
 from streamlet.queries.session_view import ReadOnlySessionView
+from streamlet.queries.versioned_view import ReadOnlyVersionedView
 from streamlet.queries.window_view import ReadOnlyWindowView
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "QueryableStoreTypes",
     "ReadOnlyKeyValueView",
     "ReadOnlySessionView",
+    "ReadOnlyVersionedView",
     "ReadOnlyWindowView",
     "StoreQueryParameters",
 ]

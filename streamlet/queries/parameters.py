@@ -5,6 +5,10 @@ and timestamped key-value stores and always answers plain values (the timestamp 
 `timestamped_key_value_store()` accepts only timestamped stores and answers `ValueAndTimestamp`. The
 window types work the same way. A type that does not accept the store's real type is an error at
 query time, naming both, as Kafka Streams does.
+
+`versioned_key_value_store()` is streamlet's: Kafka Streams answers versioned stores only through its
+IQv2 `VersionedKeyQuery`, whose answer (the record valid as of a time, with its validTo) the view of
+this type gives.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
 from streamlet.stores.session.api import SessionStore
+from streamlet.stores.versioned.api import VersionedKeyValueStore
 from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 
 
@@ -21,7 +26,7 @@ from streamlet.stores.window.api import TimestampedWindowStore, WindowStore
 class QueryableStoreType:
     """One kind of read-only view (Kafka Streams' `QueryableStoreType`); get one from `QueryableStoreTypes`.
 
-    `kind` is "key_value", "window" or "session"; `timestamped` says whether values come back as
+    `kind` is "key_value", "window", "session" or "versioned"; `timestamped` says whether values come back as
     `ValueAndTimestamp` (and whether only timestamped stores are accepted)."""
 
     kind: str
@@ -35,6 +40,8 @@ class QueryableStoreType:
             wanted: type = TimestampedKeyValueStore if self.timestamped else KeyValueStore
         elif self.kind == "window":
             wanted = TimestampedWindowStore if self.timestamped else WindowStore
+        elif self.kind == "versioned":
+            wanted = VersionedKeyValueStore
         else:
             wanted = SessionStore
         return isinstance(store, wanted)
@@ -70,6 +77,12 @@ class QueryableStoreTypes:
     def session_store() -> QueryableStoreType:
         """Session stores (session-windowed aggregations); values are the plain aggregates."""
         return QueryableStoreType("session", False)
+
+    @staticmethod
+    def versioned_key_value_store() -> QueryableStoreType:
+        """Versioned key-value stores (streamlet's, see the module docstring): `get(key, as_of_timestamp)`
+        answers a `VersionedRecord`."""
+        return QueryableStoreType("versioned", False)
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,8 @@ def native_store_type(builder: Any) -> QueryableStoreType:
     sample = builder.build()
     if isinstance(sample, SessionStore):
         return QueryableStoreType("session", False)
+    if isinstance(sample, VersionedKeyValueStore):
+        return QueryableStoreType("versioned", False)
     if isinstance(sample, WindowStore):
         return QueryableStoreType("window", isinstance(sample, TimestampedWindowStore))
     return QueryableStoreType("key_value", isinstance(sample, TimestampedKeyValueStore))

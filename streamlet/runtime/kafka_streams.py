@@ -46,6 +46,7 @@ from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, MetadataView,
 from streamlet.queries.parameters import QueryableStoreTypes, StoreQueryParameters, native_store_type
 from streamlet.queries.provider import StoreProvider, local_copies
 from streamlet.queries.session_view import ReadOnlySessionView
+from streamlet.queries.versioned_view import ReadOnlyVersionedView
 from streamlet.queries.window_view import ReadOnlyWindowView
 from streamlet.runtime.close_options import CloseOptions
 from streamlet.runtime.instance_id import clean_up, ensure_state_directory, state_root
@@ -417,7 +418,7 @@ class KafkaStreams:
 
     # -- interactive queries --------------------------------------------------------------------------
     def store(self, parameters: StoreQueryParameters | str
-              ) -> ReadOnlyKeyValueView | ReadOnlyWindowView | ReadOnlySessionView:
+              ) -> ReadOnlyKeyValueView | ReadOnlyWindowView | ReadOnlySessionView | ReadOnlyVersionedView:
         """A read-only view of this instance's copies of a store (Kafka Streams' `store()`).
 
         Pass `StoreQueryParameters.from_name_and_type(name, QueryableStoreTypes.key_value_store())` (or
@@ -442,6 +443,8 @@ class KafkaStreams:
                                  lambda: local_copies(self._supervisor, name))
         if kind == "session":
             return ReadOnlySessionView(provider)
+        if kind == "versioned":
+            return ReadOnlyVersionedView(provider)
         return ReadOnlyWindowView(provider) if kind == "window" else ReadOnlyKeyValueView(provider)
 
     def _metadata(self) -> MetadataView:

@@ -1,12 +1,13 @@
 """State stores, on one axis: store types first, each with its layers; backends beside them.
 
-Store types (Kafka Streams' way): `keyvalue/`, `window/`, `session/`, `suppression/`. Each type folder
+Store types (Kafka Streams' way): `keyvalue/`, `window/`, `session/`, `versioned/`, `suppression/`. Each type folder
 holds that type's contract (`api.py`), its builders and its layers, inner to outer: bytes store ->
 change-logging (when logging is on) -> cache (when caching is on and the task has a cache budget) ->
 typed facade. Backends: `leveldb/`, `memory/`, `spark/`. Each backend folder implements the bytes
 store of every type it serves, one file per type (`keyvalue.py`, `window.py`), plus its suppliers;
-session stores are kept in key-value bytes stores, and the suppression buffer is in memory only (it
-is rebuilt from its changelog), as in Kafka Streams.
+session stores are kept in key-value bytes stores, and so are versioned stores (Kafka Streams' segmented
+layout maps onto one; `leveldb/versioned.py` and `memory/versioned.py` hold their suppliers), and the
+suppression buffer is in memory only (it is rebuilt from its changelog), as in Kafka Streams.
 
 At this root only what every type shares: the base contracts (`api.py`: `StateStore`, the store
 context, `StoreBuilder`, iterators and write batches), the base builder (`builders.py`), the record
@@ -22,6 +23,7 @@ from streamlet.stores.keyvalue.api import (
     KeyValueStore,
     TimestampedKeyValueStore,
 )
+from streamlet.stores.versioned.api import VersionedBytesStoreSupplier, VersionedKeyValueStore, VersionedRecord
 from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStoreSupplier, WindowStore
 
 __all__ = [
@@ -36,6 +38,9 @@ __all__ = [
     "TimestampedKeyValueStore",
     "TimestampedWindowStore",
     "ValueAndTimestamp",
+    "VersionedBytesStoreSupplier",
+    "VersionedKeyValueStore",
+    "VersionedRecord",
     "WindowBytesStoreSupplier",
     "WindowStore",
 ]

@@ -1,8 +1,8 @@
 """`Stores`: the public factory of store suppliers and builders, named as Kafka Streams' `Stores`.
 
 Suppliers say where the bytes live (LevelDB or memory); builders add the serdes, logging and
-caching. Window and session stores are built on the same layers (`streamlet.stores.window`,
-`streamlet.stores.session`); versioned stores will join here too.
+caching. Window, session and versioned stores are built on the same layers (`streamlet.stores.window`,
+`streamlet.stores.session`, `streamlet.stores.versioned`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,14 @@ from streamlet.processor import to_millis
 from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
 from streamlet.stores.keyvalue.builders import KeyValueStoreBuilder, TimestampedKeyValueStoreBuilder
 from streamlet.stores.leveldb.supplier import LevelDBKeyValueBytesStoreSupplier
+from streamlet.stores.leveldb.versioned import LevelDBVersionedBytesStoreSupplier
 from streamlet.stores.memory.supplier import InMemoryKeyValueBytesStoreSupplier
+from streamlet.stores.memory.versioned import InMemoryVersionedBytesStoreSupplier
 from streamlet.stores.session.api import SessionBytesStoreSupplier
 from streamlet.stores.session.builders import SessionStoreBuilder
+from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
+from streamlet.stores.versioned.builders import VersionedKeyValueStoreBuilder
+from streamlet.stores.versioned.segmented import default_segment_interval_ms
 from streamlet.stores.window.api import WindowBytesStoreSupplier
 from streamlet.stores.window.builders import TimestampedWindowStoreBuilder, WindowStoreBuilder
 from streamlet.stores.window.suppliers import InMemoryWindowBytesStoreSupplier, LevelDBWindowBytesStoreSupplier
@@ -56,10 +61,22 @@ def _session_retention(name: str, retention: timedelta | int) -> int:
     return retention_ms
 
 
+def _versioned_shape(name: str, history_retention: timedelta | int,
+                     segment_interval: timedelta | int | None) -> tuple[str, int, int]:
+    """Kafka Streams' checks: a history retention of at least 0, a segment interval of at least 1 ms."""
+    history_ms = to_millis(history_retention)
+    if history_ms < 0:
+        raise TopologyError(f"the history retention of versioned store {name!r} cannot be negative, got {history_ms}")
+    segment_ms = default_segment_interval_ms(history_ms) if segment_interval is None else to_millis(segment_interval)
+    if segment_ms < 1:
+        raise TopologyError(f"the segment interval of versioned store {name!r} must be positive, got {segment_ms}")
+    return validate_store_name(name), history_ms, segment_ms
+
+
 class Stores:
     """Factories for store suppliers and builders, named as Kafka Streams' `Stores`: pick a supplier (LevelDB or
-    in-memory, key-value or window), then pass it to `Materialized(supplier)` for the DSL, or wrap it in a
-    builder with serdes for `Topology.add_state_store`."""
+    in-memory; key-value, window, session or versioned), then pass it to `Materialized(supplier)` for the DSL,
+    or wrap it in a builder with serdes for `Topology.add_state_store`."""
 
     @staticmethod
     def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
@@ -75,6 +92,32 @@ class Stores:
     def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
         """A key-value store held in memory; rebuilt from its changelog when its task starts."""
         return InMemoryKeyValueBytesStoreSupplier(validate_store_name(name))
+
+    @staticmethod
+    def persistent_versioned_key_value_store(name: str, history_retention: timedelta | int,
+                                             segment_interval: timedelta | int | None = None
+                                             ) -> VersionedBytesStoreSupplier:
+        """A LevelDB versioned store keeping each key's older versions for `history_retention` (timedelta or
+        ms) of stream time, in segments of `segment_interval` (Kafka Streams' default from the retention).
+        Reads as of an older time find only a latest version that already applied; writes older than
+        that (the grace period) are refused. Use it with `versioned_key_value_store_builder`, or in
+        `Materialized` for a versioned table. Changing either setting needs the local state wiped."""
+        return LevelDBVersionedBytesStoreSupplier(*_versioned_shape(name, history_retention, segment_interval))
+
+    @staticmethod
+    def in_memory_versioned_key_value_store(name: str, history_retention: timedelta | int,
+                                            segment_interval: timedelta | int | None = None
+                                            ) -> VersionedBytesStoreSupplier:
+        """The versioned store held in memory (Kafka Streams has only the persistent one): the same rules and
+        answers, rebuilt from its changelog when its task starts."""
+        return InMemoryVersionedBytesStoreSupplier(*_versioned_shape(name, history_retention, segment_interval))
+
+    @staticmethod
+    def versioned_key_value_store_builder(
+        supplier: VersionedBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> VersionedKeyValueStoreBuilder:
+        """A builder of versioned stores (`VersionedKeyValueStore`) with these serdes (never cached)."""
+        return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def key_value_store_builder(

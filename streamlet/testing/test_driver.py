@@ -29,6 +29,7 @@ from streamlet.runtime.global_state import GlobalStateUpdater
 from streamlet.serdes import Deserializer, Serde, Serializer
 from streamlet.stores.api import StateStore
 from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
+from streamlet.stores.versioned.api import VersionedKeyValueStore
 from streamlet.testing.store_facades import KeyValueStoreFacade
 from streamlet.topology import Topology
 
@@ -308,6 +309,14 @@ class TopologyTestDriver:
         store = self.get_state_store(name)
         if not isinstance(store, TimestampedKeyValueStore):
             raise StreamsError(f"state store {name!r} is not a timestamped key-value store")
+        return store
+
+    def get_versioned_key_value_store(self, name: str) -> VersionedKeyValueStore:
+        """The versioned store `name` (Kafka Streams' `getVersionedKeyValueStore`): `get(key, as_of)`,
+        `put(key, value, timestamp)`, `delete(key, timestamp)`."""
+        store = self.get_state_store(name)
+        if not isinstance(store, VersionedKeyValueStore):
+            raise StreamsError(f"state store {name!r} is not a versioned key-value store")
         return store
 
     def get_all_state_stores(self) -> dict[str, StateStore]:

@@ -231,3 +231,38 @@ def test_a_response_for_an_older_left_value_is_dropped() -> None:
         assert out.is_empty()
         responses.pipe_input("o1", SubscriptionResponseWrapper(murmur3_hash128(b"c1:x"), "Fresh"), 4)
         assert out.read_key_values_to_list() == [("o1", "c1:x|Fresh")]
+
+
+@pytest.mark.parametrize("left", [True, False])
+def test_a_global_left_join_keeps_a_record_whose_mapped_key_is_none(left: bool) -> None:
+    """Kafka Streams 4.x (not 3.9.1): a left join with a global table joins a record whose key mapper
+    gives None with no row, as it does a record with a null key; an inner join drops it; a null value is
+    dropped by both (checked on Kafka Streams 4.4.0's own driver, tests/fidelity/KAFKA_STREAMS_4_DIFFERENCES.md)."""
+    builder = StreamsBuilder()
+    table = builder.global_table("customers", Consumed(S, S), Materialized("customers-store"))
+    orders = builder.stream("orders", Consumed(S, S))
+    join = orders.left_join if left else orders.join
+    join(table, lambda k, v: v[1:] if v is not None and v.startswith("k") else None, lambda o, c: f"{o}&{c}").to("out")
+    with TopologyTestDriver(builder.build(), CONFIG, initial_wall_clock_time=0) as driver:
+        driver.create_input_topic("customers").pipe_input("x", "X", 1)
+        orders, out = driver.create_input_topic("orders"), driver.create_output_topic("out")
+        for key, value in [("a", "kx"), ("b", "nomatch"), (None, "nomatch"), ("c", None), (None, "kx"), ("d", "ky")]:
+            orders.pipe_input(key, value, 5)
+        expected = [("a", "kx&X"), ("b", "nomatch&None"), (None, "nomatch&None"), (None, "kx&X"), ("d", "ky&None")]
+        assert out.read_key_values_to_list() == (expected if left else [("a", "kx&X"), (None, "kx&X")])
+
+
+@pytest.mark.parametrize("materialized", [Materialized(), Materialized(key_serde=S, value_serde=S),
+                                          Materialized(caching=False, store_type="in_memory")])
+def test_a_global_table_materialized_without_a_store_name_is_refused_at_build(materialized: Materialized) -> None:
+    """Kafka Streams 4.x refuses `globalTable(topic, Materialized.with(...))` (no store name) when the
+    topology is built (IllegalArgumentException: 'Global stores must pass in suppliers with exactly one
+    store but got 0'; 3.9.1 built it with a generated name); a named store, or no Materialized, builds."""
+    builder = StreamsBuilder()
+    builder.global_table("customers", Consumed(S, S), materialized)
+    with pytest.raises(TopologyError, match="exactly one store but got 0"):
+        builder.build()
+    for ok in (None, Materialized("customers-store")):
+        builder = StreamsBuilder()
+        builder.global_table("customers", Consumed(S, S), ok)
+        assert builder.build() is not None

@@ -1,4 +1,5 @@
-"""`str(topology.describe())` equals the real Kafka Streams 3.9.1 output, byte for byte.
+"""`str(topology.describe())` equals the real Kafka Streams 4.4.0 output, byte for byte
+(3.9.1 printed the same for every one of these topologies).
 
 The golden files were written by tests/java_reference (Kafka Streams itself); this test only reads
 them. `test_golden_files_are_current` regenerates them with Java + Maven when both are installed and

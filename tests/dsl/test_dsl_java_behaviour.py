@@ -1,8 +1,9 @@
 """Replays the Java behaviour scenarios: same topology, same input records, same output records.
 
 Each tests/dsl/golden/behaviour/<scenario>.json was written by BehaviourScenarios.java from the real
-Kafka Streams 3.9.1 TopologyTestDriver: the inputs it piped and every record that reached the output
-topics (key, value, timestamp, headers). streamlet's driver must produce exactly those records.
+Kafka Streams TopologyTestDriver (4.4.0; 3.9.1 wrote the same files): the inputs it piped and every
+record that reached the output topics (key, value, timestamp, headers). streamlet's driver must
+produce exactly those records.
 """
 
 from __future__ import annotations

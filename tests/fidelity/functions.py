@@ -138,6 +138,41 @@ class Running(FixedKeyProcessor):
         self.context.forward(record.with_value(new))
 
 
+class VersionedCommands(FixedKeyProcessor):
+    """Each value a command on a versioned store (the twin of `VersionedOps.commands`): `p<v>` puts v, None
+    puts a tombstone, `d` deletes, `g<t>` reads as of t, `l` reads the latest; the answer is the new value."""
+
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+
+    def init(self, context: FixedKeyProcessorContext) -> None:
+        super().init(context)
+        self._store: Any = context.get_state_store(self._store_name)
+
+    @staticmethod
+    def _show(found: Any) -> str:
+        if found is None:
+            return "-"
+        return f"{found.value}@{found.timestamp}" + ("" if found.valid_to is None else f"/{found.valid_to}")
+
+    def process(self, record: FixedKeyRecord) -> None:
+        if record.key is None:
+            self.context.forward(record)
+            return
+        key, command, ts = record.key, record.value, record.timestamp
+        if command is None:
+            answer = f"P{self._store.put(key, None, ts)}"
+        elif command.startswith("p"):
+            answer = f"P{self._store.put(key, command[1:], ts)}"
+        elif command.startswith("d"):
+            answer = "D" + self._show(self._store.delete(key, ts))
+        elif command.startswith("g"):
+            answer = "G" + self._show(self._store.get(key, int(command[1:])))
+        else:
+            answer = "L" + self._show(self._store.get(key))
+        self.context.forward(record.with_value(answer))
+
+
 FIXED_KEY_PROCESSORS: dict[str, Callable[[], FixedKeyProcessor]] = {"stamp": _Stamp, "dup": _Dup}
 
 

@@ -1,14 +1,19 @@
-"""The reference side of the differential suite: Kafka Streams 3.9.1 itself, in one long-lived JVM.
+"""The reference side of the differential suite: Kafka Streams itself, in one long-lived JVM.
 
 `KafkaStreamsReference` builds tests/fidelity/java with Maven when its sources are newer than the jar
-(the build is kept in java/target), starts `io.streamlet.fidelity.Runner`, and sends it one case per
-line; each answer is one JSON line of the same shape as `topology.run_streamlet`'s result.
-`difference` says, readably, where two results part.
+(each Kafka Streams version's build is kept in java/target/<version>), starts `io.streamlet.fidelity.Runner`,
+and sends it one case per line; each answer is one JSON line of the same shape as `topology.run_streamlet`'s
+result. `difference` says, readably, where two results part.
+
+The oracle is Kafka Streams 4.4.0, the line its users run; `FIDELITY_KAFKA_VERSION=3.9.1` runs the same
+runner on 3.9.1 (tests/fidelity/KAFKA_STREAMS_4_DIFFERENCES.md lists where the two lines part, and
+streamlet follows 4.4.0 there, so a 3.9.1 run shows exactly those differences).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -18,8 +23,8 @@ from typing import IO, Any
 from tests.fidelity.topology import Case, Result
 
 JAVA_DIR = Path(__file__).parent / "java"
-_JAR = JAVA_DIR / "target" / "streamlet-fidelity-0.1.0.jar"
-_CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
+KAFKA_STREAMS_VERSION = os.environ.get("FIDELITY_KAFKA_VERSION", "4.4.0")
+"""The Kafka Streams version the suite compares against (the pom's `kafka.version`)."""
 _BUILD_LOCK = threading.Lock()
 
 
@@ -27,27 +32,31 @@ def java_available() -> bool:
     return shutil.which("java") is not None and shutil.which("mvn") is not None
 
 
-def build_runner() -> list[str]:
-    """Compile the runner if needed; returns the java command that starts it."""
+def build_runner(version: str = KAFKA_STREAMS_VERSION) -> list[str]:
+    """Compile the runner on Kafka Streams `version` if needed; returns the java command that starts it."""
+    target = JAVA_DIR / "target" / version
+    jar, classpath = target / "streamlet-fidelity-0.1.0.jar", target / "classpath.txt"
     with _BUILD_LOCK:
         sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
-        stale = not (_JAR.exists() and _CLASSPATH.exists()) or max(p.stat().st_mtime for p in sources) > \
-            _JAR.stat().st_mtime
+        stale = not (jar.exists() and classpath.exists()) or max(p.stat().st_mtime for p in sources) > \
+            jar.stat().st_mtime
         if stale:
-            proc = subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "package",
-                                   "dependency:build-classpath", "-Dmdep.outputFile=target/classpath.txt"],
+            proc = subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), f"-Dkafka.version={version}",
+                                   "package", "dependency:build-classpath", f"-Dmdep.outputFile={classpath}"],
                                   capture_output=True, text=True, timeout=600)
             if proc.returncode != 0:
-                raise RuntimeError(f"building the Kafka Streams reference runner failed:\n{proc.stdout}{proc.stderr}")
+                raise RuntimeError(f"building the Kafka Streams {version} reference runner failed:\n"
+                                   f"{proc.stdout}{proc.stderr}")
     return ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
-            f"{_JAR}:{_CLASSPATH.read_text().strip()}", "io.streamlet.fidelity.Runner"]
+            f"{jar}:{classpath.read_text().strip()}", "io.streamlet.fidelity.Runner"]
 
 
 class KafkaStreamsReference:
-    """One JVM running Kafka Streams' TopologyTestDriver on the cases it is sent, in order."""
+    """One JVM running Kafka Streams' TopologyTestDriver (of `version`) on the cases it is sent, in order."""
 
-    def __init__(self) -> None:
-        self._proc = subprocess.Popen(build_runner(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, version: str = KAFKA_STREAMS_VERSION) -> None:
+        self.version = version
+        self._proc = subprocess.Popen(build_runner(version), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, encoding="utf-8")
         self._stderr: list[str] = []
         assert self._proc.stderr is not None

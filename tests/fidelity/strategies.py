@@ -3,9 +3,10 @@
 Topologies are pipelines a Kafka Streams user writes: a stream (or a table) through stateless
 operations, maybe a stream-table join, maybe a grouping, windowing and aggregation with its table
 operations, then a sink. The strategy tracks the key and value types so every case is well typed on
-both sides (a count's values are Longs; a windowed aggregation's keys are `Windowed`). Inputs are few
-keys (and null keys), short values and tombstones, timestamps that go back and forth (out-of-order
-and late records), both sides of a join interleaved, and a rare wall-clock advance.
+both sides (a count's values are Longs; a windowed aggregation's keys are `Windowed`). A table read
+from a topic or a stream is sometimes kept in a versioned store. Inputs are few keys (and null keys),
+short values and tombstones, timestamps that go back and forth (out-of-order and late records), both
+sides of a join interleaved, and a rare wall-clock advance.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from tests.fidelity.functions import EXTRACTOR_TOPICS
 from tests.fidelity.topology import Case
+from tests.fidelity.versioned_strategies import versioned_store
 
 KEYS = ["a", "b", "c", "d"]
 FOCUS = frozenset(filter(None, os.environ.get("FIDELITY_FOCUS", "").split(",")))
@@ -48,6 +50,13 @@ def _store(draw: Draw, names: _Names, required: bool = False) -> dict[str, Any] 
         "caching": draw(st.booleans()),
         "logging": draw(st.booleans()),
     }
+
+
+def _table_store(draw: Draw, names: _Names) -> dict[str, Any] | None:
+    """A table's store: sometimes a versioned one (issue 26; see versioned_strategies.py)."""
+    if draw(st.integers(0, 4)) == 0:
+        return versioned_store(draw, names.next("vstore"))
+    return _store(draw, names)
 
 
 def _stateless_op(draw: Draw) -> dict[str, Any]:
@@ -156,7 +165,7 @@ def cases(draw: Draw) -> Case:
     table_pipeline = "fk_join" in FOCUS if len(FOCUS) == 1 else draw(st.integers(0, 1 if FOCUS else 4)) == 0
     if table_pipeline:
         topics = {"tbl"}
-        ops.append({"op": "table", "topic": "tbl", "store": _store(draw, names)})
+        ops.append({"op": "table", "topic": "tbl", "store": _table_store(draw, names)})
         ops += _table_ops(draw, names, for_join=False)
         if "fk_join" in FOCUS or draw(st.integers(0, 2)) == 0:  # a foreign-key join
             ops.append(draw(_fk_join(names)))
@@ -193,7 +202,7 @@ def cases(draw: Draw) -> Case:
                         "store_name": draw(st.sampled_from([None, None, "sjs"]))})
             topics.add("in3")
         if draw(st.integers(0, 3)) == 0:
-            table = [{"op": "table", "topic": "tbl", "store": _store(draw, names)}]
+            table = [{"op": "table", "topic": "tbl", "store": _table_store(draw, names)}]
             table += _table_ops(draw, names, for_join=True)
             ops.append({"op": "join_table", "kind": draw(st.sampled_from(["join", "left_join"])), "table": table,
                         "fn": "pair"})
@@ -211,7 +220,7 @@ def cases(draw: Draw) -> Case:
             ops.append({"op": "split", "name": draw(st.sampled_from([None, "sp"])), "branches": branches,
                         "default_name": draw(st.sampled_from([None, "-rest"]))})
         if draw(st.integers(0, 6)) == 0:  # read as a table, then back to a stream
-            ops.append({"op": "to_table", "store": _store(draw, names)})
+            ops.append({"op": "to_table", "store": _table_store(draw, names)})
             ops += _table_ops(draw, names, for_join=False)
             ops.append({"op": "to_stream"})
         if "windows" in FOCUS or draw(st.integers(0, 3)) != 0:  # an aggregation

@@ -1,4 +1,4 @@
-"""streamlet against Kafka Streams 3.9.1 itself, record for record (issue #16).
+"""streamlet against Kafka Streams 4.4.0 itself, record for record (issues #16 and 26).
 
 Hypothesis generates topologies in the op vocabulary of tests/fidelity (stateless operations, stream-table
 joins, grouped and windowed aggregations, table operations, with and without stores, caching and
@@ -14,9 +14,7 @@ makes every case a windowed aggregation (time, sliding or session windows, emit 
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,16 +28,6 @@ FOCUS = {op for op in os.environ.get("FIDELITY_OPS", "").split(",") if op}
 """`FIDELITY_OPS=process_values,print`: only cases using one of these ops (to work on an operator)."""
 
 pytestmark = pytest.mark.skipif(not java_available(), reason="the differential suite needs Java 17 and Maven")
-
-
-@pytest.fixture(autouse=True)
-def _quiet_skipped_record_warnings() -> Iterator[None]:
-    """Dropped records are logged as in Kafka Streams; thousands of cases would flood the report."""
-    logger = logging.getLogger("streamlet")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 def test_same_records_as_kafka_streams(kafka_streams: KafkaStreamsReference) -> None:

@@ -1,4 +1,4 @@
-"""Zero-width stream-stream join windows (before + after == 0) against Kafka Streams 3.9.1 itself.
+"""Zero-width stream-stream join windows (before + after == 0) against Kafka Streams itself (4.4.0; see harness.py).
 
 Kafka Streams builds such a join (its window stores get size 0 and retention equal to the grace period)
 and pairs records with equal timestamps, as long as the grace period keeps the other side's store live:

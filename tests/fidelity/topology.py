@@ -39,7 +39,7 @@ from streamlet.dsl import (
     TimeWindows,
 )
 from streamlet.serdes import Serde, Serdes
-from streamlet.stores import Stores
+from streamlet.stores import Stores, VersionedBytesStoreSupplier
 from streamlet.testing import TopologyTestDriver
 from streamlet.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from tests.fidelity import functions as fn
@@ -51,7 +51,18 @@ _STRING = Serdes.String()
 _BYTES = Serdes.Bytes()
 
 
+def _versioned_supplier(store: dict[str, Any]) -> VersionedBytesStoreSupplier:
+    """As `VersionedOps.supplier` (Kafka Streams has only the persistent one: "in_memory" is streamlet's)."""
+    v = store["versioned"]
+    factory = (Stores.in_memory_versioned_key_value_store if store.get("type") == "in_memory"
+               else Stores.persistent_versioned_key_value_store)
+    return factory(store["name"], v["history"], v.get("segment"))
+
+
 def _materialized(store: dict[str, Any]) -> Materialized:
+    if store.get("versioned") is not None:
+        return Materialized.as_(_versioned_supplier(store), logging=store.get("logging", True),
+                                caching=store.get("caching", True))
     return Materialized(store.get("name"), logging=store.get("logging", True), caching=store.get("caching", True),
                         store_type=store.get("type"))
 
@@ -236,6 +247,11 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
                        None if store is None else _materialized(store))
     if name in ("process_values", "to_extractor", "print"):
         return _small_op(builder, current, op)
+    if name == "versioned_ops":  # the twin of `VersionedOps.apply`
+        store = op["store"]
+        sb = Stores.versioned_key_value_store_builder(_versioned_supplier(store), _STRING, _STRING)
+        builder.add_state_store(sb.with_logging_enabled() if store.get("logging", True) else sb.with_logging_disabled())
+        return current.process_values(partial(fn.VersionedCommands, store["name"]), store["name"])
     raise ValueError(f"unknown op {name!r}")
 
 

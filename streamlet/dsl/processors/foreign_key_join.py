@@ -69,6 +69,7 @@ class SubscriptionSendSupplier:
         self.foreign_key_serde = foreign_key_serde
         self.value_serde = value_serde
         self.left = left
+        self.versioned_semantics = False  # set when the left table is versioned
 
     def __call__(self) -> Processor:
         return SubscriptionSend(self)
@@ -94,8 +95,10 @@ class SubscriptionSend(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
-        new, old = change.new_value, change.old_value
         self._hash = None
+        if self._spec.versioned_semantics and not change.is_latest:
+            return  # Kafka Streams: an out-of-order update of a versioned table is skipped (KIP-914)
+        new, old = change.new_value, change.old_value
         hashed = False
         extract = self._spec.extractor
         if self._spec.sees_key:
@@ -176,6 +179,8 @@ class _CombinedKeys:
 
 class _SubscriptionStoreUser:
     """What the two processors over the subscription store share: the store and the key format."""
+
+    versioned_semantics = False  # (the foreign table's side) set when the right table is versioned
 
     def __init__(self, store_name: str, subscription_topic: str, fk_serde: Serde[Any] | None,
                  pk_serde: Serde[Any] | None) -> None:
@@ -270,6 +275,8 @@ class ForeignTableJoin(_OverSubscriptions):
         if record.key is None:
             log_skipped(self.context, "null key")
             return
+        if self._spec.versioned_semantics and not record.value.is_latest:
+            return  # Kafka Streams: an out-of-order update of a versioned table is skipped (KIP-914)
         prefix = self._keys.prefix(record.key)
         new_value = record.value.new_value
         matches = []

@@ -6,9 +6,16 @@ null key simply finds no match (Kafka Streams 3.7+). An inner join forwards only
 a table row; a left join forwards every record, with None for a missing row. The result keeps the
 stream record's key, timestamp and headers; its value is `joiner(stream_value, table_value)`.
 
+Against a versioned table (one kept in a versioned store, KIP-914) the lookup is as of the stream
+record's timestamp: the row the table had then, so an out-of-order stream record meets the table as
+it was at its time, and a table update that arrives late (but within the store's grace period) still
+counts for the stream records after it in time. Past the store's history retention only the latest
+row, if it already applied, is found.
+
 A join with a `GlobalKTable` is the same processor with a key mapper: the table is looked up by
-`key_mapper(key, value)`; a record whose mapped key is None is dropped (in a left join too, unless
-its own key is None, as Kafka Streams' `KStreamKTableJoinProcessor`).
+`key_mapper(key, value)`; a record whose mapped key is None finds no row: an inner join drops it, a
+left join forwards it with None, as Kafka Streams 4.x does (3.9.1 dropped it in a left join too, unless
+the record's own key was None; tests/fidelity/KAFKA_STREAMS_4_DIFFERENCES.md).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from streamlet.dsl.processors.forwarding import log_skipped
 from streamlet.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
+from streamlet.stores.api import ValueAndTimestamp
 
 ValueJoiner = Callable[[Any, Any], Any]
 KeyMapper = Callable[[Any, Any], Any]
@@ -50,13 +58,18 @@ class StreamTableJoin(Processor):
         super().init(context)
         self._table.init(context)
         self._forward = context.forwarder()
+        self._versioned = self._table.is_versioned
+
+    def _lookup(self, key: Any, record: Record) -> ValueAndTimestamp | None:
+        """Kafka Streams' `getValue2`: the row as of the record's time when the table is versioned."""
+        return self._table.get_as_of(key, record.timestamp) if self._versioned else self._table.get(key)
 
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
         if value is None or (key is None and not self._left):
             log_skipped(self.context, "null join key or value")
             return
-        stored = None if key is None else self._table.get(key)
+        stored = None if key is None else self._lookup(key, record)
         if stored is None:
             if not self._left:
                 return
@@ -94,11 +107,11 @@ class GlobalTableJoin(StreamTableJoin):
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
         mapped = self._key_mapper(key, value)
-        if not (self._left and key is None and value is not None) and (mapped is None or value is None):
+        if value is None or (mapped is None and not self._left):
             log_skipped(self.context, "null join key or value")
             return
         mapped = self._key_mapper(key, value)
-        stored = None if mapped is None else self._table.get(mapped)
+        stored = None if mapped is None else self._lookup(mapped, record)
         if stored is None and not self._left:
             return
         other = None if stored is None else stored.value

@@ -9,6 +9,12 @@ Rules kept from Kafka Streams: a table source drops null keys; a filter turns re
 tombstones (`new` None), and skips an update only when it knows both sides were filtered out (which
 it can only know with old values); a materialized node stores its result and forwards through the
 store's cache.
+
+A node materialized in a versioned store (a versioned table, KIP-914) puts each row as a version at
+its record's timestamp: an update the store refuses (older than its grace period) goes no further,
+and one it keeps as an older version (out of order) goes on marked `is_latest=False`, its old value
+being the key's latest row. A filter downstream of a versioned table forwards every update, even one
+filtered out before and after (Kafka Streams' versioned semantics).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from streamlet.dsl.change import Change
 from streamlet.dsl.processors.forwarding import MaybeMaterialized, log_skipped
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.versioned.api import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 
@@ -64,10 +70,11 @@ class TableSource(MaybeMaterialized):
         if self._store_name is None:
             self._forward(record.with_value(Change(record.value, None)))
             return
-        stored = self._store.get(key)
-        old = None if stored is None else stored.value
-        self._store.put(key, ValueAndTimestamp(record.value, record.timestamp))
-        self._forwarder.maybe_forward(record.with_value(Change(record.value, old)))
+        old = self._stored_value(key)
+        code = self._store_row(key, record.value, record.timestamp)
+        if code != PUT_RETURN_CODE_NOT_PUT:
+            self._forwarder.maybe_forward(
+                record.with_value(Change(record.value, old, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED)))
 
 
 class TableFilterSupplier:
@@ -80,6 +87,7 @@ class TableFilterSupplier:
         # An already-materialized parent can send old values cheaply; with them the filter avoids
         # forwarding tombstones for keys it never forwarded.
         self.send_old_values = enable_parent(False)
+        self.versioned_semantics = False  # set when the table it filters is versioned
 
     def enable_sending_old_values(self, force_materialization: bool) -> bool:
         if self.queryable_name is not None:
@@ -96,16 +104,18 @@ class TableFilterSupplier:
         return None
 
     def __call__(self) -> Processor:
-        return TableFilter(self.predicate, self.negate, self.queryable_name, self.send_old_values)
+        return TableFilter(self.predicate, self.negate, self.queryable_name, self.send_old_values,
+                           self.versioned_semantics)
 
 
 class TableFilter(MaybeMaterialized):
     def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool, store_name: str | None,
-                 send_old_values: bool) -> None:
+                 send_old_values: bool, versioned_semantics: bool = False) -> None:
         self._predicate = predicate
         self._negate = negate
         self._store_name = store_name
         self._send_old_values = send_old_values
+        self._versioned_semantics = versioned_semantics
 
     def _keep(self, key: Any, value: Any) -> Any:
         if value is not None and bool(self._predicate(key, value)) is not self._negate:
@@ -117,18 +127,16 @@ class TableFilter(MaybeMaterialized):
         new = self._keep(key, change.new_value)
         old = None
         if self._send_old_values:
-            if self._store_name is not None:
-                stored = self._store.get(key)
-                old = None if stored is None else stored.value
-            else:
-                old = self._keep(key, change.old_value)
-            if old is None and new is None:
+            old = self._stored_value(key) if self._store_name is not None else self._keep(key, change.old_value)
+            if old is None and new is None and not self._versioned_semantics:
                 return  # filtered out before and after: nothing downstream has seen
         if self._store_name is None:
-            self._forward(record.with_value(Change(new, old)))
+            self._forward(record.with_value(Change(new, old, change.is_latest)))
             return
-        self._store.put(key, ValueAndTimestamp(new, record.timestamp))
-        self._forwarder.maybe_forward(record.with_value(Change(new, old)))
+        code = self._store_row(key, new, record.timestamp)
+        if code != PUT_RETURN_CODE_NOT_PUT:
+            self._forwarder.maybe_forward(
+                record.with_value(Change(new, old, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED)))
 
 
 class TableMapValuesSupplier:
@@ -168,16 +176,14 @@ class TableMapValues(MaybeMaterialized):
         new = self._map(change.new_value)
         old = None
         if self._send_old_values:
-            if self._store_name is not None:
-                stored = self._store.get(key)
-                old = None if stored is None else stored.value
-            else:
-                old = self._map(change.old_value)
+            old = self._stored_value(key) if self._store_name is not None else self._map(change.old_value)
         if self._store_name is None:
-            self._forward(record.with_value(Change(new, old)))
+            self._forward(record.with_value(Change(new, old, change.is_latest)))
             return
-        self._store.put(key, ValueAndTimestamp(new, record.timestamp))
-        self._forwarder.maybe_forward(record.with_value(Change(new, old)))
+        code = self._store_row(key, new, record.timestamp)
+        if code != PUT_RETURN_CODE_NOT_PUT:
+            self._forwarder.maybe_forward(
+                record.with_value(Change(new, old, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED)))
 
 
 class TableToStream(Processor):

@@ -7,7 +7,8 @@ the new one. The select processor maps the old and the new row (the parent sends
 one (retraction only) goes first, then the new one; a pair with a None key or value is not sent. The
 aggregation then applies, per update: the subtractor to the old value, then the adder to the new one
 (from the initializer for a new group). A group whose aggregate is None is deleted. The stored
-aggregate keeps the largest timestamp of the updates folded into it.
+aggregate keeps the largest timestamp of the updates folded into it. Grouping a versioned table
+skips its out-of-order updates (`is_latest` False): the groups follow each key's latest row (KIP-914).
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ from streamlet.dsl.processors.aggregate import (
     StreamAggregateSupplier,
     StreamReduceSupplier,
 )
-from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, timestamped_store
+from streamlet.dsl.processors.forwarding import TableRows
 from streamlet.errors import StreamsError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import ValueAndTimestamp
-from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
+from streamlet.stores.versioned.api import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED
 
 KeyValueMapper = Callable[[Any, Any], Any]
 
@@ -36,8 +36,9 @@ KeyValueMapper = Callable[[Any, Any], Any]
 class TableRepartitionMap(Processor):
     """Maps each row update to the group updates it makes (see the module docstring)."""
 
-    def __init__(self, selector: KeyValueMapper) -> None:
+    def __init__(self, selector: KeyValueMapper, versioned_semantics: bool = False) -> None:
         self._selector = selector
+        self._versioned_semantics = versioned_semantics
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -53,16 +54,19 @@ class TableRepartitionMap(Processor):
         if record.key is None:
             raise StreamsError("Record key for the grouping KTable should not be null.")
         change = record.value
+        latest = change.is_latest
+        if self._versioned_semantics and not latest:
+            return
         new = self._pair(record.key, change.new_value)
         old = self._pair(record.key, change.old_value)
         forward = self._forward
         if old is not None and new is not None and old[0] == new[0]:
-            forward(Record(old[0], Change(new[1], old[1]), record.timestamp, record.headers))
+            forward(Record(old[0], Change(new[1], old[1], latest), record.timestamp, record.headers))
             return
         if old is not None:
-            forward(Record(old[0], Change(None, old[1]), record.timestamp, record.headers))
+            forward(Record(old[0], Change(None, old[1], latest), record.timestamp, record.headers))
         if new is not None:
-            forward(Record(new[0], Change(new[1], None), record.timestamp, record.headers))
+            forward(Record(new[0], Change(new[1], None, latest), record.timestamp, record.headers))
 
 
 class TableAggregateSupplier(StreamAggregateSupplier):
@@ -88,7 +92,8 @@ class TableReduceSupplier(StreamReduceSupplier):
 
 
 class _TableAggregation(Processor):
-    _store: TimestampedKeyValueStore
+    """Over a timestamped store, or a versioned one (`TableRows`): an update the versioned store refuses
+    goes no further."""
 
     def __init__(self, store_name: str, send_old_values: bool) -> None:
         self._store_name = store_name
@@ -96,15 +101,15 @@ class _TableAggregation(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._store = timestamped_store(context, self._store_name)
-        self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
+        self._rows = TableRows(context, self._store_name, self._send_old_values)
+        self._forwarder = self._rows.forwarder
 
     def process(self, record: Record) -> None:
         key = record.key
         if key is None:
             raise StreamsError(f"Record key for KTable aggregate operator with state {self._store_name} "
                                f"should not be null.")
-        stored = self._store.get(key)
+        stored = self._rows.get(key)
         old = None if stored is None else stored.value
         change = record.value
         timestamp = record.timestamp
@@ -119,8 +124,11 @@ class _TableAggregation(Processor):
                 timestamp = max(record.timestamp, stored.timestamp)
         else:
             new = intermediate
-        self._store.put(key, None if new is None else ValueAndTimestamp(new, timestamp))
-        self._forwarder.maybe_forward(Record(key, Change(new, old), timestamp, record.headers))
+        code = self._rows.put(key, new, timestamp)
+        if code == PUT_RETURN_CODE_NOT_PUT:
+            return
+        self._forwarder.maybe_forward(
+            Record(key, Change(new, old, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED), timestamp, record.headers))
 
     _replaces_first_value = False
 

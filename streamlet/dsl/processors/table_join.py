@@ -6,6 +6,9 @@ updates produce a row depends on the side's role: inner (both rows needed), left
 needed; the other may be missing), right (the other side's row needed; this side's update is joined
 even when it is a delete, which gives the left join's row with a missing right side), outer (either).
 A merge processor puts both sides' updates into one table, storing them when materialized.
+
+A side whose table is versioned (KIP-914) drops the out-of-order updates of that table (`is_latest`
+False): the join result follows each key's latest rows only, as in Kafka Streams.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from streamlet.dsl.processors.forwarding import MaybeMaterialized, log_skipped
 from streamlet.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
-from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.versioned.api import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED
 
 Joiner = Callable[[Any, Any], Any]
 EnableParent = Callable[[bool], bool]
@@ -36,6 +39,7 @@ class TableJoinSupplier:
         self.joiner = joiner
         self._enable_tables = enable_tables
         self.send_old_values = False
+        self.versioned_semantics = False  # set when this side's table is versioned
 
     def enable_sending_old_values(self, _force_materialization: bool) -> bool:
         for enable in self._enable_tables:  # table-table joins need both sides' old values
@@ -44,15 +48,17 @@ class TableJoinSupplier:
         return True
 
     def __call__(self) -> Processor:
-        return TableJoin(self.kind, self.other(), self.joiner, self.send_old_values)
+        return TableJoin(self.kind, self.other(), self.joiner, self.send_old_values, self.versioned_semantics)
 
 
 class TableJoin(Processor):
-    def __init__(self, kind: str, other: ValueGetter, joiner: Joiner, send_old_values: bool) -> None:
+    def __init__(self, kind: str, other: ValueGetter, joiner: Joiner, send_old_values: bool,
+                 versioned_semantics: bool = False) -> None:
         self._kind = kind
         self._other = other
         self._joiner = joiner
         self._send_old_values = send_old_values
+        self._versioned_semantics = versioned_semantics
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -65,6 +71,8 @@ class TableJoin(Processor):
             log_skipped(self.context, "null key")
             return
         change, kind, join = record.value, self._kind, self._joiner
+        if self._versioned_semantics and not change.is_latest:
+            return  # Kafka Streams: "Skipping out-of-order record from versioned table" (KIP-914)
         found = self._other.get(key)
         other = None if found is None else found.value
         if other is None:
@@ -85,7 +93,7 @@ class TableJoin(Processor):
                 new = join(change.new_value, other)
             if self._send_old_values and (change.old_value is not None or (kind == OUTER and other is not None)):
                 old = join(change.old_value, other)
-        self._forward(Record(key, Change(new, old), timestamp, record.headers))
+        self._forward(Record(key, Change(new, old, change.is_latest), timestamp, record.headers))
 
 
 class TableJoinMergerSupplier:
@@ -116,10 +124,11 @@ class TableJoinMerger(MaybeMaterialized):
     def process(self, record: Record) -> None:
         change = record.value
         if self._store_name is not None:
-            new = change.new_value
-            self._store.put(record.key, None if new is None else ValueAndTimestamp(new, record.timestamp))
-            self._forwarder.maybe_forward(record)
+            code = self._store_row(record.key, change.new_value, record.timestamp)
+            if code != PUT_RETURN_CODE_NOT_PUT:
+                self._forwarder.maybe_forward(record.with_value(
+                    Change(change.new_value, change.old_value, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED)))
         elif self._send_old_values:
             self._forward(record)
         else:
-            self._forward(record.with_value(Change(change.new_value, None)))
+            self._forward(record.with_value(Change(change.new_value, None, change.is_latest)))

@@ -5,6 +5,10 @@ store is read from it; a `filter` or `map_values` without a store of its own is 
 parent's getter, applying its predicate or mapper on the fly (Kafka Streams' `KTableValueGetter`). A
 source table asked for a getter is materialized. The joining processor is connected to the stores of
 the getter it ends up with (`store_names`), which also places it in their sub-topology.
+
+A getter over a versioned store `is_versioned` (so is a filter's or mapping's over it): it can also
+read a row as of a timestamp (`get_as_of`), which is what a stream-table join does with it. The
+result of a table-table join is never versioned, as in Kafka Streams (KIP-914).
 """
 
 from __future__ import annotations
@@ -16,16 +20,24 @@ from streamlet.dsl.processors.forwarding import timestamped_store
 from streamlet.processor import ProcessorContext
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
+from streamlet.stores.versioned.api import VersionedKeyValueStore
 
 
 class ValueGetter:
     """Reads one table's current row; made per task by a `ValueGetterSupplier`, then `init`ed."""
+
+    is_versioned = False
+    """True when `get_as_of` can read the row as of a time (the table is kept in a versioned store)."""
 
     def init(self, context: ProcessorContext) -> None:
         raise NotImplementedError
 
     def get(self, key: Any) -> ValueAndTimestamp | None:
         raise NotImplementedError
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        """The row as of `timestamp` (only when `is_versioned`)."""
+        raise NotImplementedError(f"{type(self).__name__} reads only the current row: its table is not versioned")
 
 
 class ValueGetterSupplier:
@@ -38,16 +50,33 @@ class ValueGetterSupplier:
 
 
 class _StoreGetter(ValueGetter):
+    """Reads a timestamped store, or a versioned one (Kafka Streams' `KeyValueStoreWrapper`)."""
+
     _store: TimestampedKeyValueStore
+    _versioned: VersionedKeyValueStore | None = None
 
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
 
     def init(self, context: ProcessorContext) -> None:
-        self._store = timestamped_store(context, self._store_name)
+        store = context.get_state_store(self._store_name)
+        if isinstance(store, VersionedKeyValueStore):
+            self._versioned = store
+            self.is_versioned = True
+        else:
+            self._store = timestamped_store(context, self._store_name)
 
     def get(self, key: Any) -> ValueAndTimestamp | None:
-        return self._store.get(key)
+        if self._versioned is None:
+            return self._store.get(key)
+        found = self._versioned.get(key)
+        return None if found is None else ValueAndTimestamp(found.value, found.timestamp)
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        if self._versioned is None:
+            return super().get_as_of(key, timestamp)
+        found = self._versioned.get(key, timestamp)
+        return None if found is None else ValueAndTimestamp(found.value, found.timestamp)
 
 
 class StoreValueGetterSupplier(ValueGetterSupplier):
@@ -67,13 +96,19 @@ class _DerivedGetter(ValueGetter):
 
     def init(self, context: ProcessorContext) -> None:
         self._parent.init(context)
+        self.is_versioned = self._parent.is_versioned
 
-    def get(self, key: Any) -> ValueAndTimestamp | None:
-        found = self._parent.get(key)
+    def _derived(self, key: Any, found: ValueAndTimestamp | None) -> ValueAndTimestamp | None:
         if found is None:
             return None
         value = self._compute(key, found.value)
         return None if value is None else ValueAndTimestamp(value, found.timestamp)
+
+    def get(self, key: Any) -> ValueAndTimestamp | None:
+        return self._derived(key, self._parent.get(key))
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        return self._derived(key, self._parent.get_as_of(key, timestamp))
 
 
 class DerivedValueGetterSupplier(ValueGetterSupplier):

@@ -18,9 +18,11 @@ from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 class KeyValueStoreBuilder(ConfigurableStoreBuilder):
     def __init__(self, supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None) -> None:
         if not isinstance(supplier, KeyValueBytesStoreSupplier):
+            hint = (" (a versioned store supplier goes to Stores.versioned_key_value_store_builder)"
+                    if type(supplier).__name__.endswith("VersionedBytesStoreSupplier") else "")
             raise TypeError(
                 f"a key-value store builder needs a store supplier such as "
-                f"Stores.persistent_key_value_store(name), got {supplier!r}"
+                f"Stores.persistent_key_value_store(name), got {supplier!r}{hint}"
             )
         self.supplier = supplier
         self.name = supplier.name

@@ -432,6 +432,8 @@ public final class Runner {
                 case "to_extractor":
                 case "print":
                     return SmallOps.apply(builder, current, op);
+                case "versioned_ops":
+                    return VersionedOps.apply(builder, current, op);
                 default:
                     throw new IllegalArgumentException("unknown op " + name);
             }
@@ -603,6 +605,9 @@ public final class Runner {
 
         /** {"name": str|null, "type": "persistent"|"in_memory"|null, "caching": bool, "logging": bool}. */
         private static Materialized materialized(final JsonNode store) {
+            if (VersionedOps.isVersioned(store)) {
+                return VersionedOps.materialized(store);
+            }
             final String storeName = text(store.get("name"));
             Materialized m = storeName == null ? Materialized.with(null, null) : Materialized.as(storeName);
             final String type = text(store.get("type"));

@@ -173,7 +173,8 @@ final class SmallOps {
         };
     }
 
-    private abstract static class Forwarding implements FixedKeyProcessor {
+    /** A fixed-key processor that keeps its context (VersionedOps' processor extends it too). */
+    abstract static class Forwarding implements FixedKeyProcessor {
         protected FixedKeyProcessorContext context;
 
         @Override
