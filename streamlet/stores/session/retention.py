@@ -128,5 +128,11 @@ class RetainingSessionBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesS
 
         return BytesIterator(live(), found.close)
 
+    def range_list(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+        if self._segment_ms is None:
+            self._purge()
+        visible = self._visible
+        return [kv for kv in self.inner.range_list(from_key, to_key) if visible(session_end(kv[0]))]
+
     def approximate_num_entries(self) -> int:
         return self.inner.approximate_num_entries()
