@@ -62,6 +62,18 @@ class SortedKeyIndex:
             return [k for k in keys[lo:hi] if k not in removed]
         return keys[lo:hi]
 
+    def any_between(self, from_key: bytes, to_key: bytes) -> bool:
+        """Whether a member key lies in [from_key, to_key], without building the list."""
+        self._settle()
+        keys, removed = self._sorted, self._removed
+        n = len(keys)
+        i = bisect_left(keys, from_key)
+        while i < n and keys[i] <= to_key:
+            if keys[i] not in removed:
+                return True
+            i += 1
+        return False
+
     def _settle(self) -> None:
         pending, removed = self._pending, self._removed
         if (pending or removed) and len(pending) + len(removed) <= _FOLD_ONE_BY_ONE_MAX:

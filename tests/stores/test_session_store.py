@@ -150,3 +150,19 @@ def test_find_sessions_on_a_store_not_open_raises(tmp_path: Path) -> None:
         store.find_sessions("a", 0, 10)
     with pytest.raises(InvalidStateStoreError):
         store.put(_w("a", 1, 2), 3)
+
+
+def test_a_reopened_persistent_store_finds_what_it_held(tmp_path: Path) -> None:
+    """Its key set (what lets a lookup skip LevelDB) is rebuilt from the store when it opens."""
+    store, _ = _store(tmp_path, "persistent", retention=1_000)
+    store.put(_w("a", 1, 5), 1)
+    store.put(_w("ab", 2, 6), 2)
+    store.put(_w("a", 10, 12), 3)
+    store.remove(_w("a", 10, 12))
+    store.close()
+    again, _ = _store(tmp_path, "persistent", retention=1_000)
+    with again.find_sessions("a", 0, 100) as it:
+        assert [(kv.key, kv.value) for kv in it] == [(_w("a", 1, 5), 1)]
+    assert again.fetch_session("ab", 2, 6) == 2
+    assert again.fetch_session("a", 10, 12) is None
+    again.close()
