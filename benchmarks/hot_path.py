@@ -1,4 +1,4 @@
-"""WordCount's hot path in one process, without Kafka: CPU per record of the two sub-topologies' tasks.
+"""A workload's hot path in one process, without Kafka: CPU per record of its tasks.
 
 End-to-end runs on this shared 2-core machine vary by 25% between two runs of the same code, which
 hides any change worth less than that. This harness drives exactly what a streamlet worker runs per
@@ -13,8 +13,17 @@ is routed to sub-topology 1's task of the same partition, as the broker would de
     python -m benchmarks.hot_path [--lines 100000] [--partitions 8] [--commit-every 5000] [--runs 3]
     python -m benchmarks.hot_path --profile out.prof      # cProfile of one run
 
+`--workload session_count` drives the suite's session count instead (`benchmarks.apps.streamlet_app.session_count`,
+one sub-topology: session aggregation, suppression, map, sink) over the suite's own events
+(`benchmarks.workloads.events`, partitioned by the key's murmur2 as the producer does), at-least-once, committed
+every `--commit-every` events (default 30,000: the 1 s commit interval at Kafka Streams' rate), and checks
+the final sessions against `benchmarks.workloads.Expected` after every timed run. Its instruction count
+subtracts a child that generates the same events and builds the tasks but processes nothing, so the count is
+the tasks' alone (WordCount's subtracts a zero-line child, as it always has, so its numbers stay comparable).
+
 It reports whether the hot path ran compiled (mypyc) or as pure Python (`STREAMLET_PURE_PYTHON=1` forces
-that), CPU µs per input line (min over runs) and, where valgrind is installed, instructions per line.
+that), CPU µs per input line or event (min over runs) and, where valgrind is installed, instructions per
+line or event.
 """
 
 from __future__ import annotations
@@ -33,6 +42,9 @@ from pathlib import Path
 from benchmarks.workloads import word_lines
 
 INPUT, OUTPUT, APP = "lines", "counts", "hot-path"
+EVENTS = "events"
+WORKLOADS = ("wordcount", "session_count")
+"""`wordcount`: WordCount at `--guarantee` (the suite's wordcount_eos by default); `session_count`: the suite's."""
 MAX_POLL_RECORDS = 2000
 """The suite's `max.poll.records` (benchmarks/systems.py)."""
 
@@ -133,60 +145,181 @@ def run(lines: list[bytes], partitions: int, commit_every: int, guarantee: str) 
         shutil.rmtree(state_root, ignore_errors=True)
 
 
-def _instructions(argv: list[str], lines: int) -> int | None:
-    """Instructions per line: callgrind's count for a one-run child over `lines` lines minus a zero-line
-    one (start-up). Instruction counts barely move when other processes share the CPU; time does."""
+Event = tuple[bytes, bytes, int]
+"""(key, JSON value, timestamp): one of `benchmarks.workloads.events`."""
+
+
+def _build_sessions(state_root: Path, partitions: int) -> list:
+    """The session count's tasks, one per partition, built and opened as the runtime does."""
+    os.environ["BENCH_INPUT"], os.environ["BENCH_OUTPUT"] = EVENTS, OUTPUT
+    from benchmarks.apps.streamlet_app import session_count
+    from benchmarks.workloads import guarantee
+    from streamlet.config import StreamsConfig
+    from streamlet.runtime.task_manager import new_runtime_task
+
+    topology = session_count()
+    config = StreamsConfig({"application.id": APP, "bootstrap.servers": "unused:9092", "state.dir": str(state_root),
+                            "processing.guarantee": guarantee("session_count"), "max.poll.records": MAX_POLL_RECORDS})
+    (sub,) = topology.sub_topologies()  # no repartition: the events are keyed by user already
+    cache_bytes = int(config["statestore.cache.max.bytes"]) // partitions
+    tasks = [new_runtime_task(topology, sub, p, config, state_root, lambda name: name, lambda _t: partitions,
+                              cache_bytes) for p in range(partitions)]
+    for task in tasks:
+        task.initialize_stores()
+        task.initialize_processors()
+    return tasks
+
+
+def run_sessions(evs: list[Event], partitions: int, commit_every: int) -> tuple[float, dict[bytes, bytes]]:
+    """One pass of the session count over `evs`; returns (CPU seconds, the last value per output key).
+    Batches are `max.poll.records` events of the input in order, split by partition as a poll returns them."""
+    from streamlet.actors.partition_group import RawRecord
+    from streamlet.partitioner import default_partition
+
+    state_root = Path(tempfile.mkdtemp(prefix="hot-path-"))
+    try:
+        tasks = _build_sessions(state_root, partitions)
+        part_of = {key: default_partition(key, partitions) for key in {k for k, _v, _t in evs}}
+        offsets = [0] * partitions
+        latest: dict[bytes, bytes] = {}
+
+        def drain() -> None:
+            for task in tasks:
+                for (topic, _p), recs in task.collector.drain().items():
+                    if topic == OUTPUT:  # else a store's changelog
+                        for r in recs:
+                            latest[r.key] = r.value
+
+        gc.collect()
+        start = time.process_time()
+        since_commit = 0
+        for i in range(0, len(evs), MAX_POLL_RECORDS):
+            chunk = evs[i:i + MAX_POLL_RECORDS]
+            per_part: list[list[RawRecord]] = [[] for _ in range(partitions)]
+            for key, value, ts in chunk:
+                p = part_of[key]
+                per_part[p].append(RawRecord(EVENTS, p, offsets[p], ts, key, value))
+                offsets[p] += 1
+            for p, batch in enumerate(per_part):
+                if batch:
+                    tasks[p].add_records(EVENTS, p, batch)
+                    tasks[p].process()
+            drain()
+            since_commit += len(chunk)
+            if since_commit >= commit_every:
+                since_commit = 0
+                for task in tasks:
+                    task.prepare_commit()
+                drain()
+        for task in tasks:
+            task.prepare_commit()
+        drain()
+        cpu = time.process_time() - start
+        for task in tasks:
+            task.close(clean=True)
+        return cpu, latest
+    finally:
+        shutil.rmtree(state_root, ignore_errors=True)
+
+
+def _check_sessions(latest: dict[bytes, bytes], records: int, partitions: int) -> str:
+    """'' when the final sessions are the expected ones, else what differs."""
+    from benchmarks.workloads import Expected
+
+    expected = Expected("session_count", records, partitions=partitions).latest
+    if latest == expected:
+        return ""
+    missing = expected.keys() - latest.keys()
+    extra = latest.keys() - expected.keys()
+    wrong = [k for k in expected.keys() & latest.keys() if expected[k] != latest[k]]
+    return f"{len(missing)} sessions missing, {len(extra)} unexpected, {len(wrong)} with a wrong count"
+
+
+def _instructions(argv: list[str], lines: int, baseline: str = "empty") -> int | None:
+    """Instructions per line: callgrind's count for a one-run child over `lines` lines minus a baseline child's
+    (start-up): one over zero lines (`baseline="empty"`), or one that generates the same `lines` of input and
+    processes none of it (`"input"`). Instruction counts barely move when other processes share the CPU; time does."""
     if shutil.which("valgrind") is None:
         return None
 
-    def count(n: int) -> int | None:
+    def count(n: int, *extra: str) -> int | None:
         cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m",
-               "benchmarks.hot_path", *argv, "--runs", "1", "--lines", str(n), "--no-instructions"]
+               "benchmarks.hot_path", *argv, "--runs", "1", "--lines", str(n), "--no-instructions", "--no-check",
+               *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         found = re.search(r"Collected : (\d+)", proc.stderr)
         return int(found.group(1)) if found else None
 
-    full, base = count(lines), count(0)
+    full = count(lines)
+    base = count(0) if baseline == "empty" else count(lines, "--input-only")
     return None if full is None or base is None else (full - base) // lines
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lines", type=int, default=100_000)
+    ap.add_argument("--workload", default="wordcount", choices=WORKLOADS)
+    ap.add_argument("--lines", type=int, default=100_000, help="input lines (WordCount) or events (session_count)")
     ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--commit-every", type=int, default=5_000,
-                    help="lines between commits (100 ms at ~50,000 lines/s; the at-least-once interval is 1 s)")
-    ap.add_argument("--guarantee", default="exactly_once_v2", choices=["exactly_once_v2", "at_least_once"])
+    ap.add_argument("--commit-every", type=int, default=None,
+                    help="lines between commits; WordCount: 5,000 (100 ms at ~50,000 lines/s; the at-least-once "
+                         "interval is 1 s); session_count: 30,000 events (its 1 s interval at ~30,000 events/s)")
+    ap.add_argument("--guarantee", default="exactly_once_v2", choices=["exactly_once_v2", "at_least_once"],
+                    help="WordCount's (the session count is at-least-once, as in the suite)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profile", help="write a cProfile of one run here")
     ap.add_argument("--instruction-lines", type=int, default=10_000,
                     help="lines for the instruction count (callgrind runs about 50x slower)")
     ap.add_argument("--no-instructions", action="store_true", help="skip counting instructions with callgrind")
+    ap.add_argument("--input-only", action="store_true", help=argparse.SUPPRESS)  # the session count's baseline
+    ap.add_argument("--no-check", action="store_true", help=argparse.SUPPRESS)  # callgrind's children
     args = ap.parse_args()
+    sessions = args.workload == "session_count"
+    commit_every = args.commit_every or (30_000 if sessions else 5_000)
 
-    lines = list(word_lines(args.lines))
+    if sessions:
+        from benchmarks.workloads import events
+        evs = list(events(args.lines))
+        if args.input_only:
+            evs = []
+
+        def one_run() -> tuple[float, int]:
+            cpu, latest = run_sessions(evs, args.partitions, commit_every)
+            if not args.no_check:  # not in callgrind's children: the check costs as much as the run
+                wrong = _check_sessions(latest, args.lines, args.partitions)
+                if wrong:
+                    raise SystemExit(f"session_count: wrong final sessions: {wrong}")
+            return cpu, len(latest)
+    else:
+        lines = list(word_lines(args.lines))
+
+        def one_run() -> tuple[float, int]:
+            return run(lines, args.partitions, commit_every, args.guarantee)
     from streamlet.runtime.gc_tuning import tune_gc_for_streaming  # what `streamlet run` does at start-up
     tune_gc_for_streaming()
     if args.profile:
         import cProfile
         prof = cProfile.Profile()
-        prof.runcall(run, lines, args.partitions, args.commit_every, args.guarantee)
+        prof.runcall(one_run)
         prof.dump_stats(args.profile)
         return
     import streamlet._compiled as compiled
     print(f"hot path: {compiled.REASON}")  # a stale build runs pure Python (see streamlet/_compiled.py): say which ran
-    results = [run(lines, args.partitions, args.commit_every, args.guarantee) for _ in range(args.runs)]
+    results = [one_run() for _ in range(args.runs)]
     best = min(cpu for cpu, _ in results)
     n = max(1, args.lines)
-    print(f"{args.lines} lines, {args.partitions} partitions, commit every {args.commit_every}: "
-          f"{results[0][1]} output records; CPU s per run {[round(c, 3) for c, _ in results]}; "
-          f"min {best * 1e6 / n:.2f} µs/line ({n / best if best else 0:,.0f} lines/s)")
+    unit = "event" if sessions else "line"
+    checked = " (final sessions as expected)" if sessions and not args.no_check else ""
+    print(f"{args.workload}: {args.lines} {unit}s, {args.partitions} partitions, commit every {commit_every}: "
+          f"{results[0][1]} output {'sessions' if sessions else 'records'}{checked}; CPU s per run "
+          f"{[round(c, 3) for c, _ in results]}; min {best * 1e6 / n:.2f} µs/{unit} "
+          f"({n / best if best else 0:,.0f} {unit}s/s)")
     if not args.no_instructions and args.lines:
-        argv = ["--partitions", str(args.partitions), "--commit-every", str(args.commit_every),
+        argv = ["--workload", args.workload, "--partitions", str(args.partitions), "--commit-every", str(commit_every),
                 "--guarantee", args.guarantee]
-        instr = _instructions(argv, args.instruction_lines)
+        instr = _instructions(argv, args.instruction_lines, "input" if sessions else "empty")
         if instr is not None:
-            print(f"instructions: {instr:,} per line (callgrind, {args.instruction_lines} lines, start-up subtracted)")
+            print(f"instructions: {instr:,} per {unit} (callgrind, {args.instruction_lines} {unit}s, "
+                  f"{'input generation and ' if sessions else ''}start-up subtracted)")
 
 
 if __name__ == "__main__":

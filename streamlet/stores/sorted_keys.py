@@ -5,11 +5,20 @@ O(n log n) per scan, and `bisect.insort` on every new key costs an O(n) memmove 
 So new keys wait in a pending list and removed keys in a set, and both are folded into the sorted
 list only when a scan needs it: puts stay O(1), and a scan pays O(n + k log k) once after k new
 keys (Timsort merges the sorted run and the sorted tail), then O(log n + m) while nothing changes.
+
+A scan after only a few changes folds them in one by one instead (a bisection and a pointer memmove
+each): a session aggregation scans its key's sessions on every record after adding one session key
+and deleting one, and re-sorting the whole list there cost n byte comparisons per record, the
+largest single cost of a session count (benchmarks.hot_path --workload session_count).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
+
+_FOLD_ONE_BY_ONE_MAX = 8
+"""Up to this many pending additions plus removals are folded in one by one: each costs about log n
+comparisons and a memmove of n pointers, where a re-sort costs n comparisons, each far dearer."""
 
 
 class SortedKeyIndex:
@@ -53,8 +62,23 @@ class SortedKeyIndex:
             return [k for k in keys[lo:hi] if k not in removed]
         return keys[lo:hi]
 
+    def any_between(self, from_key: bytes, to_key: bytes) -> bool:
+        """Whether a member key lies in [from_key, to_key], without building the list."""
+        self._settle()
+        keys, removed = self._sorted, self._removed
+        n = len(keys)
+        i = bisect_left(keys, from_key)
+        while i < n and keys[i] <= to_key:
+            if keys[i] not in removed:
+                return True
+            i += 1
+        return False
+
     def _settle(self) -> None:
         pending, removed = self._pending, self._removed
+        if (pending or removed) and len(pending) + len(removed) <= _FOLD_ONE_BY_ONE_MAX:
+            self._fold_one_by_one()
+            return
         # Purge removed keys when we rebuild anyway, or when they would dominate scans.
         purge = bool(removed) and (bool(pending) or len(removed) > 64 + len(self._sorted) // 4)
         if not pending and not purge:
@@ -71,3 +95,17 @@ class SortedKeyIndex:
         self._pending = []
         if purge:
             self._removed = set()
+
+    def _fold_one_by_one(self) -> None:
+        """Apply the few pending changes to the sorted list in place (`between` hands out copies)."""
+        keys, pending = self._sorted, self._pending
+        for key in self._removed:  # a member: in the sorted list, or else still pending
+            i = bisect_left(keys, key)
+            if i < len(keys) and keys[i] == key:
+                del keys[i]
+            else:
+                pending.remove(key)
+        for key in pending:
+            insort(keys, key)
+        self._pending = []
+        self._removed = set()

@@ -204,3 +204,13 @@ def test_leveldb_second_open_of_same_directory_fails_clearly(context: RecordingS
     with pytest.raises(Exception, match="cannot open the LevelDB store 'locked'"):
         open_bytes_store(LevelDBKeyValueBytesStore, context, "locked")
     first.close()
+
+
+@pytest.mark.parametrize(("low", "high"), [(b"\x00", b"\x80"), (b"\x01", b"\x01"), (b"\x80", b"\x01"),
+                                           (b"", b"\xff\xff"), (b"\x00\x01", b"\x7f\xff")])
+def test_range_list_is_range_read_at_once(store: KeyValueBytesStore, low: bytes, high: bytes) -> None:
+    fill(store, ORDERED_KEYS)
+    store.delete(b"\x7f")
+    with store.range(low, high) as it:
+        expected = list(it)
+    assert store.range_list(low, high) == expected

@@ -69,3 +69,100 @@ def test_changelog_is_keyed_as_kafka_streams_and_restores(tmp_path: Path) -> Non
     assert [(kv.key, kv.value) for kv in restored.fetch("k")] == [(_w("k", 4, 12), 8)]
     store.close()
     restored.close()
+
+
+class _ListKeySerde:
+    """A key serde over lists (a mutable key type, so the session store's byte memo must not apply)."""
+
+    @staticmethod
+    def make() -> object:
+        from streamlet.serdes import Deserializer, Serde, Serializer
+
+        return Serde(Serializer(lambda key: ",".join(key).encode()),
+                     Deserializer(lambda data: [] if not data else data.decode().split(",")))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("cached", [False, True], ids=["uncached", "cached"])
+@pytest.mark.parametrize("list_keys", [False, True], ids=["str-keys", "list-keys"])
+def test_merging_as_an_aggregation_does_matches_a_model(tmp_path: Path, backend: str, cached: bool,
+                                                         list_keys: bool) -> None:
+    """find_sessions, remove what was found, put the merged session (the session aggregation's pattern, whose
+    key bytes the store reuses), with keys whose bytes extend one another, against a plain dict; the changelog
+    must end with exactly the model's sessions, keyed as the generic serialization keys them."""
+    import random
+
+    from streamlet.windowed_serdes import SessionWindowedSerde
+
+    supplier = (Stores.persistent_session_store("sessions", 1_000_000) if backend == "persistent"
+                else Stores.in_memory_session_store("sessions", 1_000_000))
+    key_serde = _ListKeySerde.make() if list_keys else Serdes.String()
+    builder = Stores.session_store_builder(supplier, key_serde, Serdes.Long())
+    store = (builder.with_caching_enabled() if cached else builder).build()
+    context = RecordingStateStoreContext(tmp_path, cache_budget=1_000 if cached else 0)  # small: evictions too
+    store.init(context)
+    windowed = SessionWindowedSerde(key_serde)  # type: ignore[arg-type]
+    model: dict[tuple[str, int, int], int] = {}
+    rng = random.Random(7)
+    gap = 5
+    for i in range(600):
+        name = rng.choice(["a", "ab", "b", "a,b"] if list_keys else ["a", "ab", "b", "abc"])
+        key = name.split(",") if list_keys else name
+        ts = 20 + i + rng.randrange(-20, 3)
+        with store.find_sessions(key, ts - gap, ts + gap) as it:
+            found = [(kv.key, kv.value) for kv in it]
+        expected = sorted(((s, e, v) for (n, s, e), v in model.items()
+                           if n == name and s <= ts + gap and e >= ts - gap), key=lambda t: (t[1], t[0]))
+        assert [(w.window.start, w.window.end, v) for w, v in found] == expected
+        start, end, total = ts, ts, 1
+        for session_key, value in found:
+            store.remove(session_key)
+            del model[(name, session_key.window.start, session_key.window.end)]
+            start, end, total = min(start, session_key.window.start), max(end, session_key.window.end), total + value
+        store.put(Windowed(key, SessionWindow(start, end)), total)
+        model[(name, start, end)] = total
+        if i % 97 == 0:
+            store.flush()
+    store.flush()
+    with store.all() as it:
+        assert sorted((",".join(kv.key.key) if list_keys else kv.key.key, kv.key.window.start, kv.key.window.end,
+                       kv.value) for kv in it) == sorted((*k, v) for k, v in model.items())
+    logged: dict[bytes, bytes | None] = {}
+    for data_key, data, _ts in context.changelog_entries("sessions"):
+        logged[data_key] = data  # the changelog compacted: deletes must hit the keys the puts wrote
+    assert {k for k, v in logged.items() if v is not None} == {
+        windowed.serializer.serialize("t", Windowed(n.split(",") if list_keys else n, SessionWindow(s, e)))
+        for n, s, e in model}
+    store.close()
+
+
+def test_find_sessions_on_a_store_not_open_raises(tmp_path: Path) -> None:
+    from streamlet.errors import InvalidStateStoreError
+
+    store = Stores.session_store_builder(Stores.in_memory_session_store("sessions", 100), Serdes.String(),
+                                         Serdes.Long()).build()
+    with pytest.raises(InvalidStateStoreError):
+        store.find_sessions("a", 0, 10)
+    store.init(RecordingStateStoreContext(tmp_path))
+    store.put(_w("a", 1, 2), 1)
+    store.close()
+    with pytest.raises(InvalidStateStoreError):
+        store.find_sessions("a", 0, 10)
+    with pytest.raises(InvalidStateStoreError):
+        store.put(_w("a", 1, 2), 3)
+
+
+def test_a_reopened_persistent_store_finds_what_it_held(tmp_path: Path) -> None:
+    """Its key set (what lets a lookup skip LevelDB) is rebuilt from the store when it opens."""
+    store, _ = _store(tmp_path, "persistent", retention=1_000)
+    store.put(_w("a", 1, 5), 1)
+    store.put(_w("ab", 2, 6), 2)
+    store.put(_w("a", 10, 12), 3)
+    store.remove(_w("a", 10, 12))
+    store.close()
+    again, _ = _store(tmp_path, "persistent", retention=1_000)
+    with again.find_sessions("a", 0, 100) as it:
+        assert [(kv.key, kv.value) for kv in it] == [(_w("a", 1, 5), 1)]
+    assert again.fetch_session("ab", 2, 6) == 2
+    assert again.fetch_session("a", 10, 12) is None
+    again.close()

@@ -52,3 +52,31 @@ def test_many_removals_are_purged() -> None:
         index.discard(i.to_bytes(2, "big"))
     assert index.between(None, None) == [i.to_bytes(2, "big") for i in range(1, 1000, 2)]
     assert len(index._removed) == 0  # white-box: removals dominated, so the list was rebuilt
+
+
+class _CountedKey(bytes):
+    """A key that counts its comparisons (what a scan's re-sort spends per key)."""
+
+    comparisons = 0
+
+    def __lt__(self, other: bytes) -> bool:
+        _CountedKey.comparisons += 1
+        return bytes.__lt__(self, other)
+
+
+def test_a_scan_after_one_change_compares_about_log_n_keys() -> None:
+    """A session aggregation's pattern: add one key, remove one, scan; a re-sort would compare every key."""
+    index = SortedKeyIndex()
+    members = [_CountedKey(i.to_bytes(3, "big")) for i in range(0, 20_000, 2)]
+    for key in members:
+        index.add(key)
+    index.between(None, None)
+    _CountedKey.comparisons = 0
+    for i in range(1, 201, 2):
+        index.add(_CountedKey(i.to_bytes(3, "big")))
+        index.discard(members[i])
+        index.between(members[i], members[i + 1])
+    assert _CountedKey.comparisons < 100 * 60, _CountedKey.comparisons  # about 2 x 14 per change, not 10,000
+    expected = sorted({*members, *(_CountedKey(i.to_bytes(3, "big")) for i in range(1, 201, 2))}
+                      - {members[i] for i in range(1, 201, 2)})
+    assert index.between(None, None) == expected

@@ -23,7 +23,7 @@ from streamlet.dsl.emit_strategy import EmitStrategy
 from streamlet.dsl.processors.aggregate import Aggregator, Initializer, StreamAggregateSupplier
 from streamlet.dsl.processors.window_aggregate import WindowedAggregation
 from streamlet.dsl.session_windows import SessionWindows
-from streamlet.processor import Processor
+from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import KeyValue, Record
 from streamlet.stores.session.api import SessionStore
 from streamlet.windowed import SessionWindow, Windowed
@@ -58,6 +58,13 @@ class SessionAggregate(WindowedAggregation):
         self._initializer = supplier.initializer
         self._aggregator = supplier.aggregator
         self._merger = supplier.merger
+        self._sends_updates = False
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        # Whether `_forward_update` would send anything: not with `on_window_close`, nor when the store's cache
+        # forwards at flush (the default). When it would not, the per-record updates are not even built.
+        self._sends_updates = not self._emit_final and not self._forwarder.caching
 
     def process(self, record: Record) -> None:
         if not self._observe(record):
@@ -77,15 +84,17 @@ class SessionAggregate(WindowedAggregation):
         if end < close_time:
             self._log_expired_inclusive(record, start, end, close_time)
         else:
-            forward = self._forward_update
+            sends, forward = self._sends_updates, self._forward_update
             if merged and (start, end) != (timestamp, timestamp):
                 for session in merged:
                     store.remove(session.key)
-                    forward(Record(session.key, Change(None, session.value), session.key.window.end))
+                    if sends:
+                        forward(Record(session.key, Change(None, session.value), session.key.window.end))
             aggregate = self._aggregator(key, record.value, aggregate)
             session_key = Windowed(key, SessionWindow(start, end))
             store.put(session_key, aggregate)
-            forward(Record(session_key, Change(aggregate, None), end))
+            if sends:
+                forward(Record(session_key, Change(aggregate, None), end))
         self._emit_closed(record, close_time)
 
     def _emit_range_lower_bound(self, last_emit_close_time: int) -> int:

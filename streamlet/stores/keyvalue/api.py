@@ -110,6 +110,12 @@ class KeyValueBytesStore(ABC):
     def all(self) -> BytesIterator:
         return self.range(None, None)
 
+    def range_list(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+        """`range(from_key, to_key)` read at once, for scans known to be small (a session store's lookup of
+        one key's sessions, once per record): a backend may override it to skip the per-entry iterator."""
+        with self.range(from_key, to_key) as found:
+            return list(found)
+
     @abstractmethod
     def approximate_num_entries(self) -> int: ...
 

@@ -43,6 +43,9 @@ class ChangeLoggingKeyValueBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueB
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
         return self.inner.range(from_key, to_key)
 
+    def range_list(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+        return self.inner.range_list(from_key, to_key)
+
     def approximate_num_entries(self) -> int:
         return self.inner.approximate_num_entries()
 

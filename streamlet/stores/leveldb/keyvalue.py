@@ -153,6 +153,17 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
 
         return BytesIterator(entries, release)
 
+    def range_list(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+        if from_key > to_key:
+            return []
+        try:
+            with self._db.iterator(start=from_key, stop=to_key, include_stop=True) as raw:
+                return list(raw)
+        except RuntimeError as exc:  # as `_entries`
+            raise InvalidStateStoreError(f"store {self.name!r} was closed while being iterated") from exc
+        except (plyvel.CorruptionError, plyvel.IOError) as exc:
+            corrupted(self._path, self.name, exc)
+
     def approximate_num_entries(self) -> int:
         """Counts the keys (LevelDB keeps no count): O(n), meant for queries and tests, not hot paths."""
         with self._db.iterator(include_value=False) as keys:

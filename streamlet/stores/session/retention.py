@@ -12,6 +12,12 @@ aggregation can see the difference, so both are kept:
   and such segments are deleted when stream time moves on;
 - in memory: a session whose end is at or before `stream time - retention` is dropped when written,
   and deleted before every write and read.
+
+Over a persistent store it also keeps the set of keys the store holds, in byte order (every write reaches
+the store through this layer, restoration included, and a reopened store is scanned at `open` anyway):
+a session aggregation looks its key's sessions up on every record, and most lookups, and the reads of a
+cache flush for keys never written below, find nothing there, which the key set answers without opening
+a LevelDB cursor (a fifth of a session count's instructions before).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from contextlib import contextmanager
 
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, QueuedWriteBatch, StateStoreContext
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
+from streamlet.stores.sorted_keys import SortedKeyIndex
 from streamlet.stores.wrapping import _StoreLayer
 
 _MIN_SEGMENT_INTERVAL_MS = 60_000
@@ -46,13 +53,32 @@ class RetainingSessionBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesS
         self._observed = -1
         self._ends: list[tuple[int, bytes]] = []  # a heap of (end, key) of what the store may hold
         self._listing_by_end = False
+        # The keys a persistent store holds (see the module docstring): a set, and the same keys in order.
+        self._stored: set[bytes] | None = set() if inner.persistent else None
+        self._stored_order = SortedKeyIndex()
 
     def open(self, context: StateStoreContext) -> None:
         self.inner.open(context)
         self._ends = []
+        if self._stored is not None:
+            self._stored, self._stored_order = set(), SortedKeyIndex()
         with self.inner.range(None, None) as stored:  # a reopened persistent store
             for key, _value in stored:
                 self._track(key)
+                self._note_stored(key)
+
+    def _note_stored(self, key: bytes) -> None:
+        stored = self._stored
+        if stored is not None and key not in stored:
+            stored.add(key)
+            self._stored_order.add(key)
+
+    def _delete(self, key: bytes) -> None:
+        self.inner.delete(key)
+        stored = self._stored
+        if stored is not None and key in stored:
+            stored.remove(key)
+            self._stored_order.discard(key)
 
     def _track(self, key: bytes) -> None:
         end = session_end(key)
@@ -82,14 +108,14 @@ class RetainingSessionBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesS
         return _java_div(end, self._segment_ms) < _java_div(oldest_live, self._segment_ms)
 
     def _purge(self) -> None:
-        ends, inner = self._ends, self.inner
+        ends = self._ends
         while ends and self._expired(ends[0][0]):
-            inner.delete(heapq.heappop(ends)[1])  # a key stays expired: its end is part of it
+            self._delete(heapq.heappop(ends)[1])  # a key stays expired: its end is part of it
 
     # -- writes -------------------------------------------------------------------------------------
     def put(self, key: bytes, value: bytes | None) -> None:
         if value is None:
-            self.inner.delete(key)
+            self._delete(key)
             return
         if self._segment_ms is None:
             self._purge()
@@ -99,12 +125,13 @@ class RetainingSessionBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesS
         if self._expired(end):
             return  # Kafka Streams logs "Skipping record for expired segment"
         self.inner.put(key, value)
+        self._note_stored(key)
         heapq.heappush(self._ends, (end, key))
         if self._segment_ms is not None:
             self._purge()
 
     def delete(self, key: bytes) -> None:
-        self.inner.delete(key)
+        self._delete(key)
 
     def batch(self) -> BytesWriteBatch:
         return QueuedWriteBatch(self.put)
@@ -113,6 +140,9 @@ class RetainingSessionBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesS
     def get(self, key: bytes) -> bytes | None:
         if self._segment_ms is None:
             self._purge()
+        stored = self._stored
+        if stored is not None and key not in stored:
+            return None
         return self.inner.get(key) if self._visible(session_end(key)) else None
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
@@ -127,6 +157,14 @@ class RetainingSessionBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesS
                     yield key, value
 
         return BytesIterator(live(), found.close)
+
+    def range_list(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+        if self._segment_ms is None:
+            self._purge()
+        if self._stored is not None and not self._stored_order.any_between(from_key, to_key):
+            return []
+        visible = self._visible
+        return [kv for kv in self.inner.range_list(from_key, to_key) if visible(session_end(kv[0]))]
 
     def approximate_num_entries(self) -> int:
         return self.inner.approximate_num_entries()

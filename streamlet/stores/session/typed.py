@@ -5,16 +5,22 @@ It is a typed key-value store whose key serde is the session-windowed serde over
 and both backends come from the key-value layers unchanged, and the changelog is keyed as Java's.
 On top it adds the session operations; retention is the bytes layer's (retention.py), so expired
 sessions are neither logged nor forwarded when they go.
+
+A session aggregation runs `find_sessions`, then `remove` of each session found and `put` of the merged
+one, for every record, so those three skip what the generic key-value path would repeat: the lookup's
+bounds are built from the inner key's bytes (serialized once) instead of two `Windowed` keys, the lookup
+reads its few entries at once (`range_list`, no iterator chain per entry), and `put`/`remove` reuse the
+bytes of the sessions the last lookup returned and of its key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import struct
 from typing import Any
 
 from streamlet.errors import ConfigError
 from streamlet.record import Headers, KeyValue
-from streamlet.serdes import Serde
+from streamlet.serdes import NoFastPath, Serde, fast_serializer
 from streamlet.stores.api import FlushListener, KeyValueIterator, StateStoreContext
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
@@ -23,6 +29,12 @@ from streamlet.stores.session.api import SessionStore
 from streamlet.stores.session.retention import RetainingSessionBytesStore
 from streamlet.windowed import MAX_TIME, SessionWindow, Windowed
 from streamlet.windowed_serdes import SessionWindowedSerde
+
+_END_START = struct.Struct(">qq")
+"""A session key's suffix after the inner key's bytes: end, then start (see windowed_serdes.py)."""
+_LATEST = _END_START.pack(MAX_TIME, MAX_TIME)
+_IMMUTABLE_KEYS = (str, bytes, int)
+"""Inner key types whose bytes cannot change while the same object is passed again."""
 
 
 class TypedSessionStore(TypedKeyValueStore, SessionStore):
@@ -33,6 +45,14 @@ class TypedSessionStore(TypedKeyValueStore, SessionStore):
                          logging_enabled=logging_enabled, caching_enabled=caching_enabled)
         self._session_key_serde = key_serde
         self.retention_ms = retention_ms
+        self._serialize_inner_key: Any = self._not_open
+        self._inner_type: type = NoFastPath
+        self._encode_inner: Any = None
+        # The last lookup's sessions (immutable inner keys) with their bytes, and its inner key (if immutable)
+        # with its bytes; each replaced as a whole, so a reader on another thread never pairs a key with
+        # another key's bytes.
+        self._found: list[tuple[Any, bytes]] = []
+        self._found_key: tuple[Any, bytes] | None = None
 
     def init(self, context: StateStoreContext) -> None:
         inner = self._session_key_serde or context.app_config.default_key_serde()
@@ -41,7 +61,14 @@ class TypedSessionStore(TypedKeyValueStore, SessionStore):
                               f"(or Materialized) or set default.key.serde")
         self._key_serde = SessionWindowedSerde(inner)
         self._serialize_inner_key = inner.serializer.serialize
+        self._inner_type, self._encode_inner = fast_serializer(inner.serializer)
+        self._found, self._found_key = [], None
         super().init(context)
+
+    def close(self) -> None:
+        self._found, self._found_key = [], None
+        self._serialize_inner_key, self._inner_type = self._not_open, NoFastPath  # a closed store's reads raise
+        super().close()
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
         """Flushed sessions go downstream timestamped with the session's end, as Kafka Streams' do."""
@@ -55,18 +82,52 @@ class TypedSessionStore(TypedKeyValueStore, SessionStore):
     def remove(self, session_key: Any) -> None:
         self.put(session_key, None)
 
+    def put(self, session_key: Any, aggregate: Any) -> None:
+        self._access.put(self._session_key_bytes(session_key), session_key, aggregate)
+
+    def _session_key_bytes(self, session_key: Any) -> bytes:
+        """What `_key` returns, from the last lookup's bytes where they apply (see the module docstring)."""
+        for found, data in self._found:
+            if found is session_key:
+                return data
+        found_key = self._found_key
+        if found_key is not None and type(session_key) is Windowed and session_key.key is found_key[0]:
+            window = session_key.window
+            return found_key[1] + _END_START.pack(window.end, window.start)
+        return self._key(session_key)
+
+    def _inner_key_bytes(self, key: Any) -> bytes | None:
+        """The inner key's bytes, None when its serde gives none (the caller then takes the generic path, which
+        raises the serde's error)."""
+        if type(key) is self._inner_type:
+            try:
+                data: bytes | None = self._encode_inner(key)
+            except Exception:
+                data = self._serialize_inner_key(self._topic, key)
+        else:
+            data = self._serialize_inner_key(self._topic, key)
+        self._found_key = (key, data) if type(key) in _IMMUTABLE_KEYS and data is not None else None
+        return data
+
     def find_sessions(self, key: Any, earliest_session_end: int,
                       latest_session_start: int) -> KeyValueIterator[Any, Any]:
-        low = Windowed(key, SessionWindow(0, max(0, earliest_session_end)))
-        candidates = self.range(low, Windowed(key, SessionWindow(MAX_TIME, MAX_TIME)))
-
-        def matching() -> Iterator[KeyValue]:
-            for kv in candidates:  # other keys whose bytes extend this key's may fall in the byte range
-                window = kv.key.window
-                if kv.key.key == key and window.start <= latest_session_start and window.end >= earliest_session_end:
-                    yield kv
-
-        return StoreKeyValueIterator(matching(), candidates.close)
+        prefix = self._inner_key_bytes(key)
+        if prefix is None:  # the serde's own error, from the generic path
+            prefix = self._key(Windowed(key, SessionWindow(0, max(0, earliest_session_end))))
+        low = prefix + _END_START.pack(max(0, earliest_session_end), 0)
+        high = prefix + _LATEST
+        if low > high:
+            return StoreKeyValueIterator(iter(()))  # as `range`: an inverted range is empty
+        found: list[KeyValue] = []
+        memo: list[tuple[Any, bytes]] = []
+        for data, session_key, aggregate in self._access.range_list(low, high):
+            window = session_key.window  # other keys whose bytes extend this key's may fall in the byte range:
+            if session_key.key == key and window.start <= latest_session_start and window.end >= earliest_session_end:
+                found.append(KeyValue(session_key, aggregate))
+                if type(session_key.key) in _IMMUTABLE_KEYS:
+                    memo.append((session_key, data))
+        self._found = memo
+        return StoreKeyValueIterator(iter(found))
 
     def find_sessions_ending_between(self, earliest_session_end: int, latest_session_end: int) -> list[KeyValue]:
         """Every key's sessions that end in the range (both inclusive), by end, then key bytes, then start:
