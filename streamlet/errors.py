@@ -20,7 +20,7 @@ class SerializationError(StreamsError):
 
 
 class DeserializationError(StreamsError):
-    """A consumed record could not be deserialized (and `default.deserialization.exception.handler` is
+    """A consumed record could not be deserialized (and `deserialization.exception.handler` is
     log_and_fail); names where it came from and, as Kafka Streams' message does, the setting to change."""
 
     def __init__(self, topic: str, partition: int, offset: int, cause: BaseException) -> None:

@@ -103,7 +103,8 @@ class StreamTask:
         self.stores: dict[str, StateStore] = {}
         self.global_stores: Mapping[str, StateStore] = {}
         """The instance's global stores (the runtime sets them before `initialize_processors`)."""
-        self.errors = RecordErrorHandler(config, self.task_id, collector)
+        self.errors = RecordErrorHandler(config, self.task_id, collector,
+                                         is_global=subtopology.id < 0)  # the global task's group
         self.partition_group = PartitionGroup(self.sources_by_topic, self.errors.on_deserialization_error)
 
     # -- construction -------------------------------------------------------------------------------
@@ -265,7 +266,8 @@ class StreamTask:
                     except StreamsError:
                         raise
                     except Exception as exc:
-                        if not self.errors.on_processing_error(with_origin(raw, topic, partition), exc):
+                        if not self.errors.on_processing_error(with_origin(raw, topic, partition), record, None,
+                                                               exc):
                             exc.add_note(
                                 f"while task {self.task_id} processed the record at topic {topic} "
                                 f"partition {partition} offset {offset}"
@@ -307,6 +309,9 @@ class StreamTask:
         try:
             sched.callback(now)
         except Exception as exc:
+            if not isinstance(exc, StreamsError) and self.errors.on_processing_error(None, None, sched.node.name,
+                                                                                    exc, now):
+                return
             exc.add_note(f"in a punctuation of processor {sched.node.name!r} in task {self.task_id} at {now}")
             raise
         finally:
