@@ -12,10 +12,14 @@ name given both ways takes the newer one, as in Kafka Streams:
   `processing.exception.handler.global.enabled=true` (default false: the error fails the instance), as
   in Kafka Streams 4.4.
 - `production.exception.handler` (`default.production.exception.handler`): `fail` (default) | `continue`
-  | a handler (see `streamlet.kafka.record_sender` for what the producer's side can hand it).
+  | a handler. A handler is asked about a record its sink cannot serialize (Kafka Streams'
+  `handleSerializationError`); when it fails, the sink's error goes on to the processing handler, as in
+  Kafka Streams. Records the producer itself cannot deliver (larger than a batch, refused by the broker)
+  are decided in `streamlet.kafka.record_sender` by `fail` / `continue` alone (a handler counts as fail).
 - `errors.dead.letter.queue.topic.name`: default none. When set, the built-in handlers send the failed
-  record there (also `log_and_fail`, before failing: under exactly-once that transaction aborts, so a
-  read_committed reader sees the dead-letter record only from the run that skips the record).
+  record there (also `log_and_fail`, before failing: under at-least-once the task delivers its output
+  before it fails, as Kafka Streams' producer does on close; under exactly-once that transaction aborts,
+  so a read_committed reader sees dead-letter records only from runs that go on).
 
 `dead_letter` is streamlet's older setting, kept as an alias: `log_and_continue` with the dead-letter
 topic defaulting to `<application.id>-dlq`. Names Kafka Streams users know also work:
@@ -49,10 +53,11 @@ from streamlet.error_handling import (
     LogAndContinueProcessingExceptionHandler,
     LogAndFailExceptionHandler,
     LogAndFailProcessingExceptionHandler,
+    ProducerRecord,
     Response,
     Result,
 )
-from streamlet.errors import ConfigError
+from streamlet.errors import ConfigError, SinkSerializationError
 from streamlet.record import Headers, Record
 
 log = logging.getLogger(__name__)
@@ -163,10 +168,15 @@ def global_processing_handler_enabled(config: Mapping[str, Any]) -> bool:
 
 @dataclass
 class ErrorCounts:
+    """What a task's handlers let go: skipped and dead-lettered records by where they failed."""
+
     deserialization_skipped: int = 0
     processing_skipped: int = 0
     deserialization_dead_lettered: int = 0
     processing_dead_lettered: int = 0
+    production_dropped: int = 0
+    """Records a sink could not serialize that the production handler dropped (dead-lettered or not)."""
+    production_dead_lettered: int = 0
 
     @property
     def skipped(self) -> int:
@@ -174,7 +184,7 @@ class ErrorCounts:
 
     @property
     def dead_lettered(self) -> int:
-        return self.deserialization_dead_lettered + self.processing_dead_lettered
+        return self.deserialization_dead_lettered + self.processing_dead_lettered + self.production_dead_lettered
 
 
 class HandlerFailedError(Exception):
@@ -191,12 +201,16 @@ class RecordErrorHandler:
         self.task_id = task_id
         self.deserialization = resolve_handler(config, DESERIALIZATION_HANDLER)
         self.processing: ExceptionHandler | None = resolve_handler(config, PROCESSING_HANDLER)
+        self.production = resolve_handler(config, PRODUCTION_HANDLER)
         if is_global and not global_processing_handler_enabled(config):
             self.processing = None
         self.is_global = is_global
         self.dlq_topic = dead_letter_topic(config)
         self._collector = collector
         self.counts = ErrorCounts()
+        self.failed_with_dead_letters = False
+        """A failing response sent dead-letter records: under at-least-once the task delivers its output
+        before it fails (as Kafka Streams' producer does when it closes), so they are not lost."""
 
     def on_deserialization_error(self, raw: ConsumedRecord, exc: BaseException) -> bool:
         """True: the record is dealt with (skipped, maybe dead-lettered) and processing goes on."""
@@ -219,10 +233,30 @@ class RecordErrorHandler:
                                           self.task_id, timestamp, raw.key, raw.value)
         return self._carry_out(self._ask(self.processing, "processing", context, record, exc), True)
 
+    def on_production_error(self, raw: ConsumedRecord | None, exc: SinkSerializationError, timestamp: int = -1) -> bool:
+        """A sink could not serialize its record (`raw` None: in a punctuation): the production handler
+        decides. True: the record is dropped (maybe dead-lettered) and processing goes on; retry is fail."""
+        cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+        if raw is None:
+            context = ErrorHandlerContext(None, -1, -1, (), exc.node, self.task_id, timestamp, None, None)
+        else:
+            context = ErrorHandlerContext(raw.topic, raw.partition, raw.offset, tuple(raw.headers or ()), exc.node,
+                                          self.task_id, exc.timestamp, raw.key, raw.value)
+        record = ProducerRecord(exc.topic, None, exc.key, exc.value, exc.timestamp, exc.headers)
+        response = self._ask(self.production, "production", context, record, cause)
+        sent = self._send_dead_letters(response)
+        if response.result is not Result.RESUME:
+            self.failed_with_dead_letters = self.failed_with_dead_letters or bool(sent)
+            return False
+        self.counts.production_dropped += 1
+        self.counts.production_dead_lettered += bool(sent)
+        return True
+
     def _carry_out(self, response: Response, processing: bool) -> bool:
         """Send the response's dead-letter records, count the record; True when processing goes on."""
         sent = self._send_dead_letters(response)
         if response.result is not Result.RESUME:
+            self.failed_with_dead_letters = self.failed_with_dead_letters or bool(sent)
             return False
         counts = self.counts
         if processing:

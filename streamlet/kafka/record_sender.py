@@ -166,6 +166,13 @@ class RecordSender:
                                       + f"; {production_remedy(self.skip_failed, self.transactional)}")
         return dict(self.acked_offsets)
 
+    async def push_out(self) -> None:
+        """Hand everything sent so far to the producer and wait until the producer has sent it, without
+        settling the deliveries (`flush()` does that for a commit): for a task that fails after a handler
+        sent dead-letter records (see `TaskActor`)."""
+        await self._pump.drain(self.producer)
+        await self.producer.flush()
+
     def forget(self) -> None:
         """Drop in-flight futures without waiting, and output not yet submitted (after the producer itself
         failed or was closed, or before its transaction is aborted)."""

@@ -120,8 +120,9 @@ class StreamsMetrics:
         for actor in (tasks.actors.values() if tasks is not None else ()):
             task, counters = actor.task, actor.counters
             key = task.task_id
-            dropped = (task.partition_group.skipped - task.errors.counts.deserialization_dead_lettered
-                       + task.errors.counts.processing_skipped + task.errors.counts.dead_lettered)
+            counts = task.errors.counts  # every record a handler let go, dead-lettered or not (Kafka Streams')
+            dropped = (task.partition_group.skipped + counts.processing_skipped + counts.processing_dead_lettered
+                       + counts.production_dropped)
             totals.update({(key, "processed"): task.processed, (key, "process_ns"): counters.process_ns,
                            (key, "dropped"): dropped, (key, "e2e_sum"): counters.e2e_sum_ms,
                            (key, "e2e_count"): counters.e2e_count})

@@ -493,7 +493,8 @@ class KafkaStreams:
                                    + a.task.errors.counts.processing_skipped for a in actors),
             "records-dead-lettered": sum(a.task.errors.counts.dead_lettered for a in actors),
             "records-sent": sup.commit_protocol.records_sent if sup.commit_protocol else 0,
-            "records-dropped-by-production-handler": sup.commit_protocol.records_dropped if sup.commit_protocol else 0,
+            "records-dropped-by-production-handler": (sup.commit_protocol.records_dropped if sup.commit_protocol else 0)
+            + sum(a.task.errors.counts.production_dropped for a in actors),
             "records-restored": sup.tasks.reader.total_restored,
             "commits": sup.view.commits,
             "dirty-recoveries": sup.view.dirty_recoveries,

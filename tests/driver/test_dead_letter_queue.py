@@ -2,8 +2,9 @@
 4.4.0's TopologyTestDriver (DeadLetterCheck in tests/java_streams4).
 
 Each case sets the deserialization and processing handlers (continue or fail), the dead-letter topic (or
-none) and a throwing punctuation (or none), pipes a record its serde cannot read, one its processor raises
-on and one that passes, and prints every record of the dead-letter topic and of the output: key and value
+none), a throwing punctuation (or none) and the production handler (fail, or one that resumes), pipes a
+record its serde cannot read, one its processor raises on, one its sink cannot serialize and one that
+passes, and prints every record of the dead-letter topic and of the output: key and value
 bytes, timestamp, every header in order. Both must print the same lines, except what names a language's
 exception: the exception header (Java's class name vs Python's), the stacktrace header (Java's first line
 vs Python's traceback) and the deserializer's message, which are compared apart.
@@ -15,21 +16,35 @@ from typing import Any
 
 from streamlet import Processor, ProcessorContext, PunctuationType, Record, Serdes, Topology
 from streamlet.errors import StreamsError
+from streamlet.serdes import Serializer
 from streamlet.testing import TopologyTestDriver
 from tests.streams4_java import run_check
 
-CASES = ["a continue continue dlq -", "b fail fail dlq -", "c continue fail dlq -", "d continue continue - -",
-         "e continue continue dlq punct", "f fail continue dlq punct", "g fail continue - punct"]
+CASES = ["a continue continue dlq - fail", "b fail fail dlq - fail", "c continue fail dlq - fail",
+         "d continue continue - - fail", "e continue continue dlq punct fail", "f fail continue dlq punct fail",
+         "g fail continue - punct fail", "h continue continue dlq - continue", "i continue fail dlq - continue",
+         "j continue fail - - fail"]
 # (no case fails a record and then punctuates: Kafka Streams' driver leaves the failed node current, and its next
 # punctuation fails on that, before any handler, an artifact of a driver that goes on after a failure)
 JAVA_EXCEPTIONS = {"org.apache.kafka.common.errors.SerializationException": "deserialize",
-                   "java.lang.IllegalArgumentException": "process", "java.lang.IllegalStateException": "punctuate"}
+                   "java.lang.IllegalArgumentException": "process", "java.lang.IllegalStateException": "punctuate",
+                   "org.apache.kafka.streams.errors.StreamsException": "production failed"}
 PY_EXCEPTIONS = {"streamlet.errors.SerializationError": "deserialize", "ValueError": "process",
-                 "RuntimeError": "punctuate"}
+                 "RuntimeError": "punctuate", "streamlet.errors.SinkSerializationError": "production failed"}
+# A sink that cannot serialize its record hands the serde's exception to the production handler; when that
+# fails, the sink node's processing error (Kafka Streams' StreamsException, streamlet's SinkSerializationError)
+# goes to the processing handler, which may dead-letter the source record a second time.
+
+
+class _NotNine(Serializer[int]):
+    def serialize(self, topic: str | None, data: int | None) -> bytes | None:
+        if data == 9:
+            raise ValueError("cannot write 9")
+        return Serdes.Integer().serializer.serialize(topic, data)
 
 
 def _streamlet_lines(case: str) -> list[str]:
-    label, deser, proc, dlq, punct = case.split()
+    label, deser, proc, dlq, punct, produce = case.split()
     lines: list[str] = []
 
     class Raising(Processor):
@@ -50,16 +65,17 @@ def _streamlet_lines(case: str) -> list[str]:
                         value_deserializer=Serdes.Integer().deserializer)
     topology.add_processor("proc", Raising, "src")
     topology.add_sink("out", "out", "proc", key_serializer=Serdes.String().serializer,
-                      value_serializer=Serdes.Integer().serializer)
+                      value_serializer=_NotNine())
     config: dict[str, Any] = {"application.id": "dead-letter", "deserialization.exception.handler": f"log_and_{deser}",
-                              "processing.exception.handler": f"log_and_{proc}"}
+                              "processing.exception.handler": f"log_and_{proc}",
+                              "production.exception.handler": produce}
     if dlq != "-":
         config["errors.dead.letter.queue.topic.name"] = dlq
     raw = Serdes.ByteArray()
     with TopologyTestDriver(topology, config, initial_wall_clock_time=1000) as driver:
         pipe = driver.create_input_topic("in", raw.serializer, raw.serializer)
         for i, (value, where) in enumerate([(b"abc", "deserialize"), (b"\0\0\0\x07", "process"),
-                                            (b"\0\0\0\x01", "pass")]):
+                                            (b"\0\0\0\x09", "produce"), (b"\0\0\0\x01", "pass")]):
             try:
                 pipe.pipe_input(f"k{i}".encode(), value, 40 + i, headers=(("h", f"x{i}".encode()),))
             except (StreamsError, ValueError):
@@ -97,7 +113,8 @@ def _normalized(lines: list[str], exceptions: dict[str, str]) -> tuple[list[str]
         elif what == "header" and rest[0] == "__streams.errors.stacktrace":
             apart.append((label, kind, rest[1] if len(rest) > 1 else ""))
             line = f"{label} header {rest[0]} <stacktrace>"
-        elif what == "header" and rest[0] == "__streams.errors.message" and kind == "deserialize":
+        elif what == "header" and rest[0] == "__streams.errors.message" and kind in ("deserialize",
+                                                                                     "production failed"):
             line = f"{label} header {rest[0]} <message>"
         out.append(line)
     return out, apart
@@ -114,6 +131,6 @@ def test_dead_letter_records_match_kafka_streams() -> None:
 
 
 def test_stacktrace_header_is_the_python_traceback() -> None:
-    lines = _streamlet_lines("a continue continue dlq -")
+    lines = _streamlet_lines("a continue continue dlq - fail")
     assert any(line.startswith("a header __streams.errors.exception ValueError") for line in lines)
     assert "a header __streams.errors.message boom 7" in lines
