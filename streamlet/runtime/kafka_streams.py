@@ -185,7 +185,9 @@ class KafkaStreams:
         self._runner: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
         # Kafka Streams' built-in metrics (thread, task, processor node, consumer lag); see streamlet.metrics.
-        self.streams_metrics = StreamsMetrics(self.config, lambda: self._supervisor)
+        self.failed_members = 0
+        """Group members that failed since the start (`failed-stream-threads`)."""
+        self.streams_metrics = StreamsMetrics(self.config, lambda: self._supervisor, client=self)
 
     # -- state ----------------------------------------------------------------------------------------
     @property
@@ -325,6 +327,7 @@ class KafkaStreams:
                     error.add_note(unreachable_remedy(self.config["bootstrap.servers"], self.config["task.timeout.ms"],
                                                       started.done()))
                 _log_failure(error)
+                self.failed_members += 1
                 replace = StreamThreadExceptionResponse.REPLACE_THREAD
                 response = replace if stray else await self._respond(error, started)
                 if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:
