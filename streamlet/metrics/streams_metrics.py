@@ -11,7 +11,8 @@ in Prometheus form, see `prometheus`):
   state (text), client-state, recording-level, alive-stream-threads, failed-stream-threads (Kafka Streams
   4.x's client level; see `_client_metrics`).
 * `stream-task-metrics` {thread-id, task-id}: dropped-records-rate/total (info); process-rate/total,
-  process-latency-avg/max, restore-rate/total (debug; Kafka Streams 4.x counts restoration per task).
+  process-latency-avg/max, restore-rate/total (debug; Kafka Streams 4.x counts restoration per task),
+  active-buffer-count (debug).
 * `stream-processor-node-metrics` {thread-id, task-id, processor-node-id}: record-e2e-latency-avg/min/max
   of each task's source node (info), the wall-clock time at processing minus the record timestamp.
 * `stream-state-metrics` {thread-id, task-id, <type>-state-id} (debug): put-rate, put-latency-avg/max,
@@ -237,6 +238,8 @@ class StreamsMetrics:
                 g = "stream-task-metrics"
                 restored = [s.total((task_id, store, "restored")) for store in self._stores.get(task_id, {})]
                 add("restore-total", g, tags, sum(restored), True, "records restored into the task's stores")
+                add("active-buffer-count", g, tags, actor.task.buffered,
+                    description="records polled for the task and not processed yet")
                 add("restore-rate", g, tags, sum(s.rate((task_id, store, "restored"))
                                                  for store in self._stores.get(task_id, {})),
                     description="records restored per second")

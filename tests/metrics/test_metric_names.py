@@ -54,7 +54,7 @@ _THREAD_NOT_YET = _words(
     "punctuate-latency-max punctuate-rate punctuate-ratio punctuate-total state task-closed-rate task-closed-total "
     "task-created-rate task-created-total")
 _TASK_NOT_YET = _words(
-    "active-buffer-count active-process-ratio cache-size-bytes-total enforced-processing-rate "
+    "active-process-ratio cache-size-bytes-total enforced-processing-rate "
     "enforced-processing-total punctuate-latency-avg punctuate-latency-max punctuate-rate punctuate-total "
     "record-lateness-avg record-lateness-max restore-remaining-records-total")
 _TOPIC = "processor-node-id,task-id,thread-id,topic"
