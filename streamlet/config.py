@@ -31,10 +31,15 @@ DEFAULTS: dict[str, Any] = {
     "default.key.serde": None,
     "default.value.serde": None,
     "default.timestamp.extractor": None,
-    "default.deserialization.exception.handler": "log_and_fail",
-    "default.production.exception.handler": "fail",
-    "processing.exception.handler": "log_and_fail",
-    "errors.dead.letter.queue.topic.name": None,  # <application.id>-dlq when a handler is dead_letter
+    # Exception handlers (actors/error_handlers.py): None is the default handler (log_and_fail, fail); the
+    # 4.x names win over the deprecated default.-prefixed ones, as in Kafka Streams.
+    "deserialization.exception.handler": None,
+    "default.deserialization.exception.handler": None,
+    "processing.exception.handler": None,
+    "processing.exception.handler.global.enabled": False,
+    "production.exception.handler": None,
+    "default.production.exception.handler": None,
+    "errors.dead.letter.queue.topic.name": None,  # no dead-letter queue (<application.id>-dlq for dead_letter)
     "processing.guarantee": AT_LEAST_ONCE,
     "commit.interval.ms": None,  # 30000 under at_least_once, 100 under exactly_once_v2
     "statestore.cache.max.bytes": 10 * 1024 * 1024,
@@ -89,13 +94,24 @@ DESCRIPTIONS: dict[str, str] = {
     "default.value.serde": "Serde for values where the topology names none.",
     "default.timestamp.extractor": "How a record's event time is read; default: the record's own timestamp "
                                    "(RecordTimestampExtractor).",
-    "default.deserialization.exception.handler": "A record that cannot be deserialized: log_and_fail, "
-                                                 "log_and_continue or dead_letter.",
-    "default.production.exception.handler": "A record the broker refuses: fail or continue.",
-    "processing.exception.handler": "A record whose processing raises: log_and_fail, log_and_continue or "
-                                    "dead_letter.",
-    "errors.dead.letter.queue.topic.name": "Where dead_letter handlers send records; default "
-                                           "<application.id>-dlq (created by the application).",
+    "deserialization.exception.handler": "A record that cannot be deserialized: log_and_fail (default), "
+                                         "log_and_continue, dead_letter or a handler callable "
+                                         "(streamlet.error_handling).",
+    "default.deserialization.exception.handler": "The deprecated name of deserialization.exception.handler "
+                                                 "(ignored when both are set).",
+    "production.exception.handler": "A record that cannot be produced: fail (default), continue or a handler "
+                                    "callable.",
+    "default.production.exception.handler": "The deprecated name of production.exception.handler (ignored when "
+                                            "both are set).",
+    "processing.exception.handler": "A record (or punctuation) whose processing raises: log_and_fail (default), "
+                                    "log_and_continue, dead_letter or a handler callable.",
+    "processing.exception.handler.global.enabled": "Whether processing.exception.handler also handles errors of "
+                                                   "global stores' and tables' processors (default false: such "
+                                                   "an error fails the instance), as Kafka Streams 4.x.",
+    "errors.dead.letter.queue.topic.name": "When set, the built-in handlers send each failed record there, with "
+                                           "__streams.errors.* headers saying why (KIP-1034); default none. "
+                                           "The dead_letter handler setting defaults it to <application.id>-dlq. "
+                                           "Created by the application.",
     "processing.guarantee": "at_least_once, or exactly_once_v2 (transactions; consumers read read_committed).",
     "commit.interval.ms": "How often progress is committed: 30000 under at_least_once, 100 under "
                           "exactly_once_v2 (the delay before output becomes visible).",

@@ -12,28 +12,30 @@ application's own code keep theirs: it points at the line to fix.
 from __future__ import annotations
 
 DESERIALIZATION_REMEDY = (
-    "default.deserialization.exception.handler is log_and_fail (Kafka Streams' LogAndFailExceptionHandler), "
+    "deserialization.exception.handler is log_and_fail (Kafka Streams' LogAndFailExceptionHandler), "
     "which stops the application on such a record; to go on without it set it to log_and_continue "
-    "(LogAndContinueExceptionHandler: log and skip the record) or dead_letter (send it to the topic "
-    "errors.dead.letter.queue.topic.name, <application.id>-dlq by default), or fix the record's serde"
+    "(LogAndContinueExceptionHandler: log and skip the record, and send it to "
+    "errors.dead.letter.queue.topic.name when that is set) or dead_letter (the same, the topic "
+    "<application.id>-dlq by default), or fix the record's serde"
 )
 
 PROCESSING_REMEDY = (
     "processing.exception.handler is log_and_fail (Kafka Streams' LogAndFailProcessingExceptionHandler), "
     "which stops the application when processing a record raises; to go on without the record set it to "
-    "log_and_continue (LogAndContinueProcessingExceptionHandler) or dead_letter (send it to "
-    "errors.dead.letter.queue.topic.name)"
+    "log_and_continue (LogAndContinueProcessingExceptionHandler; it also sends the record to "
+    "errors.dead.letter.queue.topic.name when that is set) or dead_letter (the same, <application.id>-dlq "
+    "by default)"
 )
 
 
 def production_remedy(skip_failed: bool, transactional: bool) -> str:
     """What decides a record the producer could not deliver, for the configuration in force."""
     if not skip_failed:
-        return ("default.production.exception.handler is fail (Kafka Streams' DefaultProductionExceptionHandler), "
+        return ("production.exception.handler is fail (Kafka Streams' DefaultProductionExceptionHandler), "
                 "which stops the application; set it to continue to log and drop records the broker refuses"
                 + (" (under exactly_once_v2 only records too large to send)" if transactional else ""))
     return ("under exactly_once_v2 a batch the broker refuses fails its transaction whatever "
-            "default.production.exception.handler says (continue drops only records too large to send)")
+            "production.exception.handler says (continue drops only records too large to send)")
 
 
 def missing_serde_remedy(which: str) -> str:

@@ -19,8 +19,20 @@ class SerializationError(StreamsError):
     """A serde could not turn bytes into an object or back."""
 
 
+class SinkSerializationError(SerializationError):
+    """A sink could not serialize its record: the production exception handler decides (Kafka Streams'
+    `handleSerializationError`). `topic`, `key`, `value`, `timestamp` and `headers` are the record's, and
+    `node` the sink's name."""
+
+    def __init__(self, message: str, node: str, topic: str, key: object, value: object, timestamp: int,
+                 headers: tuple[tuple[str, bytes], ...]) -> None:
+        super().__init__(message)
+        self.node, self.topic, self.key, self.value = node, topic, key, value
+        self.timestamp, self.headers = timestamp, headers
+
+
 class DeserializationError(StreamsError):
-    """A consumed record could not be deserialized (and `default.deserialization.exception.handler` is
+    """A consumed record could not be deserialized (and `deserialization.exception.handler` is
     log_and_fail); names where it came from and, as Kafka Streams' message does, the setting to change."""
 
     def __init__(self, topic: str, partition: int, offset: int, cause: BaseException) -> None:

@@ -50,7 +50,7 @@ def test_the_summary_of_a_poison_record_names_the_deserialization_handler_and_it
     summary = error_summary(caught.value)
     assert summary.startswith("DeserializationError: failed to deserialize the record at topic 'amounts' partition 0 "
                               "offset 0: "), summary
-    assert "default.deserialization.exception.handler is log_and_fail" in summary, summary
+    assert "deserialization.exception.handler is log_and_fail" in summary, summary
     for choice in ("LogAndFailExceptionHandler", "log_and_continue", "LogAndContinueExceptionHandler", "dead_letter",
                    "errors.dead.letter.queue.topic.name"):
         assert choice in summary, (choice, summary)
@@ -65,7 +65,7 @@ def test_a_record_the_producer_refuses_names_the_production_handler() -> None:
         with pytest.raises(ProductionError) as caught:
             sender._oversized("out", 0, huge)
         summary = error_summary(caught.value)
-        assert "default.production.exception.handler is fail" in summary and "set it to continue" in summary, summary
+        assert "production.exception.handler is fail" in summary and "set it to continue" in summary, summary
     sender = RecordSender(producer=None, skip_failed=True)
     sender._oversized("out", 0, huge)  # continue: dropped and counted, no error
     assert sender.dropped == 1

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from streamlet.actors.record_collector import ProducedRecord
-from streamlet.errors import SerializationError
+from streamlet.errors import SerializationError, SinkSerializationError
 from streamlet.partitioner import _positive_hash_memo as _partition_hashes
 from streamlet.partitioner import default_partition
 from streamlet.processor import Processor, TimestampExtractor
@@ -156,15 +156,15 @@ class SinkNode(Node):
         try:
             return self._serialize_key(topic, record.key), self._serialize_value(topic, record.value)
         except Exception as exc:
-            self._serialization_failed(topic, exc)
+            self._serialization_failed(topic, record, exc)
 
-    def _serialization_failed(self, topic: str, exc: Exception) -> NoReturn:
-        if isinstance(exc, SerializationError):
-            raise exc
-        raise SerializationError(
+    def _serialization_failed(self, topic: str, record: Record, exc: Exception) -> NoReturn:
+        """Raise `SinkSerializationError` (a serde's own `SerializationError` keeps its message), which the
+        task hands to the production exception handler."""
+        message = str(exc) if isinstance(exc, SerializationError) else (
             f"sink {self.name!r} could not serialize a record for topic {topic!r}: "
-            f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)"
-        ) from exc
+            f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)")
+        raise SinkSerializationError(message, self.name, topic, record[0], record[1], record[2], record[3]) from exc
 
     def _partition_count(self) -> int:
         self._partitions = self.collector.partition_count(self.topic)

@@ -25,8 +25,9 @@ from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.actors.task_progress import CarriesProgress, CommitTimes, TaskProgress
 from streamlet.config import StreamsConfig
 from streamlet.error_remedies import PROCESSING_REMEDY, missing_serde_remedy
-from streamlet.errors import ConfigError, StateStoreCorruptedError, StreamsError
+from streamlet.errors import ConfigError, SinkSerializationError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
+from streamlet.record import Record
 from streamlet.serdes import Deserializer, InnerDefaulted, KeyDefaulted, Serializer
 from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
@@ -103,7 +104,8 @@ class StreamTask:
         self.stores: dict[str, StateStore] = {}
         self.global_stores: Mapping[str, StateStore] = {}
         """The instance's global stores (the runtime sets them before `initialize_processors`)."""
-        self.errors = RecordErrorHandler(config, self.task_id, collector)
+        self.errors = RecordErrorHandler(config, self.task_id, collector,
+                                         is_global=subtopology.id < 0)  # the global task's group
         self.partition_group = PartitionGroup(self.sources_by_topic, self.errors.on_deserialization_error)
 
     # -- construction -------------------------------------------------------------------------------
@@ -262,10 +264,12 @@ class StreamTask:
                     self.record_ctx = _new(RecordContext, (ts, record.headers, topic, partition, offset))
                     try:
                         process(record)
-                    except StreamsError:
-                        raise
                     except Exception as exc:
-                        if not self.errors.on_processing_error(with_origin(raw, topic, partition), exc):
+                        if self._handled(exc, with_origin(raw, topic, partition), record, ts):
+                            pass
+                        elif isinstance(exc, StreamsError):
+                            raise
+                        else:
                             exc.add_note(
                                 f"while task {self.task_id} processed the record at topic {topic} "
                                 f"partition {partition} offset {offset}"
@@ -307,10 +311,26 @@ class StreamTask:
         try:
             sched.callback(now)
         except Exception as exc:
+            if self._handled(exc, None, None, now, sched.node.name):
+                return
             exc.add_note(f"in a punctuation of processor {sched.node.name!r} in task {self.task_id} at {now}")
             raise
         finally:
             self.record_ctx = saved
+
+    def _handled(self, exc: Exception, origin: ConsumedRecord | None, record: Record | None, timestamp: int,
+                 node: str | None = None) -> bool:
+        """Whether the handlers let processing go on after `exc` (from a record, or a punctuation when
+        `origin` is None). A sink's serialization error goes to the production handler first and, when that
+        fails, to the processing handler (as in Kafka Streams, where the sink's failure is the processing
+        error of the sink node); streamlet's other errors are not the application's and always fail."""
+        if isinstance(exc, SinkSerializationError):
+            if self.errors.on_production_error(origin, exc, timestamp):
+                return True
+            node = exc.node
+        elif isinstance(exc, StreamsError):
+            return False
+        return self.errors.on_processing_error(origin, record, node, exc, timestamp)
 
     def maybe_punctuate_stream_time(self) -> bool:
         st = self.partition_group.stream_time

@@ -111,9 +111,12 @@ class TaskActor:
     """Runs one task: `run()` is started in the supervisor's task group."""
 
     def __init__(self, task: StreamTask, deliver: OutputSink, mailbox_size: int = 8,
-                 wall_clock: Callable[[], int] | None = None) -> None:
+                 wall_clock: Callable[[], int] | None = None,
+                 push_out: Callable[[], Awaitable[None]] | None = None) -> None:
         self.task = task
         self._deliver = deliver
+        self._push_out = push_out
+        """Waits until what `deliver` took has left for the broker (for a failing task's dead letters)."""
         self._wall = wall_clock or (lambda: int(time.time() * 1000))
         self.resolve_topics: TopicResolver | None = None
         """Looks up topics a dynamically routed sink named for the first time (the runtime's metadata)."""
@@ -183,11 +186,28 @@ class TaskActor:
         except BaseException as exc:
             self.error = exc
             StrayCancellationError.check(exc, f"task {self.task_id}")
+            await self._deliver_dead_letters_of_failure()
             raise
         finally:
             self.closed.set()
             self._fail_pending()
             self._receive.close()
+
+    async def _deliver_dead_letters_of_failure(self) -> None:
+        """Under at-least-once, deliver the output (dead-letter records among it) of a task that a handler
+        failed: Kafka Streams' producer has such records already and sends them as it closes. Under
+        exactly-once they belong to the transaction the failure aborts."""
+        task = self.task
+        if not task.errors.failed_with_dead_letters or task.config.exactly_once:
+            return
+        try:
+            with anyio.CancelScope(shield=True), anyio.fail_after(30):
+                await self._flush_output()
+                if self._push_out is not None:
+                    await self._push_out()
+        except Exception as exc:
+            log.warning("task %s could not deliver its dead-letter records before failing: %s: %s",
+                        self.task_id, type(exc).__name__, exc)
 
     def _fail_pending(self) -> None:
         """Answer requests still queued when the actor stops, so no caller waits forever."""

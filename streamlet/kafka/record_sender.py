@@ -36,7 +36,7 @@ class ProductionError(StreamsError):
 
 
 class RecordSender:
-    """`skip_failed`: `default.production.exception.handler = continue` — a record that cannot be
+    """`skip_failed`: `production.exception.handler = continue` — a record that cannot be
     produced (larger than a batch, or in a batch the broker refused) is logged and counted in
     `dropped` instead of failing the commit. Under exactly-once a refused batch still fails the
     transaction (the producer cannot commit after it), so there only oversized records are skipped."""
@@ -128,7 +128,7 @@ class RecordSender:
                                   f"{production_remedy(self.skip_failed, self.transactional)}")
         self.dropped += 1
         log.warning("skipped a record for %s-%d that is larger than the batch size (%d bytes; "
-                    "default.production.exception.handler=continue)", topic, partition, size)
+                    "production.exception.handler=continue)", topic, partition, size)
 
     def _submitted(self, topic: str, partition: int, count: int, fut: asyncio.Future[Any]) -> None:
         self._inflight.append((topic, partition, count, fut))
@@ -152,7 +152,7 @@ class RecordSender:
                     if self.skip_failed and not self.transactional:
                         self.dropped += count
                         log.warning("dropped %d records the broker refused for %s-%d "
-                                    "(default.production.exception.handler=continue): %s: %s",
+                                    "(production.exception.handler=continue): %s: %s",
                                     count, topic, partition, type(res).__name__, res)
                         continue
                     errors.append(f"{topic}-{partition}: {type(res).__name__}: {res}")
@@ -165,6 +165,13 @@ class RecordSender:
                 raise ProductionError("failed to produce records: " + "; ".join(errors[:5])
                                       + f"; {production_remedy(self.skip_failed, self.transactional)}")
         return dict(self.acked_offsets)
+
+    async def push_out(self) -> None:
+        """Hand everything sent so far to the producer and wait until the producer has sent it, without
+        settling the deliveries (`flush()` does that for a commit): for a task that fails after a handler
+        sent dead-letter records (see `TaskActor`)."""
+        await self._pump.drain(self.producer)
+        await self.producer.flush()
 
     def forget(self) -> None:
         """Drop in-flight futures without waiting, and output not yet submitted (after the producer itself

@@ -40,7 +40,8 @@ def render(metrics: Iterable[Metric], extra_labels: dict[str, str] | None = None
     """The text exposition of `metrics`: one HELP and TYPE line per series name, then its samples."""
     by_series: dict[str, list[Metric]] = {}
     for metric in metrics:
-        by_series.setdefault(prometheus_name(metric.name), []).append(metric)
+        if metric.text is None:  # text gauges have no Prometheus sample (see `Metric`)
+            by_series.setdefault(prometheus_name(metric.name), []).append(metric)
     lines: list[str] = []
     for series in sorted(by_series):
         group = by_series[series]

@@ -7,13 +7,19 @@ in Prometheus form, see `prometheus`):
   poll-latency-avg/max, poll-records-avg, poll-ratio, process-ratio, commit-rate/total,
   commit-latency-avg/max, commit-ratio, thread-start-time. A "thread" is one group member: the
   client itself, or worker i of `streamlet run --workers N` (thread id `<client>-StreamThread-<i+1>`).
+* `stream-metrics` {client-id} (the client): version, commit-id, application-id, topology-description,
+  state (text), client-state, recording-level, alive-stream-threads, failed-stream-threads (Kafka Streams
+  4.x's client level; see `_client_metrics`).
 * `stream-task-metrics` {thread-id, task-id}: dropped-records-rate/total (info); process-rate/total,
-  process-latency-avg/max (debug).
+  process-latency-avg/max, restore-rate/total (debug; Kafka Streams 4.x counts restoration per task),
+  active-buffer-count (debug).
 * `stream-processor-node-metrics` {thread-id, task-id, processor-node-id}: record-e2e-latency-avg/min/max
   of each task's source node (info), the wall-clock time at processing minus the record timestamp.
 * `stream-state-metrics` {thread-id, task-id, <type>-state-id} (debug): put-rate, put-latency-avg/max,
-  get-rate, get-latency-avg, restore-rate/total of each key-value store (persistent stores are tagged
-  `rocksdb-state-id`, the tag Kafka Streams gives the persistent store they stand in for);
+  get-rate, get-latency-avg, restore-rate of each key-value store (persistent stores are tagged
+  `rocksdb-state-id`, the tag Kafka Streams gives the persistent store they stand in for), and
+  restore-total, which Kafka Streams 4.x no longer has per store (it counts per task, above): kept under
+  its old name because dashboards built on streamlet read it;
 * `stream-record-cache-metrics` {thread-id, task-id, record-cache-id} (debug): hit-ratio-avg/min/max;
 * `consumer-fetch-manager-metrics` {client-id, topic, partition}: records-lag of every assigned
   partition (the partition's high watermark minus the next offset handed to its task).
@@ -66,11 +72,15 @@ class HistoryPoint:
 
 @dataclass(frozen=True)
 class Metric:
-    """One reading: its name, value, and whether it only grows (a Prometheus counter) or not."""
+    """One reading: its name, value, and whether it only grows (a Prometheus counter) or not. A gauge whose
+    value is text in Kafka Streams (the client's `state`, `version`, `topology-description`, ...) has it in
+    `text` (and `value` 0): Prometheus has no text samples, so `prometheus.render` leaves those out, as the
+    JMX exporter leaves out Kafka Streams' string attributes."""
 
     name: MetricName
     value: float
     counter: bool = False
+    text: str | None = None
 
 
 def recording_level(config: Any) -> int:
@@ -91,8 +101,10 @@ class StreamsMetrics:
     `supervisor` returns the current `Supervisor` (None before start); the sampler is fed from the
     poll loop (`maybe_sample`) and at every read."""
 
-    def __init__(self, config: Any, supervisor: Callable[[], Any]) -> None:
+    def __init__(self, config: Any, supervisor: Callable[[], Any], client: Any = None) -> None:
         self.config = config
+        self._client = client
+        """The `KafkaStreams` client (its `state`, `failed_members`, `topology`) for `stream-metrics`."""
         self.level = recording_level(config)
         self.thread_id = thread_id(config)
         self._supervisor = supervisor
@@ -120,8 +132,9 @@ class StreamsMetrics:
         for actor in (tasks.actors.values() if tasks is not None else ()):
             task, counters = actor.task, actor.counters
             key = task.task_id
-            dropped = (task.partition_group.skipped - task.errors.counts.deserialization_dead_lettered
-                       + task.errors.counts.processing_skipped + task.errors.counts.dead_lettered)
+            counts = task.errors.counts  # every record a handler let go, dead-lettered or not (Kafka Streams')
+            dropped = (task.partition_group.skipped + counts.processing_skipped + counts.processing_dead_lettered
+                       + counts.production_dropped)
             totals.update({(key, "processed"): task.processed, (key, "process_ns"): counters.process_ns,
                            (key, "dropped"): dropped, (key, "e2e_sum"): counters.e2e_sum_ms,
                            (key, "e2e_count"): counters.e2e_count})
@@ -174,10 +187,10 @@ class StreamsMetrics:
         """Every metric the recording level allows, read now."""
         self.sampler.sample()
         sup = self._supervisor()
+        found: list[Metric] = self._client_metrics()
         if getattr(sup, "counters", None) is None:
-            return []
+            return found
         s = self.sampler
-        found: list[Metric] = []
         thread_tags = (("thread-id", self.thread_id),)
 
         def add(name: str, group: str, tags: tuple[tuple[str, str], ...], value: float, counter: bool = False,
@@ -223,6 +236,13 @@ class StreamsMetrics:
                 description="records dropped per second")
             if self.level >= _LEVELS["DEBUG"]:
                 g = "stream-task-metrics"
+                restored = [s.total((task_id, store, "restored")) for store in self._stores.get(task_id, {})]
+                add("restore-total", g, tags, sum(restored), True, "records restored into the task's stores")
+                add("active-buffer-count", g, tags, actor.task.buffered,
+                    description="records polled for the task and not processed yet")
+                add("restore-rate", g, tags, sum(s.rate((task_id, store, "restored"))
+                                                 for store in self._stores.get(task_id, {})),
+                    description="records restored per second")
                 add("process-rate", g, tags, s.rate(key("processed")), description="records processed per second")
                 add("process-total", g, tags, s.total(key("processed")), True, "records processed")
                 add("process-latency-avg", g, tags, s.ratio(key("process_ns"), key("processed"), ms),
@@ -265,6 +285,53 @@ class StreamsMetrics:
                 (("client-id", client_id), ("partition", str(partition)), ("topic", topic)), lag,
                 description="records in the partition not yet handed to its task")
         return found
+
+
+    def _client_metrics(self) -> list[Metric]:
+        """`stream-metrics`, the client level, as Kafka Streams 4.x reports it (KIP-1091 added `client-state`,
+        `recording-level` and, at the thread level, `thread-state`): text gauges for `version`, `commit-id`,
+        `application-id`, `topology-description` and `state`; `client-state` (the state's ordinal in Kafka
+        Streams' `KafkaStreams.State`), `recording-level` (INFO 0, DEBUG 1, TRACE 2), `alive-stream-threads`
+        (1 while the group member runs: streamlet runs one per client) and `failed-stream-threads` (members
+        that failed since the start)."""
+        client = self._client
+        if client is None:
+            return []
+        from importlib import metadata
+
+        try:
+            version = metadata.version("streamlet")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        client_id = str(self.config.get("client.id") or "") or f"{self.config.application_id}-streamlet"
+        process_id = str(getattr(client, "process_id", "") or "")
+        tags = (("client-id", client_id),)
+        g = "stream-metrics"
+        state = client.state.name
+        found = [Metric(MetricName(name, g, tags, description), 0.0, text=text) for name, text, description in (
+            ("version", version, "The version of the streamlet client"),
+            ("commit-id", "unknown", "The version control commit id of the client"),
+            ("application-id", self.config.application_id, "The application id of the client"),
+            ("topology-description", str(client.topology.describe()), "The topology the client runs"),
+            ("state", state, "The state of the client"),
+        )]
+        found += [
+            Metric(MetricName("client-state", g, (("application-id", self.config.application_id),
+                                                  ("client-id", client_id), ("process-id", process_id)),
+                              "The state of the client (Kafka Streams' State ordinal)"),
+                   float(_CLIENT_STATES.index(state)) if state in _CLIENT_STATES else -1.0),
+            Metric(MetricName("recording-level", g, (("client-id", client_id), ("process-id", process_id)),
+                              "The metrics recording level (INFO 0, DEBUG 1, TRACE 2)"), float(self.level)),
+            Metric(MetricName("alive-stream-threads", g, tags, "Group members running or rebalancing"),
+                   1.0 if state in ("RUNNING", "REBALANCING") else 0.0),
+            Metric(MetricName("failed-stream-threads", g, tags, "Group members that failed since the start"),
+                   float(getattr(client, "failed_members", 0))),  # a gauge: Prometheus wants counters named *_total
+        ]
+        return found
+
+
+_CLIENT_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR")
+"""Kafka Streams' `KafkaStreams.State`, in its order: `client-state` reports the ordinal."""
 
 
 def partition_lags(sup: Any) -> dict[tuple[str, int], int]:

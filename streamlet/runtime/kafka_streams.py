@@ -186,7 +186,9 @@ class KafkaStreams:
         self._runner: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
         # Kafka Streams' built-in metrics (thread, task, processor node, consumer lag); see streamlet.metrics.
-        self.streams_metrics = StreamsMetrics(self.config, lambda: self._supervisor)
+        self.failed_members = 0
+        """Group members that failed since the start (`failed-stream-threads`)."""
+        self.streams_metrics = StreamsMetrics(self.config, lambda: self._supervisor, client=self)
 
     # -- state ----------------------------------------------------------------------------------------
     @property
@@ -326,6 +328,7 @@ class KafkaStreams:
                     error.add_note(unreachable_remedy(self.config["bootstrap.servers"], self.config["task.timeout.ms"],
                                                       started.done()))
                 _log_failure(error)
+                self.failed_members += 1
                 replace = StreamThreadExceptionResponse.REPLACE_THREAD
                 response = replace if stray else await self._respond(error, started)
                 if response is StreamThreadExceptionResponse.REPLACE_THREAD and replacements < 100:
@@ -496,7 +499,8 @@ class KafkaStreams:
                                    + a.task.errors.counts.processing_skipped for a in actors),
             "records-dead-lettered": sum(a.task.errors.counts.dead_lettered for a in actors),
             "records-sent": sup.commit_protocol.records_sent if sup.commit_protocol else 0,
-            "records-dropped-by-production-handler": sup.commit_protocol.records_dropped if sup.commit_protocol else 0,
+            "records-dropped-by-production-handler": (sup.commit_protocol.records_dropped if sup.commit_protocol else 0)
+            + sum(a.task.errors.counts.production_dropped for a in actors),
             "records-restored": sup.tasks.reader.total_restored,
             "commits": sup.view.commits,
             "dirty-recoveries": sup.view.dirty_recoveries,

@@ -178,7 +178,7 @@ class TaskManager:
                 task.close(clean=False)
                 await self.commits.close_task(task.task_id, clean=False)
                 raise
-            actor = TaskActor(task, sender.send)
+            actor = TaskActor(task, sender.send, push_out=sender.push_out)
             actor.resolve_topics = self.resolve_topics
             self.actors[key] = actor
             for tp in tps:

@@ -30,7 +30,7 @@ Drained = Mapping[tuple[str, int], list[ProducedRecord]]
 class _Sender:
     """One producer on its own event loop, driven synchronously (the Python worker has no loop). The
     records go through the asyncio runtime's `RecordSender` (aiokafka's batch API, one await per batch,
-    and `default.production.exception.handler` applied as there)."""
+    and `production.exception.handler` applied as there)."""
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self._loop = asyncio.new_event_loop()

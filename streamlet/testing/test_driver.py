@@ -329,8 +329,12 @@ class TopologyTestDriver:
     def advance_wall_clock_time(self, advance: timedelta | int) -> None:
         self._check_open()
         self._wall_ms += to_millis(advance)
-        for task in self._tasks:
-            task.maybe_punctuate_wall_clock(self._wall_ms)
+        try:
+            for task in self._tasks:
+                task.maybe_punctuate_wall_clock(self._wall_ms)
+        except Exception:
+            self._capture()
+            raise
         for task in self._tasks:
             task.prepare_commit()
         self._complete_work()
@@ -382,7 +386,11 @@ class TopologyTestDriver:
                     best, best_ts = task, ts
             if best is None:
                 break
-            best.process(1)
+            try:
+                best.process(1)
+            except Exception:
+                self._capture()  # what was sent before the failure (a handler's dead letters) is out, as in Java's
+                raise
             for task in self._tasks:
                 task.prepare_commit()
             self._capture()

@@ -19,7 +19,7 @@ from tests.integration.kafka_helpers import AppProcess, create_topics, produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
-CHOICES = ("default.deserialization.exception.handler is log_and_fail", "LogAndFailExceptionHandler",
+CHOICES = ("deserialization.exception.handler is log_and_fail", "LogAndFailExceptionHandler",
            "log_and_continue", "LogAndContinueExceptionHandler", "dead_letter")
 
 

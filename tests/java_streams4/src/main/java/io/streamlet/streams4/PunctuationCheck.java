@@ -24,13 +24,7 @@ public final class PunctuationCheck {
     private static final long BASE = 1_700_000_000_000L;
 
     public static void main(final String[] args) throws Exception {
-        final java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (!line.isBlank()) {
-                run(line.trim().split(" "));
-            }
-        }
+        CaseLines.forEach(PunctuationCheck::run);
     }
 
     private static void run(final String[] words) {
