@@ -3,7 +3,10 @@
 `stream-thread-metrics` `process-rate` {thread-id} becomes
 `kafka_streams_stream_thread_metrics_process_rate{thread_id="..."}`, consumer metrics get the
 `kafka_consumer_` prefix, so dashboards built on Kafka Streams' JMX metrics find the same series.
-Counters (`*-total`) are typed `counter`, everything else `gauge`.
+Counters (`*-total`) are typed `counter`, everything else `gauge`. A gauge whose name ends in a suffix
+Prometheus reserves for histograms and summaries (`-count`, `-sum`, `-bucket`; e.g. Kafka Streams'
+`active-buffer-count`) gets `_value` appended, so that scrapers and `promtool check metrics` do not take it
+for part of a histogram.
 """
 
 from __future__ import annotations
@@ -24,6 +27,14 @@ def prometheus_name(name: MetricName) -> str:
     return _INVALID.sub("_", f"{domain}_{name.group}_{name.name}")
 
 
+_RESERVED_SUFFIXES = ("_count", "_sum", "_bucket")
+
+
+def _series_name(metric: Metric) -> str:
+    series = prometheus_name(metric.name)
+    return series + "_value" if not metric.counter and series.endswith(_RESERVED_SUFFIXES) else series
+
+
 def _label_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
@@ -41,7 +52,7 @@ def render(metrics: Iterable[Metric], extra_labels: dict[str, str] | None = None
     by_series: dict[str, list[Metric]] = {}
     for metric in metrics:
         if metric.text is None:  # text gauges have no Prometheus sample (see `Metric`)
-            by_series.setdefault(prometheus_name(metric.name), []).append(metric)
+            by_series.setdefault(_series_name(metric), []).append(metric)
     lines: list[str] = []
     for series in sorted(by_series):
         group = by_series[series]
