@@ -1,0 +1,253 @@
+"""Restart cases: a topology of tests/fidelity's generator, two phases of input and a stop point between them.
+
+The topology comes from `tests.fidelity.strategies.cases` (so every op it learns, this suite runs too), adapted to
+a real broker where only a deterministic outcome can be compared:
+- ops that write to topics named in code rather than in the description (`split`'s branches, `to_extractor`) or
+  to files (`print`) are dropped: each system run needs its own topic names. All three are stateless.
+- foreign-key joins are left out: their subscription and response topics form a loop between two tasks, and
+  what each task has read from the other when it processes its own input depends on timing on a real broker.
+- caches are off (`statestore.cache.max.bytes` 0: what a cache forwards depends on when commits happen), and a
+  suppression buffer that would shut the application down when full emits early instead (or is unbounded, for
+  final results): a client that dies leaves output that depends on its last commit.
+- a windowed aggregation's store sometimes keeps its windows for an hour (see `_retained`).
+- sometimes (always for the "punctuate" kind) a `punctuate` op, a processor with a stream-time punctuator, goes
+  right after the source.
+
+Input: phase 1, then phase 2 whose records are often late relative to phase 1's stream time (some within grace,
+some not) before moving on; timestamps are relative to a base the driver adds. Global-table records come first in
+phase 1 and nowhere else: a global table is read by its own thread, so only what it holds before the stream
+tasks start is deterministic (it is restored to the topic's end at every start).
+
+The stop point (`stop`): "close" (a clean close after phase 1), "kill" (kill -9 once the first `at` records are
+processed and committed, the rest of phase 1 written while it is down) and "kill_inflight" (the first `at`
+records processed and committed, then the rest of phase 1 written in one transaction while it runs, and kill -9
+`delay_ms` later: what was processed but not committed must be aborted and done again). Kills only under
+exactly_once_v2. `p2_running`: phase 2 is written while the restarted instance runs (in one transaction) rather
+than before it starts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from tests.fidelity.strategies import KEYS
+from tests.fidelity.strategies import cases as fidelity_cases
+
+Case = dict[str, Any]
+Draw = Any
+
+KINDS = ("windowed", "stream_join", "table", "punctuate", "any")
+"""What a case must contain (see `_WANTS`)."""
+ROTATION = ("windowed", "stream_join", "windowed", "table", "punctuate", "any")
+"""The kinds `generate` gives in turn: windowed operations twice as often as the others."""
+
+HOUR = 3_600_000
+_DROPPED = frozenset({"split", "to_extractor", "print"})
+_VALUE = st.one_of(st.none(), st.text(alphabet="0123456789", min_size=1, max_size=3))
+
+
+def _nested(op: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ops inside an op (the other side of a join, the other streams of a cogroup)."""
+    inner: list[dict[str, Any]] = []
+    for field in ("other", "table"):
+        if isinstance(op.get(field), list):
+            inner += op[field]
+    for other in op.get("others", []):
+        inner += other["ops"]
+    return inner
+
+
+def all_ops(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every op of a case, nested ones included."""
+    found: list[dict[str, Any]] = []
+    for op in ops:
+        found.append(op)
+        found += all_ops(_nested(op))
+    return found
+
+
+def source_topics(ops: list[dict[str, Any]]) -> list[str]:
+    """The input topics the case reads (streams, tables, merges, global tables), sorted."""
+    return sorted({op["topic"] for op in all_ops(ops) if op["op"] in ("stream", "table", "merge", "global_join")})
+
+
+def _windowed(case: Case) -> bool:
+    return any(op["op"] == "windowed_by" or (op["op"] == "cogroup" and op.get("window")) for op in case["ops"])
+
+
+_WANTS: dict[str, Callable[[Case], bool]] = {
+    "windowed": _windowed,
+    "stream_join": lambda c: any(op["op"] == "stream_join" for op in c["ops"]),
+    "table": lambda c: c["ops"][0]["op"] == "table" or any(
+        op["op"] in ("to_table", "table_join", "table_group_by", "join_table") for op in c["ops"]),
+    "punctuate": lambda c: c["ops"][0]["op"] == "stream",
+    "any": lambda c: True,
+}
+
+
+def _usable(case: Case) -> bool:
+    return not any(op["op"] == "fk_join" for op in all_ops(case["ops"]))
+
+
+def _adapted_ops(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kept = []
+    for op in ops:
+        if op["op"] in _DROPPED:
+            continue
+        if op["op"] == "suppress" and op["buffer"]["kind"] != "unbounded" and op["buffer"]["when_full"] == "shut_down":
+            op = dict(op)
+            op["buffer"] = ({"kind": "unbounded"} if op["kind"] == "until_window_closes"
+                            else {**op["buffer"], "when_full": "emit"})
+        kept.append(op)
+    return kept
+
+
+@st.composite
+def _retained(draw: Draw, ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sometimes a windowed aggregation's store keeps its windows for an hour (`Materialized.with_retention`).
+
+    With the default retention (window size plus grace) a window leaves the store as it closes, so nothing closed
+    before a restart is there to be emitted again after it; with a long one, what the application remembers of
+    its last emission across the restart decides."""
+    out, windowed = [], False
+    for op in ops:
+        windowed = windowed or op["op"] == "windowed_by"
+        is_windowed_agg = (windowed and op["op"] in ("count", "reduce", "aggregate")) or \
+            (op["op"] == "cogroup" and op.get("window"))
+        if is_windowed_agg and draw(st.booleans()):
+            store = op.get("store") or {"name": None, "type": None, "caching": False, "logging": True}
+            op = {**op, "store": {**store, "retention": HOUR}}
+        if op["op"] in ("count", "reduce", "aggregate", "cogroup"):
+            windowed = False
+        out.append(op)
+    return out
+
+
+@st.composite
+def _punctuate(draw: Draw) -> dict[str, Any]:
+    return {"op": "punctuate", "interval": draw(st.sampled_from([5, 10, 30])),
+            "store": {"name": "punct", "type": draw(st.sampled_from(["persistent", "in_memory"])),
+                      "logging": draw(st.integers(0, 3)) != 0}}
+
+
+@st.composite
+def _record(draw: Draw, topics: list[str], ts: int) -> list[Any]:
+    key = draw(st.one_of(st.sampled_from(KEYS), st.none())) if draw(st.integers(0, 9)) == 0 else \
+        draw(st.sampled_from(KEYS))
+    value = draw(_VALUE)
+    if key is None and value is None:  # aiokafka cannot send a record with neither
+        value = "0"
+    return [draw(st.sampled_from(topics)), key, value, ts]
+
+
+@st.composite
+def _inputs(draw: Draw, topics: list[str]) -> tuple[list[list[Any]], int, int]:
+    """(records, records in phase 1, global-table records at its start)."""
+    streams = [t for t in topics if t != "glb"] or topics
+    records: list[list[Any]] = []
+    globals_ = draw(st.integers(1, 4)) if "glb" in topics else 0
+    for _ in range(globals_):
+        records.append(draw(_record(["glb"], 0)))
+    ts = draw(st.integers(0, 20))
+    for _ in range(draw(st.integers(3, 24))):
+        ts = max(0, ts + draw(st.integers(-25, 30)))
+        records.append(draw(_record(streams, ts)))
+    phase1 = len(records)
+    high = max([r[3] for r in records[globals_:]])
+    ts = high - draw(st.integers(0, 40)) if draw(st.booleans()) else ts
+    for i in range(draw(st.integers(1, 16))):
+        if i:
+            ts = ts + draw(st.integers(-40, 30))
+        records.append(draw(_record(streams, max(0, ts))))
+    return records, phase1, globals_
+
+
+@st.composite
+def restart_cases(draw: Draw, kind: str | None = None) -> Case:
+    """A restart case of `kind` (one of `KINDS`, drawn when None)."""
+    kind = draw(st.sampled_from(KINDS)) if kind is None else kind
+    wants = _WANTS[kind]
+    base = draw(fidelity_cases().filter(lambda c: _usable(c) and wants(c)))
+    ops = draw(_retained(_adapted_ops(base["ops"])))
+    if ops[0]["op"] == "stream" and (kind == "punctuate" or draw(st.integers(0, 5)) == 0):
+        at = 2 if len(ops) > 1 and ops[1]["op"] == "merge" else 1
+        ops.insert(at, draw(_punctuate()))
+    outputs = ["out", "tap"] if any(op["op"] == "to" and op["topic"] == "tap" for op in ops) else ["out"]
+    records, phase1, globals_ = draw(_inputs(source_topics(ops)))
+    guarantee = draw(st.sampled_from(["exactly_once_v2", "exactly_once_v2", "exactly_once_v2", "at_least_once"]))
+    stop_kind = draw(st.sampled_from(["close", "kill", "kill_inflight"] if guarantee == "exactly_once_v2"
+                                     else ["close"]))
+    stop: dict[str, Any] = {"kind": stop_kind}
+    if stop_kind == "close":
+        stop["at"] = phase1
+        stop["p2_running"] = draw(st.booleans())
+    elif stop_kind == "kill":
+        stop["at"] = draw(st.integers(max(globals_, 1), phase1))
+        stop["p2_running"] = draw(st.booleans())
+    else:
+        stop["at"] = draw(st.integers(globals_, phase1 - 1))
+        stop["delay_ms"] = draw(st.sampled_from([0, 20, 60, 150, 400]))
+        stop["p2_running"] = True  # written while down, phase 2 would merge with a rest that depends on the cut
+    return {"kind": kind, "ops": ops, "outputs": outputs, "inputs": records, "phase1": phase1,
+            "guarantee": guarantee, "stop": stop}
+
+
+class _Screen(Protocol):
+    def check(self, case: Case) -> tuple[bool, str | None]: ...
+
+
+def generate(count: int, seed: int, screen: _Screen | None = None) -> list[Case]:
+    """`count` distinct cases drawn with Hypothesis from `seed` (the same seed gives the same cases), of the kinds
+    in `ROTATION` in turn, each with "id" = "<seed>-<index>". With `screen` (screen.py), only cases that run
+    without error on Kafka Streams' TopologyTestDriver, each with "drivers": whether the two drivers agree."""
+    wanted = {kind: -(-count * ROTATION.count(kind) // len(ROTATION)) for kind in KINDS}
+    per_kind: dict[str, list[Case]] = {}
+    for kind, n in wanted.items():
+        drawn = _generate_kind(kind, n if screen is None else 3 * n, seed)
+        if screen is not None:
+            usable = []
+            for case in drawn:
+                ok, diff = screen.check(case)
+                if ok:
+                    usable.append({**case, "drivers": "differ" if diff else "agree"})
+            drawn = usable
+        per_kind[kind] = drawn[:n]
+    found: list[Case] = []
+    taken = dict.fromkeys(KINDS, 0)
+    for i in range(count):
+        kind = ROTATION[i % len(ROTATION)]
+        if taken[kind] < len(per_kind[kind]):
+            found.append({**per_kind[kind][taken[kind]], "id": f"{seed}-{len(found)}"})
+            taken[kind] += 1
+    return found
+
+
+def case_by_id(case_id: str, screen: _Screen | None = None) -> Case:
+    """The case `generate` gave the id "<seed>-<index>" (with the same `screen` or none)."""
+    seed, index = (int(part) for part in case_id.split("-"))
+    return generate(index + 1, seed, screen)[index]
+
+
+def _generate_kind(kind: str, count: int, seed: int) -> list[Case]:
+    found: list[Case] = []
+    seen: set[str] = set()
+
+    @settings(max_examples=count * 3, phases=[Phase.generate], database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(restart_cases(kind))
+    @hypothesis_seed(seed)
+    def collect(case: Case) -> None:
+        text = json.dumps(case, sort_keys=True)
+        if len(found) < count and text not in seen:
+            seen.add(text)
+            found.append(case)
+
+    if count:
+        collect()
+    return found
