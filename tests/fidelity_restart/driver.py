@@ -34,7 +34,7 @@ from streamlet.topology_description import SourceDescription
 from tests.fidelity_restart import broker_io
 from tests.fidelity_restart.broker_io import Out
 from tests.fidelity_restart.ops import build
-from tests.fidelity_restart.strategies import Case, all_ops, source_topics
+from tests.fidelity_restart.strategies import Case, all_ops, needs_idle, source_topics
 from tests.fidelity_restart.systems import App, KafkaStreamsApp, StreamletApp
 
 HOUR = 3_600_000
@@ -93,16 +93,6 @@ def consumed_topics(case: Case, application_id: str) -> list[str]:
     return sorted(topics)
 
 
-def needs_idle(case: Case) -> bool:
-    """A task reads a repartition topic and another partition: it must wait for its upstream task's commits."""
-    external = set(source_topics(case["ops"]))
-    for sub in build(case).describe().subtopologies:
-        sources = [t for node in sub.nodes if isinstance(node, SourceDescription) for t in node.topics]
-        if len(sources) > 1 and any(t not in external for t in sources):
-            return True
-    return False
-
-
 def settings(case: Case, application_id: str, bootstrap: str, state_dir: Path) -> dict[str, Any]:
     """Kafka Streams' settings for a run, the same on both systems (serde names aside)."""
     return {
@@ -118,6 +108,9 @@ def settings(case: Case, application_id: str, bootstrap: str, state_dir: Path) -
         "max.task.idle.ms": IDLE_MS if needs_idle(case) else 0,
         OUTER_JOIN_EMIT_INTERVAL_MS: 0,
         WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0,
+        # One record per poll where a punctuator runs: Kafka Streams checks stream-time punctuation between the
+        # batches it processes, whose size depends on timing (strategies._punctuator_reads_one_partition).
+        **({"max.poll.records": 1} if any(op["op"] == "punctuate" for op in case["ops"]) else {}),
     }
 
 
