@@ -6,7 +6,8 @@ once: one case is two busy processes), and prints one line per case and a summar
 category. Every result goes to `--out`/results.jsonl; a differing case's description, its difference and both
 systems' logs stay in `--out`/<case id>/. `--case ID_OR_FILE` runs one case again (an id "<seed>-<index>" or a
 JSON file of a case), `--control` also runs each differing case without any restart (stop kind "none"): if that
-differs too, the difference is not about restarts.
+differs too, the difference is not about restarts; `--recheck` runs each differing case again and says whether each
+system repeated its own output (a system that does not is timing-dependent there, and the case says nothing).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from tests.fidelity.harness import readable
 from tests.fidelity_restart.driver import Comparison, compare_case, describe_case
 from tests.fidelity_restart.screen import Screen
 from tests.fidelity_restart.strategies import Case, all_ops, case_by_id, generate
@@ -76,7 +78,8 @@ def features(case: Case) -> list[str]:
     return sorted(names)
 
 
-async def _run(cases: list[Case], bootstrap: str, out: Path, jobs: int, control: bool) -> int:
+async def _run(cases: list[Case], bootstrap: str, out: Path, jobs: int, control: bool, show: bool,
+               recheck: bool) -> int:
     results = out / "results.jsonl"
     semaphore = asyncio.Semaphore(jobs)
     differing: list[tuple[Case, Comparison, str]] = []
@@ -94,9 +97,23 @@ async def _run(cases: list[Case], bootstrap: str, out: Path, jobs: int, control:
                                     "steps": {"kafka-streams": comparison.kafka_streams.steps,
                                               "streamlet": comparison.streamlet.steps},
                                     "failures": [comparison.kafka_streams.failure, comparison.streamlet.failure]}
+            if show:
+                for run in (comparison.kafka_streams, comparison.streamlet):
+                    print(f"--- {run.system} (failure: {run.failure})")
+                    for topic, records in run.outputs.items():
+                        print("\n".join(f"  {topic} {i}: {readable(r.key, comparison.base)} -> "
+                                        f"{readable(r.value, comparison.base)} @ {r.timestamp}"
+                                        for i, r in enumerate(records)))
             if comparison.difference:
                 (workdir / "case.json").write_text(json.dumps(case, indent=1))
                 (workdir / "difference.txt").write_text(comparison.difference + "\n\n" + describe_case(case) + "\n")
+                if recheck:  # each system again: is its output a function of the case?
+                    again = await compare_case(case, bootstrap, out / (case["id"] + "-again"), keep=lambda diff: False)
+                    stable = [name for name, first, second in (
+                        ("Kafka Streams", comparison.kafka_streams, again.kafka_streams),
+                        ("streamlet", comparison.streamlet, again.streamlet)) if first.outputs == second.outputs]
+                    line["recheck"] = ("both repeat their output" if len(stable) == 2 else f"only {stable[0]} repeats "
+                                       "its output" if stable else "neither repeats its output")
                 if control:
                     baseline = {**case, "stop": {"kind": "none"}, "id": case["id"] + "-control"}
                     check = await compare_case(baseline, bootstrap, out / baseline["id"],
@@ -106,8 +123,9 @@ async def _run(cases: list[Case], bootstrap: str, out: Path, jobs: int, control:
             with results.open("a") as f:
                 f.write(json.dumps({**line, "case": case, "difference": comparison.difference}) + "\n")
             hint = "  (the drivers differ too)" if cat != "same" and case.get("drivers") == "differ" else ""
-            if "control" in line:
-                hint += f"  ({line['control']})"
+            for note in ("recheck", "control"):
+                if note in line:
+                    hint += f"  ({line[note]})"
             print(f"{case['id']:>10} {case['kind']:<11} {case['stop']['kind']:<13} {case['guarantee']:<15} "
                   f"{comparison.seconds:6.1f}s  {cat}{hint}",
                   flush=True)
@@ -150,7 +168,7 @@ async def _main(args: argparse.Namespace) -> int:
 
             broker = stack.enter_context(LocalKafkaBroker())
             bootstrap = broker.bootstrap_servers
-        return await _run(cases, bootstrap, out, args.jobs, args.control)
+        return await _run(cases, bootstrap, out, args.jobs, args.control, args.show, args.recheck)
 
 
 def main() -> None:
@@ -166,6 +184,9 @@ def main() -> None:
     parser.add_argument("--case", help="one case again: an id <seed>-<index> or a case's JSON file")
     parser.add_argument("--stop", help="with --case: another stop point, as JSON")
     parser.add_argument("--control", action="store_true", help="also run differing cases without a restart")
+    parser.add_argument("--recheck", action="store_true",
+                        help="run differing cases again: does each system repeat its own output?")
+    parser.add_argument("--show", action="store_true", help="print both systems' output of every case")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sys.exit(asyncio.run(_main(args)))

@@ -31,6 +31,7 @@ from typing import Any
 
 from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
 from streamlet.topology_description import SourceDescription
+from tests.fidelity.harness import readable
 from tests.fidelity_restart import broker_io
 from tests.fidelity_restart.broker_io import Out
 from tests.fidelity_restart.ops import build
@@ -232,25 +233,6 @@ async def compare_case(case: Case, bootstrap: str, workdir: Path, keep: Callable
 
 
 # -- reading a difference ------------------------------------------------------------------------------------------
-
-def readable(hex_bytes: str | None, base: int = 0) -> str:
-    """Output bytes as a person reads them: text, a Long, or a windowed key with its window relative to `base`."""
-    if hex_bytes is None:
-        return "null"
-    raw = bytes.fromhex(hex_bytes)
-    text = raw.decode("utf-8", "replace")
-    if text.isprintable():
-        return repr(text)
-    if len(raw) == 8:
-        return str(int.from_bytes(raw, "big", signed=True))
-    if len(raw) > 16 and raw[:-16].decode("utf-8", "replace").isprintable() and \
-            int.from_bytes(raw[-16:-8], "big") >= base > 0:  # a session-windowed key: key, end, start
-        end, start = int.from_bytes(raw[-16:-8], "big"), int.from_bytes(raw[-8:], "big")
-        return f"{raw[:-16].decode()!r}@[{start - base},{end - base}]"
-    if len(raw) > 8 and raw[:-8].decode("utf-8", "replace").isprintable():  # a time-windowed key
-        return f"{raw[:-8].decode()!r}@{int.from_bytes(raw[-8:], 'big', signed=True) - base}"
-    return hex_bytes
-
 
 def _rows(records: list[Out], base: int, start: int, stop: int) -> list[str]:
     return [f"    {i}: {readable(r.key, base)} -> {readable(r.value, base)} @ {r.timestamp}"

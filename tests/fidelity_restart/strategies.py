@@ -231,7 +231,7 @@ def restart_cases(draw: Draw, kind: str | None = None, stop_kind: str | None = N
     assume(WITH_IDLE or not needs_idle({"ops": ops}))
     outputs = ["out", "tap"] if any(op["op"] == "to" and op["topic"] == "tap" for op in ops) else ["out"]
     records, phase1, globals_ = draw(_inputs(source_topics(ops)))
-    guarantee = "exactly_once_v2" if stop_kind != "close" or draw(st.integers(0, 2)) else "at_least_once"
+    guarantee = "at_least_once" if stop_kind == "close" and draw(st.integers(0, 3)) == 3 else "exactly_once_v2"
     stop: dict[str, Any] = {"kind": stop_kind}
     if stop_kind == "close":
         stop["at"] = phase1

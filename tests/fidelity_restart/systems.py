@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import functools
 import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from tests.fidelity import harness
+from tests.integration.kafka_helpers import AppProcess
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = os.environ.get("FIDELITY_RESTART_KAFKA_VERSION", "3.9.1")
@@ -36,7 +35,7 @@ class App(Protocol):
 
     name: str
 
-    def start(self) -> None: ...
+    def start(self) -> object: ...
     def running(self) -> bool: ...
     def alive(self) -> bool: ...
     def failure(self) -> str | None: ...
@@ -89,7 +88,7 @@ class KafkaStreamsApp:
         self._lines: list[str] = []
         self._error: str | None = None
 
-    def start(self) -> None:
+    def start(self) -> KafkaStreamsApp:
         self._lines = []
         self._error = None
         log = open(self._log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the reader thread
@@ -98,6 +97,7 @@ class KafkaStreamsApp:
         self._proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                       text=True, encoding="utf-8", cwd=REPO)
         threading.Thread(target=self._read, args=(self._proc.stdout, log), daemon=True).start()
+        return self
 
     def _read(self, stream: IO[str], log: IO[str]) -> None:
         with log:
@@ -141,36 +141,27 @@ class KafkaStreamsApp:
         return "\n".join(self._log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
-class StreamletApp:
+class StreamletApp(AppProcess):
     """`streamlet run` of the case in a Python process; its log is watched for the state transitions."""
 
     name = "streamlet"
 
     def __init__(self, case_file: Path, settings: dict[str, Any], log_path: Path) -> None:
-        self._command = [sys.executable, "-m", "streamlet", "run", "tests.fidelity_restart.streamlet_app:topology",
-                         "--close-timeout", "60"]
-        for k, v in settings.items():
-            self._command += ["--set", f"{k}={v}"]
-        self._env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", RESTART_CASE_FILE=str(case_file))
-        self._log_path = log_path
-        self._proc: subprocess.Popen[bytes] | None = None
+        super().__init__("tests.fidelity_restart.streamlet_app:topology", settings, log_path,
+                         env={"RESTART_CASE_FILE": str(case_file)}, extra_args=["--close-timeout", "60"])
         self._offset = 0
 
-    def start(self) -> None:
-        with open(self._log_path, "a", encoding="utf-8") as log:
+    def start(self) -> StreamletApp:
+        with open(self.log_path, "a", encoding="utf-8") as log:
             log.write(f"=== start @{int(time.time() * 1000)}\n")
-        self._offset = self._log_path.stat().st_size
-        log_file = open(self._log_path, "ab")  # noqa: SIM115 - the child holds it; closed right after Popen
-        try:
-            self._proc = subprocess.Popen(self._command, cwd=REPO, env=self._env, stdin=subprocess.DEVNULL,
-                                          stdout=log_file, stderr=subprocess.STDOUT)
-        finally:
-            log_file.close()
+        self._offset = self.log_path.stat().st_size
+        super().start()
+        return self
 
     def _since_start(self) -> str:
-        if not self._log_path.exists():
+        if not self.log_path.exists():
             return ""
-        with open(self._log_path, encoding="utf-8", errors="replace") as log:
+        with open(self.log_path, encoding="utf-8", errors="replace") as log:
             log.seek(self._offset)
             return log.read()
 
@@ -178,7 +169,7 @@ class StreamletApp:
         return "to RUNNING" in self._since_start()
 
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None and "to ERROR" not in self._since_start()
+        return self.proc is not None and self.proc.poll() is None and "to ERROR" not in self._since_start()
 
     def failure(self) -> str | None:
         text = self._since_start()
@@ -188,20 +179,7 @@ class StreamletApp:
         return lines[-1] if lines else "failed"
 
     def close(self, timeout: float = 90) -> int:
-        assert self._proc is not None
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        return self._proc.returncode
-
-    def kill(self) -> None:
-        assert self._proc is not None
-        self._proc.kill()
-        self._proc.wait()
+        return self.stop(timeout)
 
     def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self._log_path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(self.log_text().splitlines()[-lines:])

@@ -31,26 +31,68 @@ GENERATED = int(os.environ.get("FIDELITY_RESTART_TEST_CASES", "2"))
 SEED = 23
 
 
+def _case(case_id: str, ops: list[Any], inputs: list[list[Any]], phase1: int, stop: dict[str, Any]) -> Case:
+    return {"id": case_id, "kind": "hand", "guarantee": "exactly_once_v2", "stop": stop, "ops": ops,
+            "outputs": ["out"], "inputs": inputs, "phase1": phase1}
+
+
+_KEPT_AN_HOUR = {"name": None, "type": None, "caching": False, "logging": True, "retention": 3_600_000}
+
+
 def _emit_final_tumbling(stop: dict[str, Any]) -> Case:
-    """The issue's example, scaled to ms: a tumbling 10 ms count, no grace, emitted on window close, windows kept an
-    hour; event time 0..57, a stop, then 60..87: each of the 8 windows comes out once."""
-    return {
-        "id": f"emit-final-{stop['kind']}", "kind": "windowed", "guarantee": "exactly_once_v2", "stop": stop,
-        "ops": [{"op": "stream", "topic": "in"}, {"op": "group_by_key", "name": None, "serdes": True},
-                {"op": "windowed_by", "window": {"size": 10, "advance": None, "grace": 0}},
-                {"op": "emit_strategy", "kind": "on_window_close"},
-                {"op": "count", "store": {"name": None, "type": None, "caching": False, "logging": True,
-                                          "retention": 3_600_000}},
-                {"op": "to_stream"}, {"op": "to", "topic": "out", "key": {"time_windowed": 10}, "value": "long"}],
-        "outputs": ["out"],
-        "inputs": [["in", "a", "1", t] for t in range(0, 60, 3)] + [["in", "a", "2", t] for t in range(60, 90, 3)],
-        "phase1": 20,
-    }
+    """The issue's example in ms: a tumbling 10 ms count, no grace, emitted on window close, windows kept an hour;
+    event time 0..57, a stop, then 60..87: each of the 8 windows comes out once (streamlet sends the first 5 again
+    after the restart: the last emitted window end is not kept in the committed offsets' metadata)."""
+    ops = [{"op": "stream", "topic": "in"}, {"op": "group_by_key", "name": None, "serdes": True},
+           {"op": "windowed_by", "window": {"size": 10, "advance": None, "grace": 0}},
+           {"op": "emit_strategy", "kind": "on_window_close"}, {"op": "count", "store": _KEPT_AN_HOUR},
+           {"op": "to_stream"}, {"op": "to", "topic": "out", "key": {"time_windowed": 10}, "value": "long"}]
+    inputs = [["in", "a", "1", t] for t in range(0, 60, 3)] + [["in", "a", "2", t] for t in range(60, 90, 3)]
+    return _case(f"emit-final-tumbling-{stop['kind']}", ops, inputs, 20, stop)
+
+
+def _emit_final_session() -> Case:
+    """Session windows (5 ms gap, no grace) emitted on window close, kept an hour: the sessions closed before a
+    kill -9 come out again after it on streamlet."""
+    ops = [{"op": "stream", "topic": "in"}, {"op": "group_by_key", "name": None, "serdes": True},
+           {"op": "windowed_by", "window": {"type": "session", "gap": 5, "grace": 0}},
+           {"op": "emit_strategy", "kind": "on_window_close"}, {"op": "count", "store": _KEPT_AN_HOUR},
+           {"op": "to_stream"}, {"op": "to", "topic": "out", "key": {"session_windowed": True}, "value": "long"}]
+    inputs = [["in", "a", "1", t] for t in (0, 2, 10, 12, 20, 30)] + [["in", "a", "2", t] for t in (40, 50)]
+    return _case("emit-final-session-kill", ops, inputs, 6, {"kind": "kill", "at": 6, "p2_running": False})
+
+
+def _punctuation_after_restart() -> Case:
+    """A stream-time punctuator (every 10 ms) across a clean restart, then a record late by 15 ms: Kafka Streams
+    restores the task's stream time (35) from the committed offsets' metadata and punctuates at it as the task
+    starts, and the late record does not move stream time back; streamlet starts at -1 and punctuates at the late
+    record's 20."""
+    ops = [{"op": "stream", "topic": "in"},
+           {"op": "punctuate", "interval": 10, "store": {"name": "punct", "type": "persistent", "logging": True}},
+           {"op": "to", "topic": "out", "key": "string", "value": "string"}]
+    inputs = [["in", "a", "1", t] for t in (0, 12, 25, 35)] + [["in", "b", "2", 20], ["in", "b", "3", 50]]
+    return _case("punctuation-after-restart", ops, inputs, 4, {"kind": "close", "at": 4, "p2_running": True})
+
+
+def _repartitioned_join_without_restart() -> Case:
+    """Not about restarts: a stream re-keyed (a repartition topic) joined with another stream's topic, where Kafka
+    Streams, given `max.task.idle.ms` 2000, waits for the repartitioned records and joins in timestamp order;
+    streamlet ignores the setting and joins the other topic's records first."""
+    ops = [{"op": "stream", "topic": "in"}, {"op": "select_key", "fn": "value_first"},
+           {"op": "stream_join", "kind": "join", "other": [{"op": "stream", "topic": "in3"}],
+            "window": {"diff": 100, "grace": None, "before": None, "after": None}, "fn": "pair", "name": None,
+            "store_name": None},
+           {"op": "to", "topic": "out", "key": "string", "value": "string"}]
+    inputs = [["in3", "1", "x", 5], ["in3", "1", "y", 30], ["in", "k", "1a", 10], ["in", "k", "1b", 20],
+              ["in", "k", "2", 40]]
+    return _case("max-task-idle-no-restart", ops, inputs, 5, {"kind": "none"})
 
 
 HANDFUL: list[Case] = [
     _emit_final_tumbling({"kind": "close", "at": 20, "p2_running": False}),
-    _emit_final_tumbling({"kind": "kill", "at": 20, "p2_running": False}),
+    _emit_final_session(),
+    _punctuation_after_restart(),
+    _repartitioned_join_without_restart(),
 ]
 
 
