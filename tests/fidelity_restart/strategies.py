@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -41,17 +42,18 @@ from hypothesis import strategies as st
 from streamlet.topology_description import ProcessorDescription, SourceDescription
 from tests.fidelity.strategies import KEYS
 from tests.fidelity.strategies import cases as fidelity_cases
+from tests.fidelity_restart.focused import HOUR, join_pipelines, windowed_pipelines
 
 Case = dict[str, Any]
 Draw = Any
 
-KINDS = ("windowed", "stream_join", "table", "punctuate", "any")
-"""What a case must contain (see `_WANTS`)."""
-ROTATION = ("windowed", "stream_join", "windowed", "table", "punctuate", "any")
-"""The kinds `generate` gives in turn: windowed operations twice as often as the others."""
+KINDS = ("windowed", "window_focus", "stream_join", "join_focus", "table", "punctuate", "any")
+"""What a case must contain: tests/fidelity's topologies with a windowed aggregation, a stream-stream join, a table
+(`_WANTS`), a punctuator or anything; or a short windowed aggregation or stream-stream join (focused.py)."""
+ROTATION = ("windowed", "window_focus", "stream_join", "join_focus", "window_focus", "table", "punctuate", "any")
+"""The kinds `generate` gives in turn: windowed operations and joins more often than the others."""
 STOPS = ("close", "kill", "kill_inflight")
 
-HOUR = 3_600_000
 WITH_IDLE = os.environ.get("FIDELITY_RESTART_IDLE") == "1"
 """Also topologies with a task that reads a repartition topic beside another partition (see `needs_idle`): they
 need `max.task.idle.ms` > 0 to be deterministic, which streamlet does not implement (it waits for data the broker
@@ -218,9 +220,14 @@ def restart_cases(draw: Draw, kind: str | None = None, stop_kind: str | None = N
     """A restart case of `kind` (one of `KINDS`) stopped by `stop_kind` (one of `STOPS`), each drawn when None."""
     kind = draw(st.sampled_from(KINDS)) if kind is None else kind
     stop_kind = draw(st.sampled_from(STOPS)) if stop_kind is None else stop_kind
-    wants = _WANTS[kind]
-    base = draw(fidelity_cases().filter(lambda c: _usable(c) and wants(c)))
-    ops = draw(_retained(_adapted_ops(base["ops"])))
+    if kind == "window_focus":
+        ops = draw(windowed_pipelines())
+    elif kind == "join_focus":
+        ops = draw(join_pipelines())
+    else:
+        wants = _WANTS[kind]
+        base = draw(fidelity_cases().filter(lambda c: _usable(c) and wants(c)))
+        ops = draw(_retained(_adapted_ops(base["ops"])))
     if ops[0]["op"] == "stream" and (kind == "punctuate" or draw(st.integers(0, 5)) == 0):
         at = 2 if len(ops) > 1 and ops[1]["op"] == "merge" else 1
         with_punctuator = [*ops[:at], draw(_punctuate()), *ops[at:]]
@@ -257,7 +264,11 @@ def generate(count: int, seed: int, screen: _Screen | None = None) -> list[Case]
     "<seed>-<index>". With `screen` (screen.py), only cases that run without error on Kafka Streams'
     TopologyTestDriver, each with "drivers": whether the two drivers agree on it."""
     slots = [(ROTATION[i % len(ROTATION)], STOPS[i // len(ROTATION) % len(STOPS)]) for i in range(count)]
-    per_slot = {slot: _screened(*slot, slots.count(slot), seed, screen) for slot in dict.fromkeys(slots)}
+    shapes: set[str] = set()  # topology and input of the cases taken: each slot draws others (the simplest first)
+    per_slot: dict[tuple[str, str], list[Case]] = {}
+    for slot in dict.fromkeys(slots):
+        per_slot[slot] = _screened(*slot, slots.count(slot), seed, screen, frozenset(shapes))
+        shapes.update(_shape(case) for case in per_slot[slot])
     found: list[Case] = []
     taken = dict.fromkeys(per_slot, 0)
     for slot in slots:
@@ -273,13 +284,18 @@ def case_by_id(case_id: str, screen: _Screen | None = None) -> Case:
     return generate(index + 1, seed, screen)[index]
 
 
-def _screened(kind: str, stop_kind: str, n: int, seed: int, screen: _Screen | None) -> list[Case]:
+def _shape(case: Case) -> str:
+    return json.dumps([case["ops"], case["inputs"]])
+
+
+def _screened(kind: str, stop_kind: str, n: int, seed: int, screen: _Screen | None, taken: frozenset[str]
+              ) -> list[Case]:
     if screen is None:
-        return _generate_slot(kind, stop_kind, n, seed)
+        return _generate_slot(kind, stop_kind, n, seed, taken)
     screened: dict[str, Case | None] = {}
     usable: list[Case] = []
     for factor in (1.3, 2, 4):  # the same seed draws the same first cases: only the new ones are screened
-        for case in _generate_slot(kind, stop_kind, int(n * factor) + 1, seed):
+        for case in _generate_slot(kind, stop_kind, int(n * factor) + 1, seed, taken):
             text = json.dumps(case, sort_keys=True)
             if text not in screened:
                 ok, diff = screen.check(case)
@@ -290,17 +306,17 @@ def _screened(kind: str, stop_kind: str, n: int, seed: int, screen: _Screen | No
     return usable[:n]
 
 
-def _generate_slot(kind: str, stop_kind: str, count: int, seed: int) -> list[Case]:
+def _generate_slot(kind: str, stop_kind: str, count: int, seed: int, taken: frozenset[str]) -> list[Case]:
     found: list[Case] = []
     seen: set[str] = set()
 
     @settings(max_examples=count * 3, phases=[Phase.generate], database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(restart_cases(kind, stop_kind))
-    @hypothesis_seed(seed)
+    @hypothesis_seed(zlib.crc32(f"{seed}/{kind}/{stop_kind}".encode()))  # each slot its own draws
     def collect(case: Case) -> None:
         text = json.dumps(case, sort_keys=True)
-        if len(found) < count and text not in seen:
+        if len(found) < count and text not in seen and _shape(case) not in taken:
             seen.add(text)
             found.append(case)
 
