@@ -164,7 +164,7 @@ async def _main(args: argparse.Namespace) -> int:
     async with AsyncExitStack() as stack:
         bootstrap = args.bootstrap
         if bootstrap is None:
-            from streamlet.runtime.local_broker import LocalKafkaBroker
+            from streamlet.testing.local_broker import LocalKafkaBroker
 
             broker = stack.enter_context(LocalKafkaBroker())
             bootstrap = broker.bootstrap_servers
