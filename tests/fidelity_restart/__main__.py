@@ -24,123 +24,69 @@ import time
 from collections import Counter
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
-from tests.fidelity.harness import readable
 from tests.fidelity_restart.driver import Comparison, compare_case, describe_case
+from tests.fidelity_restart.report import case_line, result_line, show, summary
 from tests.fidelity_restart.screen import Screen
-from tests.fidelity_restart.strategies import Case, all_ops, case_by_id, generate
+from tests.fidelity_restart.strategies import Case, case_by_id, generate
 
 
-def category(comparison: Comparison) -> str:
-    """A rough first sorting of a difference: which side failed, or how the output records relate."""
-    theirs, ours = comparison.kafka_streams, comparison.streamlet
-    if (theirs.failure is None) != (ours.failure is None):
-        return "streamlet failed" if ours.failure else "Kafka Streams failed"
-    shapes = []
-    for topic in comparison.case["outputs"]:
-        a, b = theirs.outputs.get(topic, []), ours.outputs.get(topic, [])
-        if a == b:
-            continue
-        if _subsequence(a, b):
-            shapes.append("streamlet has extra records")
-        elif _subsequence(b, a):
-            shapes.append("streamlet lacks records")
-        elif sorted(a, key=repr) == sorted(b, key=repr):
-            shapes.append("same records, other order")
-        else:
-            shapes.append("different records")
-    return ", ".join(sorted(set(shapes)))
+class _Batch:
+    """Runs cases, `jobs` at a time, writing results.jsonl and one line per case; then a summary."""
 
+    def __init__(self, bootstrap: str, out: Path, jobs: int, options: argparse.Namespace) -> None:
+        self.bootstrap, self.out, self.options = bootstrap, out, options
+        self.results = out / "results.jsonl"
+        self.semaphore = asyncio.Semaphore(jobs)
+        self.differing: list[tuple[Case, str]] = []
+        self.outcomes: Counter[str] = Counter()
+        self.seconds: list[float] = []
 
-def _subsequence(small: list[Any], big: list[Any]) -> bool:
-    it = iter(big)
-    return all(any(x == y for y in it) for x in small)
+    async def run(self, cases: list[Case]) -> int:
+        began = time.monotonic()
+        await asyncio.gather(*(self._one(case) for case in cases))
+        print(summary(cases, self.outcomes, self.seconds, self.differing, time.monotonic() - began))
+        print(f"results in {self.results}")
+        return 1 if self.differing else 0
 
-
-def features(case: Case) -> list[str]:
-    """The operations of a case that matter for restarts, for the summary."""
-    names = set()
-    for op in all_ops(case["ops"]):
-        kind = op["op"]
-        if kind == "windowed_by" or (kind == "cogroup" and op.get("window")):
-            w = op["window"]
-            names.add(f"{w.get('type', 'hopping' if w.get('advance') not in (None, w.get('size')) else 'tumbling')}")
-        elif kind == "emit_strategy" and op["kind"] == "on_window_close":
-            names.add("emit_on_window_close")
-        elif kind == "suppress":
-            names.add(f"suppress_{op['kind']}")
-        elif kind in ("stream_join", "join_table", "table_join", "global_join", "table_group_by", "to_table",
-                      "punctuate", "cogroup"):
-            names.add(kind)
-        if (op.get("store") or {}).get("retention"):
-            names.add("retention_1h")
-    return sorted(names)
-
-
-async def _run(cases: list[Case], bootstrap: str, out: Path, jobs: int, control: bool, show: bool,
-               recheck: bool) -> int:
-    results = out / "results.jsonl"
-    semaphore = asyncio.Semaphore(jobs)
-    differing: list[tuple[Case, Comparison, str]] = []
-    began = time.monotonic()
-
-    async def one(case: Case) -> None:
-        async with semaphore:
-            workdir = out / case["id"]
-            comparison = await compare_case(case, bootstrap, workdir, keep=lambda diff: diff is not None)
-            cat = category(comparison) if comparison.difference else "same"
-            line: dict[str, Any] = {"id": case["id"], "kind": case["kind"], "stop": case["stop"]["kind"],
-                                    "drivers": case.get("drivers"),
-                                    "guarantee": case["guarantee"], "features": features(case), "result": cat,
-                                    "seconds": round(comparison.seconds, 1),
-                                    "steps": {"kafka-streams": comparison.kafka_streams.steps,
-                                              "streamlet": comparison.streamlet.steps},
-                                    "failures": [comparison.kafka_streams.failure, comparison.streamlet.failure]}
-            if show:
-                for run in (comparison.kafka_streams, comparison.streamlet):
-                    print(f"--- {run.system} (failure: {run.failure})")
-                    for topic, records in run.outputs.items():
-                        print("\n".join(f"  {topic} {i}: {readable(r.key, comparison.base)} -> "
-                                        f"{readable(r.value, comparison.base)} @ {r.timestamp}"
-                                        for i, r in enumerate(records)))
+    async def _one(self, case: Case) -> None:
+        async with self.semaphore:
+            workdir = self.out / case["id"]
+            comparison = await compare_case(case, self.bootstrap, workdir, keep=lambda diff: diff is not None)
+            line = result_line(comparison)
+            if self.options.show:
+                print(show(comparison))
             if comparison.difference:
                 (workdir / "case.json").write_text(json.dumps(case, indent=1))
                 (workdir / "difference.txt").write_text(comparison.difference + "\n\n" + describe_case(case) + "\n")
-                if recheck:  # each system again: is its output a function of the case?
-                    again = await compare_case(case, bootstrap, out / (case["id"] + "-again"), keep=lambda diff: False)
-                    stable = [name for name, first, second in (
-                        ("Kafka Streams", comparison.kafka_streams, again.kafka_streams),
-                        ("streamlet", comparison.streamlet, again.streamlet)) if first.outputs == second.outputs]
-                    line["recheck"] = ("both repeat their output" if len(stable) == 2 else f"only {stable[0]} repeats "
-                                       "its output" if stable else "neither repeats its output")
-                if control:
-                    baseline = {**case, "stop": {"kind": "none"}, "id": case["id"] + "-control"}
-                    check = await compare_case(baseline, bootstrap, out / baseline["id"],
-                                               keep=lambda diff: diff is not None)
-                    line["control"] = "differs without a restart too" if check.difference else "same without a restart"
-                differing.append((case, comparison, cat))
-            with results.open("a") as f:
+                if self.options.recheck:
+                    line["recheck"] = await self._recheck(comparison)
+                if self.options.control:
+                    line["control"] = await self._control(case)
+                self.differing.append((case, line["result"]))
+            self.outcomes["differ" if comparison.difference else line["result"]] += 1
+            self.seconds.append(comparison.seconds)
+            with self.results.open("a") as f:
                 f.write(json.dumps({**line, "case": case, "difference": comparison.difference}) + "\n")
-            hint = "  (the drivers differ too)" if cat != "same" and case.get("drivers") == "differ" else ""
-            for note in ("recheck", "control"):
-                if note in line:
-                    hint += f"  ({line[note]})"
-            print(f"{case['id']:>10} {case['kind']:<11} {case['stop']['kind']:<13} {case['guarantee']:<15} "
-                  f"{comparison.seconds:6.1f}s  {cat}{hint}",
-                  flush=True)
+            print(case_line(case, line), flush=True)
 
-    await asyncio.gather(*(one(case) for case in cases))
-    stops, guarantees = Counter(c["stop"]["kind"] for c in cases), Counter(c["guarantee"] for c in cases)
-    print(f"\n{len(cases)} cases in {time.monotonic() - began:.0f}s; stop points: {dict(stops)}; "
-          f"guarantees: {dict(guarantees)}")
-    print(f"{len(differing)} differ:")
-    for cat, n in Counter(cat for _, _, cat in differing).most_common():
-        print(f"  {n:4} {cat}")
-    for feature, n in Counter(f for case, _, _ in differing for f in features(case)).most_common():
-        print(f"       {n:4} with {feature}")
-    print(f"results in {results}")
-    return 1 if differing else 0
+    async def _recheck(self, comparison: Comparison) -> str:
+        """Each system again: is its output a function of the case?"""
+        case = comparison.case
+        again = await compare_case(case, self.bootstrap, self.out / (case["id"] + "-again"), keep=lambda diff: False)
+        stable = [name for name, first, second in (
+            ("Kafka Streams", comparison.kafka_streams, again.kafka_streams),
+            ("streamlet", comparison.streamlet, again.streamlet)) if first.outputs == second.outputs]
+        if len(stable) == 2:
+            return "both repeat their output"
+        return f"only {stable[0]} repeats its output" if stable else "neither repeats its output"
+
+    async def _control(self, case: Case) -> str:
+        """The case without any restart: does it differ there too?"""
+        baseline = {**case, "stop": {"kind": "none"}, "id": case["id"] + "-control"}
+        check = await compare_case(baseline, self.bootstrap, self.out / baseline["id"],
+                                   keep=lambda diff: diff is not None)
+        return "differs without a restart too" if check.difference else "same without a restart"
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -168,7 +114,7 @@ async def _main(args: argparse.Namespace) -> int:
 
             broker = stack.enter_context(LocalKafkaBroker())
             bootstrap = broker.bootstrap_servers
-        return await _run(cases, bootstrap, out, args.jobs, args.control, args.show, args.recheck)
+        return await _Batch(bootstrap, out, args.jobs, args).run(cases)
 
 
 def main() -> None:

@@ -74,6 +74,29 @@ def _punctuation_after_restart() -> Case:
     return _case("punctuation-after-restart", ops, inputs, 4, {"kind": "close", "at": 4, "p2_running": True})
 
 
+def _in_memory_count() -> Case:
+    """A count in an in-memory, change-logged store across a clean restart: Kafka Streams restores an in-memory
+    store from the start of its changelog (a checkpoint only ever vouches for a persistent store's local copy);
+    streamlet checkpoints it at close like a persistent store, restores from there and counts from 0 again."""
+    ops = [{"op": "stream", "topic": "in"}, {"op": "group_by_key", "name": None, "serdes": True},
+           {"op": "count", "store": {"name": "cnt", "type": "in_memory", "caching": False, "logging": True}},
+           {"op": "to_stream"}, {"op": "to", "topic": "out", "key": "string", "value": "long"}]
+    inputs = [["in", "a", "1", 10], ["in", "a", "2", 20], ["in", "a", "3", 30]]
+    return _case("in-memory-store-close", ops, inputs, 2, {"kind": "close", "at": 2, "p2_running": False})
+
+
+def _suppressed_window_across_restart() -> Case:
+    """A tumbling count suppressed until its window closes (grace 30): the window [110, 120) is in the suppression
+    buffer at the clean close and comes out when the record at 152 closes it; on streamlet the buffer (in memory)
+    is empty after the restart, for the reason above, and the final result is lost."""
+    ops = [{"op": "stream", "topic": "in"}, {"op": "group_by_key", "name": None, "serdes": True},
+           {"op": "windowed_by", "window": {"size": 10, "advance": None, "grace": 30}}, {"op": "count", "store": None},
+           {"op": "suppress", "kind": "until_window_closes", "buffer": {"kind": "unbounded"}, "name": None},
+           {"op": "to_stream"}, {"op": "to", "topic": "out", "key": {"time_windowed": 10}, "value": "long"}]
+    inputs = [["in", "a", "1", 10], ["in", "a", "2", 114], ["in", "b", "3", 152]]
+    return _case("suppressed-window-close", ops, inputs, 2, {"kind": "close", "at": 2, "p2_running": False})
+
+
 def _repartitioned_join_without_restart() -> Case:
     """Not about restarts: a stream re-keyed (a repartition topic) joined with another stream's topic, where Kafka
     Streams, given `max.task.idle.ms` 2000, waits for the repartitioned records and joins in timestamp order;
@@ -92,6 +115,8 @@ HANDFUL: list[Case] = [
     _emit_final_tumbling({"kind": "close", "at": 20, "p2_running": False}),
     _emit_final_session(),
     _punctuation_after_restart(),
+    _in_memory_count(),
+    _suppressed_window_across_restart(),
     _repartitioned_join_without_restart(),
 ]
 
