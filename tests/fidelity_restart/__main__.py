@@ -5,8 +5,9 @@ broker (a fresh local one unless `--bootstrap` names one), `--jobs` cases at a t
 once: one case is two busy processes), and prints one line per case and a summary of the differences by
 category. Every result goes to `--out`/results.jsonl; a differing case's description, its difference and both
 systems' logs stay in `--out`/<case id>/. `--case ID_OR_FILE` runs one case again (an id "<seed>-<index>" or a
-JSON file of a case), `--control` also runs each differing case without any restart (stop kind "none"): if that
-differs too, the difference is not about restarts; `--recheck` runs each differing case again and says whether each
+JSON file of a case), `--control` also runs each differing case without any restart (stop kinds "none", all input
+there at the start, and "live", phase 2 written while the one instance runs): if that differs too, the difference
+is not about restarts; `--recheck` runs each differing case again and says whether each
 system repeated its own output (a system that does not is timing-dependent there, and the case says nothing).
 """
 
@@ -82,11 +83,15 @@ class _Batch:
         return f"only {stable[0]} repeats its output" if stable else "neither repeats its output"
 
     async def _control(self, case: Case) -> str:
-        """The case without any restart: does it differ there too?"""
-        baseline = {**case, "stop": {"kind": "none"}, "id": case["id"] + "-control"}
-        check = await compare_case(baseline, self.bootstrap, self.out / baseline["id"],
-                                   keep=lambda diff: diff is not None)
-        return "differs without a restart too" if check.difference else "same without a restart"
+        """The case without any restart, its input all there at the start ("none") and its phase 2 written while
+        the one instance runs ("live"): does it differ there too?"""
+        verdicts = []
+        for kind in ("none", "live"):
+            baseline = {**case, "stop": {"kind": kind}, "id": f"{case['id']}-{kind}"}
+            check = await compare_case(baseline, self.bootstrap, self.out / baseline["id"],
+                                       keep=lambda diff: diff is not None)
+            verdicts.append(f"{kind}: {'differs' if check.difference else 'same'}")
+        return "without a restart " + ", ".join(verdicts)
 
 
 async def _main(args: argparse.Namespace) -> int:
