@@ -1,7 +1,8 @@
 """Restart cases: a topology of tests/fidelity's generator, two phases of input and a stop point between them.
 
-The topology comes from `tests.fidelity.strategies.cases` (so every op it learns, this suite runs too), adapted to
-a real broker where only a deterministic outcome can be compared:
+The topology comes from `tests.fidelity.strategies.cases` (so every op it learns, this suite runs too), or, for the
+kinds "window_focus" and "join_focus", from focused.py (a windowed aggregation or a stream-stream join right after
+the source), adapted to a real broker where only a deterministic outcome can be compared:
 - ops that write to topics named in code rather than in the description (`split`'s branches, `to_extractor`) or
   to files (`print`) are dropped: each system run needs its own topic names. All three are stateless.
 - topologies that need `max.task.idle.ms` are left out unless `FIDELITY_RESTART_IDLE=1` (see `WITH_IDLE`).
@@ -15,7 +16,8 @@ a real broker where only a deterministic outcome can be compared:
   right after the source, when its task reads that one partition only (see `_punctuator_reads_one_partition`).
 
 Input: phase 1, then phase 2 whose records are often late relative to phase 1's stream time (some within grace,
-some not) before moving on; timestamps are relative to a base the driver adds. Global-table records come first in
+some not) before moving on; timestamps are relative to a base the driver adds, and no two topics share one (see
+`_untie`). Global-table records come first in
 phase 1 and nowhere else: a global table is read by its own thread, so only what it holds before the stream
 tasks start is deterministic (it is restored to the topic's end at every start).
 
@@ -24,7 +26,7 @@ processed and committed, the rest of phase 1 written while it is down) and "kill
 records processed and committed, then the rest of phase 1 written in one transaction while it runs, and kill -9
 `delay_ms` later: what was processed but not committed must be aborted and done again). Kills only under
 exactly_once_v2. `p2_running`: phase 2 is written while the restarted instance runs (in one transaction) rather
-than before it starts.
+than before it starts. The driver also knows two controls without a restart, "none" and "live" (driver.script).
 """
 
 from __future__ import annotations
@@ -237,7 +239,7 @@ def restart_cases(draw: Draw, kind: str | None = None, stop_kind: str | None = N
     kind = draw(st.sampled_from(KINDS)) if kind is None else kind
     stop_kind = draw(st.sampled_from(STOPS)) if stop_kind is None else stop_kind
     if kind == "window_focus":
-        ops = draw(windowed_pipelines())
+        ops = _adapted_ops(draw(windowed_pipelines()))
     elif kind == "join_focus":
         ops = draw(join_pipelines())
     else:
