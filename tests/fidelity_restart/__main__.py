@@ -53,7 +53,14 @@ class _Batch:
     async def _one(self, case: Case) -> None:
         async with self.semaphore:
             workdir = self.out / case["id"]
-            comparison = await compare_case(case, self.bootstrap, workdir, keep=lambda diff: diff is not None)
+            try:
+                comparison = await compare_case(case, self.bootstrap, workdir, keep=lambda diff: diff is not None)
+            except Exception as e:  # the harness itself: say so, keep the case's files, go on with the others
+                self.outcomes["harness error"] += 1
+                workdir.mkdir(parents=True, exist_ok=True)
+                (workdir / "case.json").write_text(json.dumps(case, indent=1))
+                print(f"{case['id']:>10} harness error: {type(e).__name__}: {e}", flush=True)
+                return
             line = result_line(comparison)
             if self.options.show:
                 print(show(comparison))
