@@ -165,6 +165,11 @@ class TaskActor:
     async def run(self) -> None:
         task = self.task
         try:
+            # A task that starts with a stream time restored from its committed offsets' metadata
+            # punctuates on it before taking any record, as Kafka Streams' first loop after the task
+            # turns running does (a stream-time schedule starts at 0, so one is due at once).
+            if task.maybe_punctuate_stream_time():
+                await self._flush_output()
             while True:
                 due = task.next_wall_clock_due()
                 timeout = math.inf if due is None else max(0.0, (due - self._wall()) / 1000)
