@@ -25,7 +25,7 @@ from tests.fidelity import harness
 from tests.integration.kafka_helpers import AppProcess
 
 REPO = Path(__file__).resolve().parents[2]
-KAFKA_VERSION = os.environ.get("FIDELITY_RESTART_KAFKA_VERSION", "3.9.1")
+KAFKA_VERSION = os.environ.get("FIDELITY_RESTART_KAFKA_VERSION", "4.4.0")
 """The Kafka Streams version of the Java side (the default is tests/fidelity/java's `kafka.version`)."""
 _BUILD_LOCK = threading.Lock()
 
