@@ -155,6 +155,10 @@ class ProcessorStateManager(StateStoreContext):
     def checkpoint_path(self) -> Path:
         return self._task_dir / CHECKPOINT_FILE
 
+    def has_checkpoint(self) -> bool:
+        """True when a checkpoint file is there (a clean close or a commit wrote one), whatever it holds."""
+        return self.checkpoint_path.exists()
+
     def read_checkpoint(self) -> dict[str, int]:
         """'topic:partition' -> next offset to restore from; empty if there is no checkpoint."""
         try:
@@ -184,8 +188,8 @@ class ProcessorStateManager(StateStoreContext):
         counts from 0, as in Kafka Streams' `StateManagerUtil.checkpointNeeded`)."""
         keep = self._checkpointable()
         offsets = {tp: offset for tp, offset in offsets.items() if tp in keep}
-        if not offsets:
-            return
+        if not offsets and not (enforce and self.registered):
+            return  # a clean close of a task with stores writes one, empty or not: its local stores are sound
         old = self.read_checkpoint() if self._checkpointed is None else self._checkpointed
         old = {tp: offset for tp, offset in old.items() if tp in keep}
         delta = sum(offset - old.get(tp, 0) for tp, offset in offsets.items())

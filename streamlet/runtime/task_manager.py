@@ -49,13 +49,22 @@ def new_runtime_task(topology: Topology, sub: SubTopology, partition: int, confi
                      state_root: Path, resolve_topic: Callable[[str], str],
                      partition_count: Callable[[str], int], cache_bytes: int) -> StreamTask:
     """A task for the Kafka runtime (active or standby), its stores not yet opened. Local state that
-    no checkpoint vouches for is wiped here: it may hold writes the changelog never committed."""
+    no checkpoint vouches for is wiped here when the task has a change-logged persistent store: it may hold
+    writes the changelog never committed, and the changelog rebuilds it. A task whose persistent stores are
+    all without changelog keeps them, as Kafka Streams does (nothing could rebuild them; in-memory stores
+    start empty anyway)."""
     task = StreamTask(topology, sub, partition, config, RecordCollector(partition_count), state_root,
                       clock=lambda: int(time.time() * 1000), resolve_topic=resolve_topic, cache_bytes=cache_bytes)
-    if (state_root / task.task_id).exists() and not task.state.read_checkpoint():
+    if (state_root / task.task_id).exists() and not task.state.has_checkpoint() and _has_logged_files(topology, sub):
         log.info("task %s: local state without a checkpoint is not trusted; wiping it", task.task_id)
         task.state.wipe_local_state()
     return task
+
+
+def _has_logged_files(topology: Topology, sub: SubTopology) -> bool:
+    """Whether any store of `sub` is persistent and change-logged."""
+    builders = topology.store_builders
+    return any(builders[name].logging_enabled and getattr(builders[name], "persistent", True) for name in sub.stores)
 
 
 class TaskManager:
