@@ -14,6 +14,12 @@ awaited partition's queue is empty the task idles. This is Kafka Streams' rule w
 `max.task.idle.ms` = 0: wait for data the broker has, never for data that does not exist yet. The test
 driver never marks a partition, since everything it pipes is buffered at once.
 
+With `max.task.idle.ms` > 0 (`idle_for`, set by the Kafka runtime), a partition that is empty although
+its fetch reached the end holds the task back too, up to that many ms of wall-clock time from when it was
+first found so (`PartitionGroup.readyToProcess` in Kafka Streams): the time an upstream task (a repartition
+topic's writer) gets to commit what goes before. Past the deadline the task goes on without it until every
+partition has records again, which starts the clocks anew. The task's owner wakes it at `idle_deadline()`.
+
 The task takes records in runs (`next_run`): all records of one partition that may go before the head
 of every other partition, which for the usual task with one input partition is the whole buffer. The
 task then works through a run in one tight loop, without a merge decision per record.
@@ -111,10 +117,22 @@ class PartitionGroup:
         self.skipped = 0
         self._awaited: set[tuple[str, int]] = set()  # partitions that may have unfetched records
         self._idle = False  # an awaited partition's queue is empty: wait for it (see the module docstring)
+        self._idle_ms = 0  # max.task.idle.ms beyond "wait for data the broker has" (see `idle_for`)
+        self._clock: Callable[[], int] = lambda: 0
+        self._inputs: set[tuple[str, int]] = set()  # every input partition known (expected or queued)
+        self._deadlines: dict[tuple[str, int], int] = {}  # empty, caught-up partition -> when to stop waiting
+
+    def idle_for(self, max_idle_ms: int, clock: Callable[[], int]) -> None:
+        """Wait up to `max_idle_ms` (wall-clock, from `clock`) for an empty partition whose fetch reached
+        its end before going on without it (`max.task.idle.ms`; see the module docstring)."""
+        self._idle_ms = max(0, max_idle_ms)
+        self._clock = clock
 
     def expect(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Mark partitions whose fetch position is not yet known to be at their end."""
+        partitions = list(partitions)
         self._awaited.update(partitions)
+        self._inputs.update(partitions)
         self._update_idle()
 
     def set_caught_up(self, topic: str, partition: int, caught_up: bool) -> None:
@@ -138,6 +156,7 @@ class PartitionGroup:
             if source is None:
                 raise StreamsError(f"no source node reads topic {topic!r}")
             q = self._queues[(topic, partition)] = RecordQueue(topic, partition, source)
+            self._inputs.add((topic, partition))
         return q
 
     def add_records(self, topic: str, partition: int, records: Iterable[ConsumedRecord]) -> int:
@@ -189,7 +208,7 @@ class PartitionGroup:
         first such partition on a tie), every record up to `limit` that per-record merging would also
         have taken next, i.e. until another partition's head comes first. None when idle or empty.
         The caller advances partition and stream time per record as it processes them."""
-        if self._idle:
+        if self._idle or (self._idle_ms and not self._ready()):
             return None
         best: RecordQueue | None = None
         best_ts = 0
@@ -229,6 +248,37 @@ class PartitionGroup:
         if not queue and self._awaited and (best.topic, best.partition) in self._awaited:
             self._idle = True
         return best, run
+
+    def _ready(self) -> bool:
+        """With `max.task.idle.ms` > 0: False while an empty partition (known to be fetched to its end, else
+        `_idle` holds the task already) is within its idle time; the clocks restart once all have records."""
+        now: int | None = None
+        ready, enforced = True, False
+        for tp in self._inputs:  # every empty partition's clock starts now if it has not yet
+            q = self._queues.get(tp)
+            if q is not None and q.queue:
+                continue
+            if tp in self._awaited:
+                self._deadlines.pop(tp, None)
+                ready = False
+                continue
+            if now is None:
+                now = self._clock()
+            if now < self._deadlines.setdefault(tp, now + self._idle_ms):
+                ready = False
+            enforced = True
+        if ready and not enforced:
+            self._deadlines.clear()
+        return ready
+
+    def idle_deadline(self) -> int | None:
+        """When the task must look again although no record arrives: the earliest idle deadline not yet
+        reached (wall-clock ms), while records wait for it; else None."""
+        if not self._idle_ms or not self.buffered or self._idle:
+            return None
+        now = self._clock()
+        pending = [d for d in self._deadlines.values() if d > now]
+        return min(pending) if pending else None
 
     def head_timestamp(self) -> int | None:
         """The timestamp the next run would start with, or None when nothing is buffered."""

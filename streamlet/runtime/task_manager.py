@@ -58,6 +58,9 @@ def new_runtime_task(topology: Topology, sub: SubTopology, partition: int, confi
     if (state_root / task.task_id).exists() and not task.state.has_checkpoint() and _has_logged_files(topology, sub):
         log.info("task %s: local state without a checkpoint is not trusted; wiping it", task.task_id)
         task.state.wipe_local_state()
+    idle_ms = int(config["max.task.idle.ms"])
+    if idle_ms > 0 and len(task.sources_by_topic) > 1:
+        task.partition_group.idle_for(idle_ms, lambda: task.clock())
     return task
 
 
