@@ -17,8 +17,8 @@ driver never marks a partition, since everything it pipes is buffered at once.
 With `max.task.idle.ms` > 0 (`idle_for`, set by the Kafka runtime), a partition that is empty although
 its fetch reached the end holds the task back too, up to that many ms of wall-clock time from when it was
 first found so (`PartitionGroup.readyToProcess` in Kafka Streams): the time an upstream task (a repartition
-topic's writer) gets to commit what goes before. Past the deadline the task goes on without it until every
-partition has records again, which starts the clocks anew. The task's owner wakes it at `idle_deadline()`.
+topic's writer) gets to commit what goes before. Past the deadline the task goes on without it until the
+partition has records again, which drops its clock. The task's owner wakes it at `idle_deadline()`.
 
 The task takes records in runs (`next_run`): all records of one partition that may go before the head
 of every other partition, which for the usual task with one input partition is the whole buffer. The
@@ -136,6 +136,7 @@ class PartitionGroup:
         self._update_idle()
 
     def set_caught_up(self, topic: str, partition: int, caught_up: bool) -> None:
+        self._inputs.add((topic, partition))
         if caught_up:
             self._awaited.discard((topic, partition))
         else:
@@ -208,7 +209,7 @@ class PartitionGroup:
         first such partition on a tie), every record up to `limit` that per-record merging would also
         have taken next, i.e. until another partition's head comes first. None when idle or empty.
         The caller advances partition and stream time per record as it processes them."""
-        if self._idle or (self._idle_ms and not self._ready()):
+        if (not self._ready()) if self._idle_ms else self._idle:
             return None
         best: RecordQueue | None = None
         best_ts = 0
@@ -250,31 +251,32 @@ class PartitionGroup:
         return best, run
 
     def _ready(self) -> bool:
-        """With `max.task.idle.ms` > 0: False while an empty partition (known to be fetched to its end, else
-        `_idle` holds the task already) is within its idle time; the clocks restart once all have records."""
+        """With `max.task.idle.ms` > 0, Kafka Streams' `readyToProcess`: partition by partition, one with records
+        drops its idle clock; an empty one not known to be fetched to its end holds the task (and drops its
+        clock); an empty one fetched to its end starts its clock if it has none and holds the task until it
+        runs out. The first partition that holds the task ends the look, so the next one's clock starts only
+        once this one's ran out, as there."""
         now: int | None = None
-        ready, enforced = True, False
-        for tp in self._inputs:  # every empty partition's clock starts now if it has not yet
+        deadlines = self._deadlines
+        for tp in self._inputs:
             q = self._queues.get(tp)
             if q is not None and q.queue:
+                deadlines.pop(tp, None)
                 continue
             if tp in self._awaited:
-                self._deadlines.pop(tp, None)
-                ready = False
-                continue
+                deadlines.pop(tp, None)
+                return False
             if now is None:
                 now = self._clock()
-            if now < self._deadlines.setdefault(tp, now + self._idle_ms):
-                ready = False
-            enforced = True
-        if ready and not enforced:
-            self._deadlines.clear()
-        return ready
+            if now < deadlines.setdefault(tp, now + self._idle_ms):
+                return False
+        return True
 
     def idle_deadline(self) -> int | None:
-        """When the task must look again although no record arrives: the earliest idle deadline not yet
-        reached (wall-clock ms), while records wait for it; else None."""
-        if not self._idle_ms or not self.buffered or self._idle:
+        """When the task must look again although no record arrives (wall-clock ms): the earliest idle clock
+        still running, or None. Kafka Streams looks at every turn of its loop; a task woken at each deadline
+        sees the same clocks start and run out."""
+        if not self._idle_ms or not self._deadlines:
             return None
         now = self._clock()
         pending = [d for d in self._deadlines.values() if d > now]

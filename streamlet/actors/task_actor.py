@@ -179,8 +179,7 @@ class TaskActor:
                 while self._urgent:
                     await self._handle(self._urgent.pop(0))
                 if message is None:
-                    if task.buffered:  # records waited for an empty partition (max.task.idle.ms) until now
-                        task.process()
+                    task.process()  # an idle clock (max.task.idle.ms) may have run out: records may go on
                     task.maybe_punctuate_wall_clock(self._wall())
                     await self._flush_output()
                     continue

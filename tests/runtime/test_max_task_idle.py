@@ -85,3 +85,22 @@ def test_without_idle_time_an_empty_caught_up_partition_is_not_waited_for(tmp_pa
     _add(task, A, 0, "a30", 30)
     assert task.process() == 1
     assert task.partition_group.idle_deadline() is None
+
+
+def test_a_task_idle_longer_than_the_idle_time_does_not_wait_when_input_arrives(tmp_path: Path) -> None:
+    """Kafka Streams looks at its partitions at every turn of its loop, records or not: the clocks of empty
+    partitions start while the task has nothing to do, one after the other, and have run out when input comes
+    after a long pause. The actor wakes the task at each deadline to see the same."""
+    clock = _Clock()
+    task = _merge_task(tmp_path, 2000, clock)
+    assert task.process() == 0
+    assert task.partition_group.idle_deadline() == 3_000  # the first empty partition's clock
+    clock.now = 3_000
+    assert task.process() == 0
+    assert task.partition_group.idle_deadline() == 5_000  # then the second's
+    clock.now = 5_000
+    assert task.process() == 0
+    assert task.partition_group.idle_deadline() is None
+    clock.now = 60_000
+    _add(task, A, 0, "a30", 30)
+    assert task.process() == 1
