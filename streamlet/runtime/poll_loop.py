@@ -29,6 +29,7 @@ import anyio
 from aiokafka import TopicPartition
 from aiokafka.errors import InconsistentGroupProtocolError
 
+from streamlet.actors.task_actor import TaskActor
 from streamlet.config import StreamsConfig
 from streamlet.kafka.client_settings import ClientRole, resolved_settings
 from streamlet.metrics import latency_trace
@@ -190,7 +191,7 @@ class PollLoop:
                 del positions.awaited[key]
                 await actor.post_records(key[0], key[1], (), True)
 
-    async def _await_siblings(self, actor: Any, key: tuple[str, int], batches: dict[Any, list[Any]]) -> None:
+    async def _await_siblings(self, actor: TaskActor, key: tuple[str, int], batches: dict[Any, list[Any]]) -> None:
         """Before records of `key` reach a task that reads several partitions: each of its other partitions
         known caught up so far is awaited again when this poll returned records for it too (they are handed
         over after `key`'s, and the actor may run in between) or when its end moved past its fetch position

@@ -17,6 +17,7 @@ the restart; streamlet "9").
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
 from streamlet.actors.partition_group import RawRecord
@@ -83,7 +84,7 @@ class _Running(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._store = context.get_state_store("texts")
+        self._store: Any = context.get_state_store("texts")
 
     def process(self, record: Record) -> None:
         text = (self._store.get(record.key) or "") + record.value
