@@ -9,6 +9,9 @@ JSON file of a case), `--control` also runs each differing case without any rest
 there at the start, and "live", phase 2 written while the one instance runs): if that differs too, the difference
 is not about restarts; `--recheck` runs each differing case again and says whether each
 system repeated its own output (a system that does not is timing-dependent there, and the case says nothing).
+`--handoff kafka-streams>streamlet` (or the other way) runs each case on one system until the stop and on the other
+from the restart on, against Kafka Streams alone: either must read what the other committed (offsets, their
+metadata, changelogs) and carry on as Kafka Streams would.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 from tests.fidelity_restart.driver import Comparison, compare_case, describe_case
 from tests.fidelity_restart.report import case_line, result_line, show, summary
 from tests.fidelity_restart.screen import Screen
-from tests.fidelity_restart.strategies import Case, case_by_id, generate
+from tests.fidelity_restart.strategies import Case, all_logged, case_by_id, generate
 
 
 class _Batch:
@@ -37,6 +40,7 @@ class _Batch:
 
     def __init__(self, bootstrap: str, out: Path, jobs: int, options: argparse.Namespace) -> None:
         self.bootstrap, self.out, self.options = bootstrap, out, options
+        self.system = options.handoff or "streamlet"
         self.results = out / "results.jsonl"
         self.semaphore = asyncio.Semaphore(jobs)
         self.differing: list[tuple[Case, str]] = []
@@ -47,6 +51,8 @@ class _Batch:
         began = time.monotonic()
         await asyncio.gather(*(self._one(case) for case in cases))
         print(summary(cases, self.outcomes, self.seconds, self.differing, time.monotonic() - began))
+        if self.system != "streamlet":
+            print(f"(compared: Kafka Streams alone against the handoff {self.system})")
         print(f"results in {self.results}")
         return 1 if self.differing else 0
 
@@ -54,7 +60,8 @@ class _Batch:
         async with self.semaphore:
             workdir = self.out / case["id"]
             try:
-                comparison = await compare_case(case, self.bootstrap, workdir, keep=lambda diff: diff is not None)
+                comparison = await compare_case(case, self.bootstrap, workdir, keep=lambda diff: diff is not None,
+                                                system=self.system)
             except Exception as e:  # the harness itself: say so, keep the case's files, go on with the others
                 self.outcomes["harness error"] += 1
                 workdir.mkdir(parents=True, exist_ok=True)
@@ -81,7 +88,8 @@ class _Batch:
     async def _recheck(self, comparison: Comparison) -> str:
         """Each system again: is its output a function of the case?"""
         case = comparison.case
-        again = await compare_case(case, self.bootstrap, self.out / (case["id"] + "-again"), keep=lambda diff: False)
+        again = await compare_case(case, self.bootstrap, self.out / (case["id"] + "-again"), keep=lambda diff: False,
+                                   system=self.system)
         stable = [name for name, first, second in (
             ("Kafka Streams", comparison.kafka_streams, again.kafka_streams),
             ("streamlet", comparison.streamlet, again.streamlet)) if first.outputs == second.outputs]
@@ -96,7 +104,7 @@ class _Batch:
         for kind in ("none", "live"):
             baseline = {**case, "stop": {"kind": kind}, "id": f"{case['id']}-{kind}"}
             check = await compare_case(baseline, self.bootstrap, self.out / baseline["id"],
-                                       keep=lambda diff: diff is not None)
+                                       keep=lambda diff: diff is not None, system=self.system)
             verdicts.append(f"{kind}: {'differs' if check.difference else 'same'}")
         return "without a restart " + ", ".join(verdicts)
 
@@ -117,6 +125,8 @@ async def _main(args: argparse.Namespace) -> int:
             screen.close()
     if args.stop:
         cases = [{**cases[0], "stop": json.loads(args.stop)}]
+    if args.handoff:  # local state does not move with a handoff: only change-logged stores can be compared
+        cases = [{**case, "ops": all_logged(case["ops"])} for case in cases]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
@@ -145,6 +155,10 @@ def main() -> None:
     parser.add_argument("--recheck", action="store_true",
                         help="run differing cases again: does each system repeat its own output?")
     parser.add_argument("--show", action="store_true", help="print both systems' output of every case")
+    parser.add_argument("--handoff", choices=["kafka-streams>streamlet", "streamlet>kafka-streams"],
+                        help="run the case on one system until the stop and on the other from the restart on (same "
+                             "application id, topics and commits, separate state directories), against Kafka "
+                             "Streams alone")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sys.exit(asyncio.run(_main(args)))

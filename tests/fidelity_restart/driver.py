@@ -150,20 +150,36 @@ async def _wait_running(app: App) -> None:
         await asyncio.sleep(0.1)
 
 
+_SHORT = {"kafka-streams": "ks", "streamlet": "sl"}
+
+
+def _new_app(system: str, case_file: Path, config: dict[str, Any], workdir: Path, run: str) -> App:
+    """One system's application for a run, with its own serde names, state directory and log (named after the
+    system, and for a handoff after the run too: the plain Kafka Streams run shares the directory)."""
+    name = system if run == system else f"{run.replace('>', '-then-')}.{system}"
+    mine = {**config, "state.dir": str(workdir / f"{name}-state"),
+            "default.key.serde": _SERDES[system], "default.value.serde": _SERDES[system]}
+    return (KafkaStreamsApp if system == "kafka-streams" else StreamletApp)(case_file, mine, workdir / f"{name}.log")
+
+
 async def run_system(system: str, case: Case, bootstrap: str, workdir: Path, base: int) -> SystemRun:
-    """The case's script on one system (`"streamlet"` or `"kafka-streams"`), on fresh topics and state."""
+    """The case's script on one system (`"streamlet"` or `"kafka-streams"`), on fresh topics and state; or, for
+    `"<first>><then>"` (a handoff, e.g. `"kafka-streams>streamlet"`), on the first system until the stop and on
+    the other one from the restart on: same application id, topics, changelogs and committed offsets, each with
+    its own state directory (neither reads the other's local files), as in a move from one to the other."""
     began = time.monotonic()
     tag = uuid.uuid4().hex[:8]
-    prefix = f"rs-{tag}-{'ks' if system == 'kafka-streams' else 'sl'}-"
+    systems = system.split(">")
+    prefix = f"rs-{tag}-{'2'.join(_SHORT[s] for s in systems)}-"
     mine = renamed(case, prefix)
     application_id = f"{prefix}app"
     workdir.mkdir(parents=True, exist_ok=True)
-    case_file = workdir / f"{system}-case.json"
+    case_file = workdir / f"{system.replace('>', '-then-')}-case.json"
     case_file.write_text(json.dumps(mine))
-    config = settings(mine, application_id, bootstrap, workdir / f"{system}-state")
-    config["default.key.serde"] = config["default.value.serde"] = _SERDES[system]
-    log_path = workdir / f"{system}.log"
-    app: App = (KafkaStreamsApp if system == "kafka-streams" else StreamletApp)(case_file, config, log_path)
+    config = settings(mine, application_id, bootstrap, workdir)
+    apps = [_new_app(s, case_file, config, workdir, system) for s in systems]
+    app = apps[0]
+    log_path = apps[-1].log_path
     inputs = [(prefix + t, k, v, base + ts) for t, k, v, ts in case["inputs"]]
     await broker_io.create_topics(bootstrap, dict.fromkeys([*source_topics(mine["ops"]), *mine["outputs"]], 1))
     consumed = consumed_topics(mine, application_id)
@@ -178,6 +194,7 @@ async def run_system(system: str, case: Case, bootstrap: str, workdir: Path, bas
             elif do == "start":
                 if started:  # what the stopped instance left in the group
                     await broker_io.evict_members(bootstrap, application_id)
+                    app = apps[-1]  # a handoff: the other system from the restart on
                 app.start()
                 live = started = True
                 await _wait_running(app)
@@ -226,12 +243,13 @@ class Comparison:
         return max(self.kafka_streams.seconds, self.streamlet.seconds)
 
 
-async def compare_case(case: Case, bootstrap: str, workdir: Path, keep: Callable[[str | None], bool] | None = None
-                       ) -> Comparison:
-    """Run `case` on both systems at once and compare; the work directory is removed unless `keep(difference)`."""
+async def compare_case(case: Case, bootstrap: str, workdir: Path, keep: Callable[[str | None], bool] | None = None,
+                       system: str = "streamlet") -> Comparison:
+    """Run `case` on Kafka Streams and on `system` at once and compare (`system` may be a handoff, see
+    `run_system`: its output must be Kafka Streams' own); the work directory is removed unless `keep(difference)`."""
     base = base_timestamp()
     theirs, ours = await asyncio.gather(run_system("kafka-streams", case, bootstrap, workdir, base),
-                                        run_system("streamlet", case, bootstrap, workdir, base))
+                                        run_system(system, case, bootstrap, workdir, base))
     diff = difference(case, theirs, ours, base)
     if keep is None or not keep(diff):
         shutil.rmtree(workdir, ignore_errors=True)

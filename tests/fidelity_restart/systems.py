@@ -34,6 +34,7 @@ class App(Protocol):
     """One instance of one system running one case."""
 
     name: str
+    log_path: Path
 
     def start(self) -> object: ...
     def running(self) -> bool: ...
@@ -83,7 +84,7 @@ class KafkaStreamsApp:
         sharing = f"-XX:SharedArchiveFile={archive}" if archive.exists() else f"-XX:ArchiveClassesAtExit={archive}"
         self._command = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", sharing, "-cp", classpath,
                          "io.streamlet.fidelity.RestartApp", str(case_file), *(f"{k}={v}" for k, v in settings.items())]
-        self._log_path = log_path
+        self.log_path = log_path
         self._proc: subprocess.Popen[str] | None = None
         self._lines: list[str] = []
         self._error: str | None = None
@@ -91,7 +92,7 @@ class KafkaStreamsApp:
     def start(self) -> KafkaStreamsApp:
         self._lines = []
         self._error = None
-        log = open(self._log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the reader thread
+        log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the reader thread
         log.write(f"=== start @{int(time.time() * 1000)}\n")
         log.flush()
         self._proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
@@ -138,7 +139,7 @@ class KafkaStreamsApp:
         self._proc.wait()
 
     def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self._log_path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
 class StreamletApp(AppProcess):
