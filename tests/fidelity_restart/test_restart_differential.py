@@ -105,7 +105,7 @@ def _suppressed_window_across_restart() -> Case:
 def _unlogged_persistent_store() -> Case:
     """A Processor-API store, persistent and without changelog, across a clean restart: Kafka Streams keeps the
     local store (RocksDB) and appends to "1234"; streamlet wiped it (a task directory without checkpoint
-    entries; fixed: a clean close always checkpoints, and only a task with a logged persistent store is wiped)."""
+    entries; fixed: a clean close always writes a checkpoint, empty or not)."""
     ops = [{"op": "stream", "topic": "in"},
            {"op": "process_values", "fn": "running",
             "store": {"name": "pv1", "type": "persistent", "caching": False, "logging": False}},
@@ -140,8 +140,17 @@ def _repartitioned_join_without_restart() -> Case:
     return _case("max-task-idle-no-restart", ops, inputs, 5, {"kind": "none"})
 
 
+def _emit_final_handoff() -> Case:
+    """The tumbling example handed over from Kafka Streams to streamlet at a clean close (--handoff): streamlet
+    must read what Kafka Streams committed (offsets, partition time, the last emit time under the store's name)
+    and restored into its changelog, and send no final result again."""
+    return {**_emit_final_tumbling({"kind": "close", "at": 20, "p2_running": True}), "id": "emit-final-handoff",
+            "system": "kafka-streams>streamlet"}
+
+
 HANDFUL: list[Case] = [
     _emit_final_tumbling({"kind": "close", "at": 20, "p2_running": False}),
+    _emit_final_handoff(),
     _emit_final_session(),
     _punctuation_after_restart(),
     _in_memory_count(),
@@ -174,7 +183,8 @@ async def test_restarts_give_kafka_streams_output(kafka_broker: Any, tmp_path: P
 
     async def one(case: Case) -> str | None:
         async with slots:
-            comparison = await compare_case(case, kafka_broker.bootstrap_servers, tmp_path / case["id"])
+            comparison = await compare_case(case, kafka_broker.bootstrap_servers, tmp_path / case["id"],
+                                            system=case.get("system", "streamlet"))
         if comparison.difference is None:
             return None
         return f"case {case['id']}:\n{comparison.difference}\n{describe_case(case)}"

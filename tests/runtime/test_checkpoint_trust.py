@@ -8,10 +8,9 @@ every logged store's offset there, restored the in-memory count from that offset
 from 0 again after a restart (Kafka Streams 4.4.0: a, a, a -> 1, 2, 3 across the restart; streamlet 1, 2, 1).
 
 A persistent store without changelog survives a restart (case unlogged-store-close): nothing could rebuild it, and
-Kafka Streams keeps its local files (a clean close writes a checkpoint, empty or not; without one, only a task
-with a change-logged persistent store is wiped, to be rebuilt from the changelog). streamlet wiped every task
-directory without checkpoint entries, i.e. always such a store (Kafka Streams 4.4.0: "1234" then "12349" after
-the restart; streamlet "9").
+Kafka Streams keeps its local files across a clean close, which now always writes a checkpoint, empty or not.
+streamlet wiped every task directory without checkpoint entries, i.e. always such a store (Kafka Streams 4.4.0:
+"1234" then "12349" after the restart; streamlet "9").
 """
 
 from __future__ import annotations
@@ -134,14 +133,17 @@ def test_an_unlogged_persistent_store_survives_a_clean_restart(tmp_path: Path) -
     again.close(clean=True)
 
 
-def test_after_a_crash_an_unlogged_store_is_kept_unless_a_logged_one_needs_rebuilding(tmp_path: Path) -> None:
-    for logged_too, expected in ((False, "12349"), (True, "9")):
+def test_after_a_crash_local_state_without_checkpoint_is_wiped(tmp_path: Path) -> None:
+    """No checkpoint file (a kill -9; under exactly-once the one a task finds is deleted as it starts): the
+    task's local state is not trusted, an unlogged store included (Kafka Streams' came back without the run's
+    updates after a kill -9 under exactly-once in the restart suite, case 4242-38)."""
+    for logged_too in (False, True):
         topology = _unlogged_topology(logged_too)
         root = tmp_path / str(logged_too)
         task = _runtime_task(topology, root)
         _texts(task, ["1", "2", "3", "4"], 0)
-        task.close(clean=False)  # no checkpoint: as after a kill -9 under exactly-once
+        task.close(clean=False)
 
         again = _runtime_task(topology, root)
-        assert _texts(again, ["9"], 4) == [expected]
+        assert _texts(again, ["9"], 4) == ["9"]
         again.close(clean=True)
