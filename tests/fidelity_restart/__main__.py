@@ -111,7 +111,9 @@ class _Batch:
 
 async def _main(args: argparse.Namespace) -> int:
     path = Path(args.case or "")
-    if args.case and path.exists():
+    if args.case and path.suffix == ".jsonl":  # an earlier batch's results.jsonl: its cases again (--cases of them)
+        cases = [json.loads(line)["case"] for line in path.read_text().splitlines() if line.strip()][:args.cases]
+    elif args.case and path.exists():
         cases = [json.loads(path.read_text())]
     else:
         screen = Screen()
@@ -155,7 +157,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=os.environ.get("FIDELITY_RESTART_BOOTSTRAP"))
     parser.add_argument("--out", default=os.environ.get("FIDELITY_RESTART_OUT", str(Path(tempfile.gettempdir())
                                                                                     / "streamlet-fidelity-restart")))
-    parser.add_argument("--case", help="one case again: an id <seed>-<index> or a case's JSON file")
+    parser.add_argument("--case", help="one case again: an id <seed>-<index> or a case's JSON file; or an earlier "
+                                       "batch's results.jsonl, whose first --cases cases run again")
     parser.add_argument("--stop", help="with --case: another stop point, as JSON")
     parser.add_argument("--control", action="store_true", help="also run differing cases without a restart")
     parser.add_argument("--recheck", action="store_true",
