@@ -12,11 +12,13 @@ task reads from several partitions is either all there when it starts or arrives
 merged by timestamp as Kafka Streams merges it (no two topics share a timestamp, strategies._untie); caches are
 off; wall-clock emission intervals are 0; a punctuator's task polls one record at a time (Kafka Streams checks
 stream-time punctuation between batches whose size depends on timing); kills happen either after `quiesce` (the
-commit point is then exactly known) or while a batch is in flight before anything else is written (whatever was
-committed of it, the rest is processed in the same order after the restart). A task that reads a repartition
-topic beside another partition would race its upstream task: for those topologies `max.task.idle.ms` is raised
-on both systems (`IDLE_MS`), so that Kafka Streams waits for the upstream's commits (streamlet ignores the
-setting, which is why the generator leaves such topologies out unless asked, see strategies.WITH_IDLE).
+commit point is then exactly known) or right after a batch was written while it runs (in generated cases at
+once: nothing of it committed; a later kill makes the output depend on where the commit fell, on Kafka Streams
+too, see strategies.restart_cases). A task that reads a repartition topic beside another partition would race
+its upstream task: for those topologies `max.task.idle.ms` is raised on both systems (`IDLE_MS`), so that Kafka
+Streams waits for the upstream's commits; even so, whether its idle clocks have run out when later input comes
+depends on how long the task sat idle, which is why the generator leaves such topologies out unless asked
+(strategies.WITH_IDLE).
 """
 
 from __future__ import annotations
