@@ -2,9 +2,9 @@
 
 - `StreamletApp`: `streamlet run tests.fidelity_restart.streamlet_app:topology --set k=v ...`, the case's topology
   built with tests/fidelity's Python builder (`ops.build`). SIGTERM closes it cleanly.
-- `KafkaStreamsApp`: `io.streamlet.fidelity.RestartApp` of tests/fidelity/java on Kafka Streams (the module's
-  `kafka.version`, 3.9.1 unless `FIDELITY_RESTART_KAFKA_VERSION` names another, which is built into its own
-  directory): the same case description applied op for op as `Runner` applies it. A line "close" on its stdin
+- `KafkaStreamsApp`: `io.streamlet.fidelity.RestartApp` of tests/fidelity/java on Kafka Streams 4.4.0 (or the
+  version `FIDELITY_RESTART_KAFKA_VERSION` names, each built into java/target/<version>): the same case
+  description applied op for op as `Runner` applies it. A line "close" on its stdin
   closes it cleanly.
 
 Both take the same settings (Kafka Streams' names), both can be killed with SIGKILL, and both say when they
@@ -25,9 +25,8 @@ from tests.fidelity import harness
 from tests.integration.kafka_helpers import AppProcess
 
 REPO = Path(__file__).resolve().parents[2]
-KAFKA_VERSION = os.environ.get("FIDELITY_RESTART_KAFKA_VERSION", "4.4.0")
-"""The Kafka Streams version of the Java side (the default is tests/fidelity/java's `kafka.version`)."""
-_BUILD_LOCK = threading.Lock()
+KAFKA_VERSION = os.environ.get("FIDELITY_RESTART_KAFKA_VERSION", harness.KAFKA_STREAMS_VERSION)
+"""The Kafka Streams version of the Java side (4.4.0, tests/fidelity's default)."""
 
 
 class App(Protocol):
@@ -47,23 +46,10 @@ class App(Protocol):
 
 @functools.cache
 def _classpath() -> str:
-    """RestartApp's classpath (the module built with Maven when needed)."""
-    if KAFKA_VERSION == "3.9.1":
-        command = harness.build_runner()
-        return command[command.index("-cp") + 1]
-    build = harness.JAVA_DIR / f"target-{KAFKA_VERSION}"
-    jar, classpath = build / "streamlet-fidelity-0.1.0.jar", build / "classpath.txt"
-    with _BUILD_LOCK:
-        sources = [*(harness.JAVA_DIR / "src").rglob("*.java"), harness.JAVA_DIR / "pom.xml"]
-        if not (jar.exists() and classpath.exists()) or max(p.stat().st_mtime for p in sources) > jar.stat().st_mtime:
-            proc = subprocess.run(["mvn", "-q", "-B", "-f", str(harness.JAVA_DIR / "pom.xml"),
-                                   f"-Dkafka.version={KAFKA_VERSION}", f"-Dbuild.dir={build}", "package",
-                                   "dependency:build-classpath", f"-Dmdep.outputFile={classpath}"],
-                                  capture_output=True, text=True, timeout=900)
-            if proc.returncode != 0:
-                raise RuntimeError(f"building RestartApp on Kafka Streams {KAFKA_VERSION} failed:\n"
-                                   f"{proc.stdout}{proc.stderr}")
-    return f"{jar}:{classpath.read_text().strip()}"
+    """RestartApp's classpath: tests/fidelity/java built on `KAFKA_VERSION` (Maven, when needed) by
+    tests/fidelity's harness, which keeps each version's build in java/target/<version>."""
+    command = harness.build_runner(KAFKA_VERSION)
+    return command[command.index("-cp") + 1]
 
 
 def _class_archive(classpath: str) -> Path:
