@@ -52,7 +52,7 @@ class _Batch:
         await asyncio.gather(*(self._one(case) for case in cases))
         print(summary(cases, self.outcomes, self.seconds, self.differing, time.monotonic() - began))
         if self.system != "streamlet":
-            print(f"(compared: Kafka Streams alone against the handoff {self.system})")
+            print(f"(compared: the handoff {self.system} against Kafka Streams handing over to itself)")
         print(f"results in {self.results}")
         return 1 if self.differing else 0
 
