@@ -14,6 +14,12 @@ awaited partition's queue is empty the task idles. This is Kafka Streams' rule w
 `max.task.idle.ms` = 0: wait for data the broker has, never for data that does not exist yet. The test
 driver never marks a partition, since everything it pipes is buffered at once.
 
+With `max.task.idle.ms` > 0 (`idle_for`, set by the Kafka runtime), a partition that is empty although
+its fetch reached the end holds the task back too, up to that many ms of wall-clock time from when it was
+first found so (`PartitionGroup.readyToProcess` in Kafka Streams): the time an upstream task (a repartition
+topic's writer) gets to commit what goes before. Past the deadline the task goes on without it until the
+partition has records again, which drops its clock. The task's owner wakes it at `idle_deadline()`.
+
 The task takes records in runs (`next_run`): all records of one partition that may go before the head
 of every other partition, which for the usual task with one input partition is the whole buffer. The
 task then works through a run in one tight loop, without a merge decision per record.
@@ -111,13 +117,26 @@ class PartitionGroup:
         self.skipped = 0
         self._awaited: set[tuple[str, int]] = set()  # partitions that may have unfetched records
         self._idle = False  # an awaited partition's queue is empty: wait for it (see the module docstring)
+        self._idle_ms = 0  # max.task.idle.ms beyond "wait for data the broker has" (see `idle_for`)
+        self._clock: Callable[[], int] = lambda: 0
+        self._inputs: set[tuple[str, int]] = set()  # every input partition known (expected or queued)
+        self._deadlines: dict[tuple[str, int], int] = {}  # empty, caught-up partition -> when to stop waiting
+
+    def idle_for(self, max_idle_ms: int, clock: Callable[[], int]) -> None:
+        """Wait up to `max_idle_ms` (wall-clock, from `clock`) for an empty partition whose fetch reached
+        its end before going on without it (`max.task.idle.ms`; see the module docstring)."""
+        self._idle_ms = max(0, max_idle_ms)
+        self._clock = clock
 
     def expect(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Mark partitions whose fetch position is not yet known to be at their end."""
+        partitions = list(partitions)
         self._awaited.update(partitions)
+        self._inputs.update(partitions)
         self._update_idle()
 
     def set_caught_up(self, topic: str, partition: int, caught_up: bool) -> None:
+        self._inputs.add((topic, partition))
         if caught_up:
             self._awaited.discard((topic, partition))
         else:
@@ -138,6 +157,7 @@ class PartitionGroup:
             if source is None:
                 raise StreamsError(f"no source node reads topic {topic!r}")
             q = self._queues[(topic, partition)] = RecordQueue(topic, partition, source)
+            self._inputs.add((topic, partition))
         return q
 
     def add_records(self, topic: str, partition: int, records: Iterable[ConsumedRecord]) -> int:
@@ -189,7 +209,7 @@ class PartitionGroup:
         first such partition on a tie), every record up to `limit` that per-record merging would also
         have taken next, i.e. until another partition's head comes first. None when idle or empty.
         The caller advances partition and stream time per record as it processes them."""
-        if self._idle:
+        if (not self._ready()) if self._idle_ms else self._idle:
             return None
         best: RecordQueue | None = None
         best_ts = 0
@@ -229,6 +249,38 @@ class PartitionGroup:
         if not queue and self._awaited and (best.topic, best.partition) in self._awaited:
             self._idle = True
         return best, run
+
+    def _ready(self) -> bool:
+        """With `max.task.idle.ms` > 0, Kafka Streams' `readyToProcess`: partition by partition, one with records
+        drops its idle clock; an empty one not known to be fetched to its end holds the task (and drops its
+        clock); an empty one fetched to its end starts its clock if it has none and holds the task until it
+        runs out. The first partition that holds the task ends the look, so the next one's clock starts only
+        once this one's ran out, as there."""
+        now: int | None = None
+        deadlines = self._deadlines
+        for tp in self._inputs:
+            q = self._queues.get(tp)
+            if q is not None and q.queue:
+                deadlines.pop(tp, None)
+                continue
+            if tp in self._awaited:
+                deadlines.pop(tp, None)
+                return False
+            if now is None:
+                now = self._clock()
+            if now < deadlines.setdefault(tp, now + self._idle_ms):
+                return False
+        return True
+
+    def idle_deadline(self) -> int | None:
+        """When the task must look again although no record arrives (wall-clock ms): the earliest idle clock
+        still running, or None. Kafka Streams looks at every turn of its loop; a task woken at each deadline
+        sees the same clocks start and run out."""
+        if not self._idle_ms or not self._deadlines:
+            return None
+        now = self._clock()
+        pending = [d for d in self._deadlines.values() if d > now]
+        return min(pending) if pending else None
 
     def head_timestamp(self) -> int | None:
         """The timestamp the next run would start with, or None when nothing is buffered."""

@@ -155,6 +155,10 @@ class ProcessorStateManager(StateStoreContext):
     def checkpoint_path(self) -> Path:
         return self._task_dir / CHECKPOINT_FILE
 
+    def has_checkpoint(self) -> bool:
+        """True when a checkpoint file is there (a clean close or a commit wrote one), whatever it holds."""
+        return self.checkpoint_path.exists()
+
     def read_checkpoint(self) -> dict[str, int]:
         """'topic:partition' -> next offset to restore from; empty if there is no checkpoint."""
         try:
@@ -164,14 +168,30 @@ class ProcessorStateManager(StateStoreContext):
         self._checkpointed = {str(k): int(v) for k, v in data.items()}
         return dict(self._checkpointed)
 
+    def _checkpointable(self) -> set[str]:
+        """The changelogs ('topic:partition') of the stores that keep their content on disk: only those can a
+        checkpoint vouch for. An in-memory store is empty whenever it opens, so its changelog is restored from
+        the start every time, as in Kafka Streams (whose checkpoint file holds persistent stores only)."""
+        return {f"{reg.changelog_topic}:{self._partition}" for reg in self.registered.values()
+                if reg.changelog_topic is not None and reg.store.persistent}
+
+    def restore_starts(self) -> dict[str, int]:
+        """'topic:partition' -> the offset to restore from, for the changelogs whose local store the checkpoint
+        vouches for (an entry of an in-memory store, left by an older version, is ignored)."""
+        keep = self._checkpointable()
+        return {tp: offset for tp, offset in self.read_checkpoint().items() if tp in keep}
+
     def maybe_checkpoint(self, offsets: dict[str, int], enforce: bool) -> None:
-        """Merge `offsets` ('topic:partition' -> next offset) into the checkpoint and write it, when
-        `enforce`d (a clean close) or when they moved more than `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`
-        in all past the last checkpoint (a partition missing from it counts from 0, as in Kafka
-        Streams' `StateManagerUtil.checkpointNeeded`)."""
-        if not offsets:
-            return
+        """Merge `offsets` ('topic:partition' -> next offset) of the persistent stores' changelogs into the
+        checkpoint and write it, when `enforce`d (a clean close) or when they moved more than
+        `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT` in all past the last checkpoint (a partition missing from it
+        counts from 0, as in Kafka Streams' `StateManagerUtil.checkpointNeeded`)."""
+        keep = self._checkpointable()
+        offsets = {tp: offset for tp, offset in offsets.items() if tp in keep}
+        if not offsets and not (enforce and self.registered):
+            return  # a clean close of a task with stores writes one, empty or not: its local stores are sound
         old = self.read_checkpoint() if self._checkpointed is None else self._checkpointed
+        old = {tp: offset for tp, offset in old.items() if tp in keep}
         delta = sum(offset - old.get(tp, 0) for tp, offset in offsets.items())
         if enforce or delta > OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT:
             self.write_checkpoint({**old, **offsets})

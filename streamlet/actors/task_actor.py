@@ -165,15 +165,21 @@ class TaskActor:
     async def run(self) -> None:
         task = self.task
         try:
+            # A task that starts with a stream time restored from its committed offsets' metadata
+            # punctuates on it before taking any record, as Kafka Streams' first loop after the task
+            # turns running does (a stream-time schedule starts at 0, so one is due at once).
+            if task.maybe_punctuate_stream_time():
+                await self._flush_output()
             while True:
-                due = task.next_wall_clock_due()
-                timeout = math.inf if due is None else max(0.0, (due - self._wall()) / 1000)
+                dues = [d for d in (task.next_wall_clock_due(), task.partition_group.idle_deadline()) if d is not None]
+                timeout = max(0.0, (min(dues) - self._wall()) / 1000) if dues else math.inf
                 message: Message | None = None
                 with anyio.move_on_after(timeout):
                     message = await self._receive.receive()
                 while self._urgent:
                     await self._handle(self._urgent.pop(0))
                 if message is None:
+                    task.process()  # an idle clock (max.task.idle.ms) may have run out: records may go on
                     task.maybe_punctuate_wall_clock(self._wall())
                     await self._flush_output()
                     continue

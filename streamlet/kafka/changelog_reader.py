@@ -136,7 +136,7 @@ class ChangelogReader:
 
     def _queue(self, task: StreamTask, positions: Mapping[str, int] | None) -> _RestoreJob:
         state = task.state
-        starts = state.read_checkpoint() if positions is None else positions
+        starts = state.restore_starts() if positions is None else positions
         job = _RestoreJob(task)
         for store_name, (topic, partition) in state.changelog_partitions().items():
             job.stores.append(_StoreRestore(store_name, TopicPartition(topic, partition),

@@ -29,6 +29,7 @@ import anyio
 from aiokafka import TopicPartition
 from aiokafka.errors import InconsistentGroupProtocolError
 
+from streamlet.actors.task_actor import TaskActor
 from streamlet.config import StreamsConfig
 from streamlet.kafka.client_settings import ClientRole, resolved_settings
 from streamlet.metrics import latency_trace
@@ -168,6 +169,7 @@ class PollLoop:
                 self._committer.trace_handed(sub, (r.timestamp for r in records))
             caught_up = None
             if key in positions.awaited or reads_several_partitions(actor):
+                await self._await_siblings(actor, key, batches)
                 caught_up = await self._caught_up(tp)
                 if caught_up:
                     positions.awaited.pop(key, None)
@@ -188,6 +190,23 @@ class PollLoop:
             elif await self._caught_up(TopicPartition(*key)):
                 del positions.awaited[key]
                 await actor.post_records(key[0], key[1], (), True)
+
+    async def _await_siblings(self, actor: TaskActor, key: tuple[str, int], batches: dict[Any, list[Any]]) -> None:
+        """Before records of `key` reach a task that reads several partitions: each of its other partitions
+        known caught up so far is awaited again when this poll returned records for it too (they are handed
+        over after `key`'s, and the actor may run in between) or when its end moved past its fetch position
+        (the fetch response told of records not fetched yet, e.g. one transaction over both topics), so that
+        the task waits for those records and merges by timestamp instead of taking `key`'s first. Kafka Streams
+        checks every empty partition's fetched lag before it processes (`PartitionGroup.readyToProcess`)."""
+        positions = self._positions
+        for sibling in positions.assigned:
+            if sibling == key or sibling in positions.awaited or self._tasks.actor_for(*sibling) is not actor:
+                continue
+            tp = TopicPartition(*sibling)
+            if not batches.get(tp) and await self._caught_up(tp):
+                continue
+            positions.awaited[sibling] = actor
+            await actor.post_records(sibling[0], sibling[1], (), False)
 
     def _resume_drained(self) -> None:
         """Resume the partitions paused for a full queue once their task has worked it down below the

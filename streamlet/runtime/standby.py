@@ -87,7 +87,7 @@ class StandbyTasks:
         self._positions = {}
         starts: dict[TopicPartition, int | None] = {}
         for task in self.tasks.values():
-            checkpoint = task.state.read_checkpoint()
+            checkpoint = task.state.restore_starts()
             for store, (topic, partition) in task.state.changelog_partitions().items():
                 tp = TopicPartition(topic, partition)
                 self._store_of[tp] = (task, store)

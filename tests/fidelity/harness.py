@@ -99,7 +99,9 @@ class KafkaStreamsReference:
                 self._proc.wait()
 
 
-def _readable(hex_bytes: str | None) -> str:
+def readable(hex_bytes: str | None, base: int = 0) -> str:
+    """Output bytes as a person reads them: text, a Long, or a windowed key with its window's times less `base`
+    (a session-windowed key is told apart by its end time, which is at least `base` when `base` is given)."""
     if hex_bytes is None:
         return "null"
     raw = bytes.fromhex(hex_bytes)
@@ -108,14 +110,18 @@ def _readable(hex_bytes: str | None) -> str:
         return repr(text)
     if len(raw) == 8:
         return str(int.from_bytes(raw, "big", signed=True))
+    if len(raw) > 16 and raw[:-16].decode("utf-8", "replace").isprintable() and \
+            int.from_bytes(raw[-16:-8], "big") >= base > 0:  # a session-windowed key: key, end, start
+        end, start = int.from_bytes(raw[-16:-8], "big"), int.from_bytes(raw[-8:], "big")
+        return f"{raw[:-16].decode()!r}@[{start - base},{end - base}]"
     if len(raw) > 8 and raw[:-8].decode("utf-8", "replace").isprintable():  # a time-windowed key
-        return f"{raw[:-8].decode()!r}@{int.from_bytes(raw[-8:], 'big', signed=True)}"
+        return f"{raw[:-8].decode()!r}@{int.from_bytes(raw[-8:], 'big', signed=True) - base}"
     return hex_bytes
 
 
 def _row(r: list[Any]) -> str:
     index, topic, key, value, ts = r
-    return f"after input {index}: {topic} {_readable(key)} -> {_readable(value)} @ {ts}"
+    return f"after input {index}: {topic} {readable(key)} -> {readable(value)} @ {ts}"
 
 
 def difference(case: Case, java: Result, python: Result) -> str | None:

@@ -64,7 +64,7 @@ def _materialized(store: dict[str, Any]) -> Materialized:
         return Materialized.as_(_versioned_supplier(store), logging=store.get("logging", True),
                                 caching=store.get("caching", True))
     return Materialized(store.get("name"), logging=store.get("logging", True), caching=store.get("caching", True),
-                        store_type=store.get("type"))
+                        store_type=store.get("type"), retention=store.get("retention"))
 
 
 def _serde(spec: Any) -> Serde[Any]:

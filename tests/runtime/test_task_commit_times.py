@@ -13,13 +13,19 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from streamlet import Serdes, Topology
+import anyio
+import pytest
+
+from streamlet import Consumed, Produced, Serdes, StreamsBuilder, Topology
 from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
+from streamlet.actors.task_actor import Drained, TaskActor
 from streamlet.actors.task_progress import CommitTimes
 from streamlet.config import WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, StreamsConfig
 from streamlet.kafka.commit_metadata import decode_committed, encode_commit_metadata
+from streamlet.processor import Processor, ProcessorContext, PunctuationType
+from streamlet.record import Record
 from tests.integration import emit_final_apps
 from tests.integration.windowed_failover_apps import window_key
 
@@ -109,4 +115,53 @@ def test_a_record_late_before_the_restart_is_counted_after_it(tmp_path: Path) ->
     second = _restarted(topology, tmp_path, committed)
     assert second.stream_time == 59 * SECOND
     assert _run(second, [5], 61) == [(f"k0@0-{10 * SECOND}", "3")]  # counted: [0 s, 10 s) had k0 at 0 s and 5 s
+    second.close(clean=True)
+
+
+class _EveryTenSeconds(Processor):
+    """Passes records on; every 10 s of stream time forwards ("P", "<punctuation time>")."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        context.schedule(10 * SECOND, PunctuationType.STREAM_TIME, self._punctuate)
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+
+    def _punctuate(self, timestamp: int) -> None:
+        self.context.forward(Record("P", str(timestamp), timestamp))
+
+
+@pytest.mark.anyio
+async def test_a_restarted_task_punctuates_on_its_restored_stream_time_before_any_record(tmp_path: Path) -> None:
+    """Kafka Streams 4.4.0 on a broker (tests/fidelity_restart, case punctuation-after-restart): records at
+    0, 12, 25, 35 s, a clean restart, then one at 20 s: the restarted task punctuates at 35 s (its stream time,
+    restored) as it starts, before the late record, whose punctuation check finds nothing due."""
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    builder.stream(IN, Consumed(s, s)).process(_EveryTenSeconds, named="ticks").to(OUT, Produced(s, s))
+    topology = builder.build()
+    first = _task(topology, tmp_path)
+    first.initialize_processors()
+    assert [k for k, _ in _run(first, [0, 12, 25, 35], 0)].count("P") == 4  # at 0, 12, 25 and 35 s
+    committed = _committed(first)
+    first.close(clean=True)
+
+    second = _restarted(topology, tmp_path, committed)
+    delivered: list[tuple[str, str]] = []
+
+    async def sink(drained: Drained) -> None:
+        delivered.extend((r.key.decode(), r.value.decode()) for rs in drained.values() for r in rs
+                         if r.key is not None and r.value is not None)
+
+    actor = TaskActor(second, sink)
+    key = s.serializer
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(actor.run)
+        await anyio.wait_all_tasks_blocked()
+        assert delivered == [("P", str(35 * SECOND))]
+        await actor.post_records(IN, 0, [RawRecord(IN, 0, 4, 20 * SECOND, key.serialize(IN, "b"), b"2")])
+        await anyio.wait_all_tasks_blocked()
+        await actor.stop()
+    assert delivered == [("P", str(35 * SECOND)), ("b", "2")]
     second.close(clean=True)

@@ -603,7 +603,10 @@ public final class Runner {
             return s;
         }
 
-        /** {"name": str|null, "type": "persistent"|"in_memory"|null, "caching": bool, "logging": bool}. */
+        /**
+         * {"name": str|null, "type": "persistent"|"in_memory"|null, "caching": bool, "logging": bool, "retention": ms
+         * (optional: a windowed store's retention)}.
+         */
         private static Materialized materialized(final JsonNode store) {
             if (VersionedOps.isVersioned(store)) {
                 return VersionedOps.materialized(store);
@@ -617,6 +620,9 @@ public final class Runner {
             }
             m = store.path("caching").asBoolean(true) ? m.withCachingEnabled() : m.withCachingDisabled();
             m = store.path("logging").asBoolean(true) ? m.withLoggingEnabled(new java.util.HashMap<>()) : m.withLoggingDisabled();
+            if (store.has("retention") && !store.get("retention").isNull()) {
+                m = m.withRetention(Duration.ofMillis(store.get("retention").asLong()));
+            }
             return m;
         }
 

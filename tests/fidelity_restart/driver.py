@@ -1,0 +1,309 @@
+"""Runs a restart case on both systems against the real broker and says where their outputs part.
+
+A case (see strategies.py) becomes a script of steps (`script`): write input while the application is down, start
+it, wait until it has consumed and committed everything (`quiesce`), write input while it runs (one transaction),
+close it cleanly or kill it with SIGKILL, and so on. Each system runs the same script on its own topics (the
+case's topic names with a per-run prefix) under its own application id, both at once (two cores: one JVM, one
+Python process). Then every output topic is read `read_committed` and compared record for record: key and value
+bytes, timestamp, order (one partition per topic).
+
+Why the script is deterministic (so that any difference is the engines'): every topic has one partition; input a
+task reads from several partitions is either all there when it starts or arrives in one transaction, so it is
+merged by timestamp as Kafka Streams merges it (no two topics share a timestamp, strategies._untie); caches are
+off; wall-clock emission intervals are 0; a punctuator's task polls one record at a time (Kafka Streams checks
+stream-time punctuation between batches whose size depends on timing); kills happen either after `quiesce` (the
+commit point is then exactly known) or right after a batch was written while it runs (in generated cases at
+once: nothing of it committed; a later kill makes the output depend on where the commit fell, on Kafka Streams
+too, see strategies.restart_cases). A task that reads a repartition topic beside another partition would race
+its upstream task: for those topologies `max.task.idle.ms` is raised on both systems (`IDLE_MS`), so that Kafka
+Streams waits for the upstream's commits; even so, whether its idle clocks have run out when later input comes
+depends on how long the task sat idle, which is why the generator leaves such topologies out unless asked
+(strategies.WITH_IDLE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
+from streamlet.topology_description import SourceDescription
+from tests.fidelity.harness import readable
+from tests.fidelity_restart import broker_io
+from tests.fidelity_restart.broker_io import Out
+from tests.fidelity_restart.ops import build
+from tests.fidelity_restart.strategies import Case, all_ops, needs_idle, source_topics
+from tests.fidelity_restart.systems import App, KafkaStreamsApp, StreamletApp
+
+HOUR = 3_600_000
+IDLE_MS = 2000
+"""`max.task.idle.ms` for a topology with a task reading a repartition topic and another partition."""
+START_TIMEOUT = 120.0
+
+Step = dict[str, Any]
+
+
+def script(case: Case) -> list[Step]:
+    """The steps of a case's run, from its stop point (see strategies.py)."""
+    phase1, total = case["phase1"], len(case["inputs"])
+    stop = case["stop"]
+    at = stop.get("at", phase1)
+    kind = stop["kind"]
+    steps: list[Step]
+    if kind == "none":  # a control: everything, no restart
+        return [{"do": "write", "from": 0, "to": total}, {"do": "start"}, {"do": "quiesce"}, {"do": "close"}]
+    if kind == "live":  # a control: phase 2 written while the first instance runs, no restart
+        return [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"},
+                {"do": "write_txn", "from": phase1, "to": total}, {"do": "quiesce"}, {"do": "close"}]
+    if kind == "close":
+        steps = [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"}, {"do": "close"}]
+    elif kind == "kill":
+        steps = [{"do": "write", "from": 0, "to": at}, {"do": "start"}, {"do": "quiesce"}, {"do": "kill"},
+                 {"do": "write", "from": at, "to": phase1}]
+    else:
+        steps = [{"do": "write", "from": 0, "to": at}, {"do": "start"}, {"do": "quiesce"},
+                 {"do": "write_txn", "from": at, "to": phase1}, {"do": "sleep", "ms": stop["delay_ms"]},
+                 {"do": "kill"}]
+    if stop["p2_running"]:
+        steps += [{"do": "start"}, {"do": "quiesce"}, {"do": "write_txn", "from": phase1, "to": total},
+                  {"do": "quiesce"}, {"do": "close"}]
+    else:
+        steps += [{"do": "write", "from": phase1, "to": total}, {"do": "start"}, {"do": "quiesce"}, {"do": "close"}]
+    return steps
+
+
+def renamed(case: Case, prefix: str) -> Case:
+    """The case with every topic name prefixed (each system run writes and reads its own topics)."""
+    out = copy.deepcopy(case)
+    for op in all_ops(out["ops"]):
+        if "topic" in op:
+            op["topic"] = prefix + op["topic"]
+    out["outputs"] = [prefix + t for t in case["outputs"]]
+    return out
+
+
+def consumed_topics(case: Case, application_id: str) -> list[str]:
+    """The topics the application's group consumes: its sub-topologies' sources, internal ones named as both
+    systems name them (`<application.id>-<name>`)."""
+    external = set(source_topics(case["ops"]))
+    topics: set[str] = set()
+    for sub in build(case).describe().subtopologies:
+        for node in sub.nodes:
+            if isinstance(node, SourceDescription):
+                topics.update(t if t in external else f"{application_id}-{t}" for t in node.topics)
+    return sorted(topics)
+
+
+def settings(case: Case, application_id: str, bootstrap: str, state_dir: Path) -> dict[str, Any]:
+    """Kafka Streams' settings for a run, the same on both systems (serde names aside)."""
+    return {
+        "application.id": application_id,
+        "bootstrap.servers": bootstrap,
+        "processing.guarantee": case["guarantee"],
+        "state.dir": str(state_dir),
+        "commit.interval.ms": 100,
+        "statestore.cache.max.bytes": 0,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1000,
+        "num.stream.threads": 1,
+        "max.task.idle.ms": IDLE_MS if needs_idle(case) else 0,
+        OUTER_JOIN_EMIT_INTERVAL_MS: 0,
+        WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0,
+        # One record per poll where a punctuator runs: Kafka Streams checks stream-time punctuation between the
+        # batches it processes, whose size depends on timing (strategies._punctuator_reads_one_partition).
+        **({"max.poll.records": 1} if any(op["op"] == "punctuate" for op in case["ops"]) else {}),
+    }
+
+
+_SERDES = {
+    "kafka-streams": "org.apache.kafka.common.serialization.Serdes$StringSerde",
+    "streamlet": "String",
+}
+
+
+@dataclass
+class SystemRun:
+    """One system's run of a case: what its output topics hold (timestamps relative to the base), whether it
+    failed, how long the run took and where its log is."""
+
+    system: str
+    outputs: dict[str, list[Out]] = field(default_factory=dict)
+    failure: str | None = None
+    seconds: float = 0.0
+    log: str = ""
+    steps: list[tuple[str, float]] = field(default_factory=list)  # each step and how long it took
+
+
+async def _wait_running(app: App) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while not app.running():
+        if not app.alive():
+            raise RuntimeError(f"{app.name} stopped before RUNNING: {app.failure()}\n{app.log_tail()}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{app.name} not RUNNING after {START_TIMEOUT:.0f}s\n{app.log_tail()}")
+        await asyncio.sleep(0.1)
+
+
+_SHORT = {"kafka-streams": "ks", "streamlet": "sl"}
+
+
+def _new_app(system: str, case_file: Path, config: dict[str, Any], workdir: Path, run: str, position: int) -> App:
+    """One system's application for a run, with its own serde names, state directory and log (named after the
+    system, and for a handoff after the run and the app's place in it too: other runs share the directory)."""
+    name = system if run == system else f"{run.replace('>', '-then-')}.{position}.{system}"
+    mine = {**config, "state.dir": str(workdir / f"{name}-state"),
+            "default.key.serde": _SERDES[system], "default.value.serde": _SERDES[system]}
+    return (KafkaStreamsApp if system == "kafka-streams" else StreamletApp)(case_file, mine, workdir / f"{name}.log")
+
+
+async def run_system(system: str, case: Case, bootstrap: str, workdir: Path, base: int) -> SystemRun:
+    """The case's script on one system (`"streamlet"` or `"kafka-streams"`), on fresh topics and state; or, for
+    `"<first>><then>"` (a handoff, e.g. `"kafka-streams>streamlet"`), on the first system until the stop and on
+    the other one from the restart on: same application id, topics, changelogs and committed offsets, each with
+    its own state directory (neither reads the other's local files), as in a move from one to the other."""
+    began = time.monotonic()
+    tag = uuid.uuid4().hex[:8]
+    systems = system.split(">")
+    prefix = f"rs-{tag}-{'2'.join(_SHORT[s] for s in systems)}-"
+    mine = renamed(case, prefix)
+    application_id = f"{prefix}app"
+    workdir.mkdir(parents=True, exist_ok=True)
+    case_file = workdir / f"{system.replace('>', '-then-')}-case.json"
+    case_file.write_text(json.dumps(mine))
+    config = settings(mine, application_id, bootstrap, workdir)
+    apps = [_new_app(s, case_file, config, workdir, system, i) for i, s in enumerate(systems)]
+    app = apps[0]
+    log_path = apps[-1].log_path
+    inputs = [(prefix + t, k, v, base + ts) for t, k, v, ts in case["inputs"]]
+    await broker_io.create_topics(bootstrap, dict.fromkeys([*source_topics(mine["ops"]), *mine["outputs"]], 1))
+    consumed = consumed_topics(mine, application_id)
+    run = SystemRun(system, log=str(log_path))
+    live = started = False
+    try:
+        for step in script(case):
+            do = step["do"]
+            step_began = time.monotonic()
+            if do in ("write", "write_txn"):
+                await broker_io.write_records(bootstrap, inputs[step["from"]:step["to"]], do == "write_txn")
+            elif do == "start":
+                if started:  # what the stopped instance left in the group
+                    await broker_io.evict_members(bootstrap, application_id)
+                    app = apps[-1]  # a handoff: the other system from the restart on
+                app.start()
+                live = started = True
+                await _wait_running(app)
+            elif do == "quiesce":
+                await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], app.alive)
+            elif do == "sleep":
+                await asyncio.sleep(step["ms"] / 1000)
+            elif do == "kill":
+                app.kill()
+                live = False
+            elif do == "close":
+                code = await asyncio.to_thread(app.close)
+                live = False
+                if code != 0:
+                    raise RuntimeError(f"{system} exited with {code} after a close: {app.failure()}")
+            run.steps.append((_step_text(step), round(time.monotonic() - step_began, 2)))
+    except (RuntimeError, TimeoutError) as e:
+        run.failure = app.failure() or str(e).splitlines()[0]
+        if live:
+            await asyncio.to_thread(app.close)
+    raw = await broker_io.read_topics(bootstrap, mine["outputs"])
+    run.outputs = {t[len(prefix):]: [Out(r.key, r.value, r.timestamp - base) for r in records]
+                   for t, records in raw.items()}
+    run.seconds = time.monotonic() - began
+    return run
+
+
+def base_timestamp() -> int:
+    """Event times start at a whole hour one to two hours ago: recent enough for topic retention, in the past
+    for the broker's timestamp checks, and aligned with every window size the generator uses."""
+    return (int(time.time() * 1000) // HOUR - 1) * HOUR
+
+
+@dataclass
+class Comparison:
+    """A case run on both systems."""
+
+    case: Case
+    kafka_streams: SystemRun
+    streamlet: SystemRun
+    difference: str | None
+    base: int
+
+    @property
+    def seconds(self) -> float:
+        return max(self.kafka_streams.seconds, self.streamlet.seconds)
+
+
+async def compare_case(case: Case, bootstrap: str, workdir: Path, keep: Callable[[str | None], bool] | None = None,
+                       system: str = "streamlet") -> Comparison:
+    """Run `case` on Kafka Streams and on `system` at once and compare (`system` may be a handoff, see
+    `run_system`: its output must be that of Kafka Streams handing over to a new Kafka Streams instance without
+    local state); the work directory is removed unless `keep(difference)`."""
+    base = base_timestamp()
+    # A handoff starts the second system without local state: it restores from the changelogs, which is not what
+    # a restart on the same state directory does (a window store restored from its changelog knows the stream
+    # time its records reached, one reopened from disk does not); Kafka Streams does the same handoff to itself.
+    reference = "kafka-streams" if ">" not in system else "kafka-streams>kafka-streams"
+    theirs, ours = await asyncio.gather(run_system(reference, case, bootstrap, workdir, base),
+                                        run_system(system, case, bootstrap, workdir, base))
+    diff = difference(case, theirs, ours, base)
+    if keep is None or not keep(diff):
+        shutil.rmtree(workdir, ignore_errors=True)
+    return Comparison(case, theirs, ours, diff, base)
+
+
+# -- reading a difference ------------------------------------------------------------------------------------------
+
+def _rows(records: list[Out], base: int, start: int, stop: int) -> list[str]:
+    return [f"    {i}: {readable(r.key, base)} -> {readable(r.value, base)} @ {r.timestamp}"
+            for i, r in enumerate(records[start:stop], start)]
+
+
+def difference(case: Case, theirs: SystemRun, ours: SystemRun, base: int = 0) -> str | None:
+    """None when streamlet's output equals Kafka Streams' (and neither failed, or both did); else a report."""
+    lines: list[str] = []
+    if (theirs.failure is None) != (ours.failure is None):
+        lines.append(f"failures differ: Kafka Streams {theirs.failure!r}, streamlet {ours.failure!r}")
+    elif theirs.failure is not None:
+        return None  # both failed: what each committed before it stopped depends on timing
+    for topic in case["outputs"]:
+        a, b = theirs.outputs.get(topic, []), ours.outputs.get(topic, [])
+        if a == b:
+            continue
+        first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        lines.append(f"{topic}: records differ from record {first} on ({len(a)} from Kafka Streams, {len(b)} from "
+                     f"streamlet)")
+        lines += ["  Kafka Streams:", *_rows(a, base, max(0, first - 2), first + 8)]
+        lines += ["  streamlet:", *_rows(b, base, max(0, first - 2), first + 8)]
+    if not lines:
+        return None
+    return "\n".join(lines)
+
+
+def describe_case(case: Case) -> str:
+    """The case as text: ops, stop point, script and input (timestamps relative), for a report."""
+    phase1 = case["phase1"]
+    inputs = [f"  {i}{' (phase 2)' if i >= phase1 else ''}: {r}" for i, r in enumerate(case["inputs"])]
+    return "\n".join(["ops: " + json.dumps(case["ops"]), f"guarantee: {case['guarantee']}",
+                      "stop: " + json.dumps(case["stop"]),
+                      "script: " + " ".join(_step_text(s) for s in script(case)), "inputs:", *inputs])
+
+
+def _step_text(step: Step) -> str:
+    do = step["do"]
+    if do in ("write", "write_txn"):
+        return f"{do}[{step['from']}:{step['to']}]"
+    if do == "sleep":
+        return f"sleep({step['ms']}ms)"
+    return str(do)
