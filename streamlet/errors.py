@@ -22,13 +22,14 @@ class SerializationError(StreamsError):
 class SinkSerializationError(SerializationError):
     """A sink could not serialize its record: the production exception handler decides (Kafka Streams'
     `handleSerializationError`). `topic`, `key`, `value`, `timestamp` and `headers` are the record's, and
-    `node` the sink's name."""
+    `node` the sink's name; `cause` the serde's own error (kept here too: `__cause__` is not set when the
+    compiled hot path raises it)."""
 
     def __init__(self, message: str, node: str, topic: str, key: object, value: object, timestamp: int,
-                 headers: tuple[tuple[str, bytes], ...]) -> None:
+                 headers: tuple[tuple[str, bytes], ...], cause: Exception | None = None) -> None:
         super().__init__(message)
         self.node, self.topic, self.key, self.value = node, topic, key, value
-        self.timestamp, self.headers = timestamp, headers
+        self.timestamp, self.headers, self.cause = timestamp, headers, cause
 
 
 class DeserializationError(StreamsError):

@@ -236,7 +236,7 @@ class RecordErrorHandler:
     def on_production_error(self, raw: ConsumedRecord | None, exc: SinkSerializationError, timestamp: int = -1) -> bool:
         """A sink could not serialize its record (`raw` None: in a punctuation): the production handler
         decides. True: the record is dropped (maybe dead-lettered) and processing goes on; retry is fail."""
-        cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+        cause = exc.cause or (exc.__cause__ if isinstance(exc.__cause__, Exception) else exc)
         if raw is None:
             context = ErrorHandlerContext(None, -1, -1, (), exc.node, self.task_id, timestamp, None, None)
         else:

@@ -164,7 +164,8 @@ class SinkNode(Node):
         message = str(exc) if isinstance(exc, SerializationError) else (
             f"sink {self.name!r} could not serialize a record for topic {topic!r}: "
             f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)")
-        raise SinkSerializationError(message, self.name, topic, record[0], record[1], record[2], record[3]) from exc
+        raise SinkSerializationError(message, self.name, topic, record[0], record[1], record[2], record[3],
+                                     exc) from exc
 
     def _partition_count(self) -> int:
         self._partitions = self.collector.partition_count(self.topic)
