@@ -27,6 +27,7 @@ from pathlib import Path
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.config import StreamsConfig
 from streamlet.stores.api import RecordContext, RestoreCallback, StateStore, StateStoreContext
+from streamlet.stores.cache import SharedCacheBudget
 
 CHECKPOINT_FILE = ".checkpoint"
 
@@ -59,6 +60,7 @@ class ProcessorStateManager(StateStoreContext):
         record_context: Callable[[], RecordContext],
         set_record_context: Callable[[RecordContext], None],
         cache_budget: Callable[[str], int],
+        shared_cache: SharedCacheBudget | None = None,
     ) -> None:
         self._application_id = application_id
         self._task_id = task_id
@@ -69,6 +71,7 @@ class ProcessorStateManager(StateStoreContext):
         self._record_context = record_context
         self._set_record_context = set_record_context
         self._cache_budget = cache_budget
+        self._shared_cache = shared_cache
         self.registered: dict[str, RegisteredStore] = {}
         self._changelog_for: dict[str, str] = {}
         self._syncs: list[Callable[[], None]] = []
@@ -118,6 +121,9 @@ class ProcessorStateManager(StateStoreContext):
 
     def cache_budget_bytes(self, store_name: str) -> int:
         return self._cache_budget(store_name)
+
+    def shared_cache_budget(self, store_name: str) -> SharedCacheBudget | None:
+        return self._shared_cache
 
     # -- changelogs and checkpoints -----------------------------------------------------------------
     def changelog_partitions(self) -> dict[str, tuple[str, int]]:

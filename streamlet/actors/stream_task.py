@@ -30,6 +30,7 @@ from streamlet.processor import Cancellable, PunctuationType
 from streamlet.record import Record
 from streamlet.serdes import Deserializer, InnerDefaulted, KeyDefaulted, Serializer
 from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
+from streamlet.stores.cache import SharedCacheBudget
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
@@ -69,6 +70,7 @@ class StreamTask:
         cache_bytes: int,
         open_store: Callable[[StoreBuilder], StateStore] | None = None,
         task_id: str | None = None,
+        shared_cache: SharedCacheBudget | None = None,
     ) -> None:
         self.topology = topology
         self.subtopology = subtopology
@@ -91,12 +93,15 @@ class StreamTask:
         """Kafka Streams' task-wide `ProcessorMetadata`: kept by processors (an `on_window_close`
         aggregation's last emit, under its store's name), committed with the offsets (see `CommitTimes`)."""
 
-        n_stores = max(1, len(caching_stores(topology, subtopology.stores)))  # the stores that share the cache
+        # The caching stores share the task's cache: an equal part each, or all of a budget shared with
+        # other tasks' stores (`shared_cache`, the driver's one cache, as Kafka Streams' driver has).
+        n_stores = 1 if shared_cache is not None else max(1, len(caching_stores(topology, subtopology.stores)))
         self.state = ProcessorStateManager(
             self.application_id, self.task_id, partition, config, state_root / self.task_id, collector,
             record_context=partial(_record_ctx_of, self),  # no Python frame: stores ask per write
             set_record_context=partial(setattr, self, "record_ctx"),  # no Python frame: a cache flush sets it
             cache_budget=lambda _name: cache_bytes // n_stores,
+            shared_cache=shared_cache,
         )
         self.nodes: dict[str, Node] = {}
         self.sources_by_topic: dict[str, SourceNode] = {}

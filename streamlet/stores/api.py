@@ -21,6 +21,7 @@ from streamlet.record import KeyValue
 
 if TYPE_CHECKING:
     from streamlet.config import StreamsConfig
+    from streamlet.stores.cache import SharedCacheBudget
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -103,6 +104,11 @@ class StateStoreContext(ABC):
     @abstractmethod
     def cache_budget_bytes(self, store_name: str) -> int:
         """How many bytes this store's cache may hold; 0 disables caching (every update emitted)."""
+
+    def shared_cache_budget(self, store_name: str) -> SharedCacheBudget | None:
+        """The budget this store's cache shares with other stores' (`cache_budget_bytes` is then its
+        whole size); None when the store's budget is its own."""
+        return None
 
 
 class StateStore(ABC):

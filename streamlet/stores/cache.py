@@ -140,3 +140,24 @@ class NamedCache:
         self._dirty = {}
         self._index.clear()
         self.size_bytes = 0
+
+
+class SharedCacheBudget:
+    """One cache size shared by several stores' caches, as Kafka Streams' thread cache is by its stores.
+
+    A store whose write takes the caches together past `max_bytes` evicts from its own cache (what Kafka
+    Streams does), so one busy store may use the whole budget while the others are empty. Stores that
+    have a budget of their own (the runtime's per-store share) get no `SharedCacheBudget`.
+    """
+
+    __slots__ = ("caches", "max_bytes")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.caches: list[NamedCache] = []
+
+    def add(self, cache: NamedCache) -> None:
+        self.caches.append(cache)
+
+    def size_bytes(self) -> int:
+        return sum(cache.size_bytes for cache in self.caches)

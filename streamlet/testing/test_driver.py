@@ -20,7 +20,7 @@ from typing import Any
 
 from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import ProducedRecord, RecordCollector
-from streamlet.actors.stream_task import StreamTask, caching_stores
+from streamlet.actors.stream_task import StreamTask
 from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, StreamsConfig
 from streamlet.errors import StreamsError
 from streamlet.processor import to_millis
@@ -28,6 +28,7 @@ from streamlet.record import Headers, KeyValue, Record
 from streamlet.runtime.global_state import GlobalStateUpdater
 from streamlet.serdes import Deserializer, Serde, Serializer
 from streamlet.stores.api import StateStore
+from streamlet.stores.cache import SharedCacheBudget
 from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
 from streamlet.stores.versioned.api import VersionedKeyValueStore
 from streamlet.testing.store_facades import KeyValueStoreFacade
@@ -235,13 +236,13 @@ class TopologyTestDriver:
         subs = topology.sub_topologies()
         self._tasks: list[StreamTask] = []
         self._task_by_topic: dict[str, StreamTask] = {}
-        # Kafka Streams' driver has one task and one cache for all caching stores: each gets an equal share
-        # of the whole (a caching store alone gets all of it, whatever other sub-topologies there are).
-        caching = [len(caching_stores(topology, sub.stores)) for sub in subs]
-        for sub, n_caching in zip(subs, caching, strict=True):
+        # Kafka Streams' driver has one task and one cache for all caching stores: they share the whole
+        # budget, and a store whose write takes them all past it evicts from its own cache.
+        shared_cache = SharedCacheBudget(cache_total)
+        for sub in subs:
             task = StreamTask(topology, sub, 0, self.config, self._collector, state_root,
                               clock=lambda: self._wall_ms, resolve_topic=self._resolve,
-                              cache_bytes=cache_total * n_caching // max(1, sum(caching)))
+                              cache_bytes=cache_total, shared_cache=shared_cache)
             self._tasks.append(task)
             for t in task.sources_by_topic:
                 self._task_by_topic[t] = task

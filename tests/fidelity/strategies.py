@@ -293,14 +293,6 @@ def cases(draw: Draw) -> Case:
         if op["op"] == "split":
             outputs += [f"br{i}" for i in range(1, len(op["branches"]) + 1)]
     cache_max_bytes = draw(st.sampled_from([0, 10 * 1024 * 1024, 300]))
-    if cache_max_bytes == 300:
-        # Known difference, not generated: Kafka Streams' driver runs one task whose cache is one pool for
-        # every store, while streamlet gives each sub-topology's task an equal share of it and each caching
-        # store an equal share of that; with a budget this small a Processor-API store added to a
-        # sub-topology then evicts (and writes its changelog) where Kafka Streams does not.
-        for op in ops:
-            if op["op"] == "process_values" and op.get("store"):
-                op["store"]["caching"] = False
     return {
         "config": {"cache_max_bytes": cache_max_bytes},
         "ops": ops,

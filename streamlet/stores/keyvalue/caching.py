@@ -45,6 +45,9 @@ class CachedAccess:
         self._context = context
         self._budget = budget_bytes
         self._cache = NamedCache()
+        self._shared = context.shared_cache_budget(store.name)
+        if self._shared is not None:
+            self._shared.add(self._cache)
         self._listener: FlushListener | None = None
         self._send_old_values = False
         self._typical_value_size: int | None = None
@@ -69,8 +72,8 @@ class CachedAccess:
         """After a read loaded a clean entry: evict clean entries only, and if a dirty one is next in
         line, drop the loaded entry instead. A read must never flush, since flushing forwards records:
         an interactive query reading the store must not push anything downstream."""
-        cache, budget = self._cache, self._budget
-        while cache.size_bytes > budget:
+        cache = self._cache
+        while len(cache) and self._over_budget():
             key, entry = cache.eldest()
             if entry.dirty:
                 cache.remove(loaded_key)
@@ -151,7 +154,7 @@ class CachedAccess:
             cache.rewrite(key, entry, value, self._record_context(), size)
         else:
             cache.put(key, CacheEntry(key_obj, value, True, self._record_context(), size))
-        if cache.size_bytes > self._budget:
+        if cache.size_bytes > self._budget or self._shared is not None:
             self._maybe_evict()
 
     def delete(self, key: bytes, key_obj: Any) -> Any:
@@ -187,9 +190,15 @@ class CachedAccess:
         self._flush(None)
         self._store.flush()
 
+    def _over_budget(self) -> bool:
+        """This cache, or all caches sharing its budget, hold more than the budget."""
+        shared = self._shared
+        return self._cache.size_bytes > self._budget or (shared is not None and shared.size_bytes() > self._budget)
+
     def _maybe_evict(self) -> None:
-        cache, budget = self._cache, self._budget
-        while cache.size_bytes > budget and len(cache):
+        """Evict (flushing) from this cache until the budget holds or it is empty, as Kafka Streams does."""
+        cache = self._cache
+        while len(cache) and self._over_budget():
             key, entry = cache.pop_eldest()
             if entry.dirty:
                 self._flush((key, entry))

@@ -44,6 +44,9 @@ class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
         self._context = context
         self._budget = budget_bytes
         self._cache = NamedCache()
+        self._shared = context.shared_cache_budget(self.name)
+        if self._shared is not None:
+            self._shared.add(self._cache)
         self._listener: WindowFlushListener | None = None
         self._send_old_values = False
         self._observed = -1
@@ -60,12 +63,18 @@ class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
                                               _entry_size(store_key, value, context)))
         if window_start > self._observed:
             self._observed = window_start
-        if self._cache.size_bytes > self._budget:
+        if self._over_budget():
             self._evict()
 
+    def _over_budget(self) -> bool:
+        """This cache, or all caches sharing its budget, hold more than the budget."""
+        shared = self._shared
+        return self._cache.size_bytes > self._budget or (shared is not None and shared.size_bytes() > self._budget)
+
     def _evict(self) -> None:
+        """Evict (flushing) from this cache until the budget holds or it is empty, as Kafka Streams does."""
         cache = self._cache
-        while cache.size_bytes > self._budget and len(cache):
+        while len(cache) and self._over_budget():
             store_key, entry = cache.pop_eldest()
             if entry.dirty:
                 entry.dirty = False
