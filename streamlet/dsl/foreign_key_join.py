@@ -10,11 +10,11 @@ numbered) in the same order, with the same names, store and internal topics —
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl import naming
+from streamlet.dsl.arity import required_positionals
 from streamlet.dsl.graph import GraphNode
 from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Materialized
@@ -66,13 +66,7 @@ def sees_key(extractor: Callable[..., Any]) -> bool:
     """Whether a foreign-key extractor takes the row's key and value (KIP-1104, Kafka Streams' BiFunction
     overload) rather than the value alone: two required positional parameters say so. A callable whose
     signature cannot be read (a builtin) takes the value, as before KIP-1104."""
-    try:
-        parameters = inspect.signature(extractor).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    required = [p for p in parameters if p.kind in positional and p.default is inspect.Parameter.empty]
-    return len(required) == 2
+    return required_positionals(extractor) == 2
 
 
 def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[..., Any],

@@ -20,10 +20,10 @@ the record's own key was None; tests/fidelity/KAFKA_STREAMS_4_DIFFERENCES.md).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
+from streamlet.dsl.arity import required_positionals
 from streamlet.dsl.processors.forwarding import log_skipped
 from streamlet.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
 from streamlet.processor import Processor, ProcessorContext
@@ -82,12 +82,7 @@ def joiner_arity(joiner: Callable[..., Any]) -> int:
     """How many arguments a joiner takes: 2 `(value, other)`, 3 `(key, value, other)` (Kafka Streams'
     ValueJoinerWithKey) or 4 `(key, mapped_key, value, other)` (ValueJoinerWithStreamAndMappedKey, KIP-1340,
     global-table joins); the count of required positional parameters decides, 2 when it cannot be read."""
-    try:
-        parameters = inspect.signature(joiner).parameters.values()
-    except (TypeError, ValueError):
-        return 2
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    required = sum(1 for p in parameters if p.kind in positional and p.default is inspect.Parameter.empty)
+    required = required_positionals(joiner)
     return required if required in (3, 4) else 2
 
 
