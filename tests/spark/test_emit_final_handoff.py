@@ -12,6 +12,8 @@ import asyncio
 import os
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +37,49 @@ pytestmark = pytest.mark.broker
 SECOND = 1000
 
 
-def _topology(source: str, out: str) -> Topology:
+def topology_on(make: Callable[[], Topology], source: str, out: str) -> Topology:
+    """One of `tests.integration.emit_final_apps`' topologies on these topics (they are read from the
+    environment there, so that `streamlet run` can build them too)."""
     os.environ.update(EF_INPUT=source, EF_OUTPUT=out)
     try:
-        return tumbling_final_counts()
+        return make()
     finally:
         del os.environ["EF_INPUT"], os.environ["EF_OUTPUT"]
+
+
+def _topology(source: str, out: str) -> Topology:
+    return topology_on(tumbling_final_counts, source, out)
+
+
+@dataclass
+class Move:
+    """One engine move's topics, application, config (exactly_once_v2, every final result emitted at
+    once) and a base time ten minutes back, on a minute."""
+
+    source: str
+    out: str
+    app: str
+    config: dict[str, Any]
+    base_ms: int
+
+    def run_on(self, engine: str, spark: Any, topology: Topology, total: int) -> None:
+        """Run `topology` on `engine` ("spark": a bounded backfill; "asyncio": until `out` holds `total`
+        committed records), then stop it."""
+        if engine == "spark":
+            _on_spark(spark, topology, self.config)
+        else:
+            asyncio.run(_asyncio_until(topology, self.config, self.out, total))
+
+
+def new_move(bootstrap: str, tmp_path: Path, prefix: str) -> Move:
+    """Fresh one-partition topics and an application id for a move, with its config and base time."""
+    run = uuid.uuid4().hex[:8]
+    source, out, app = f"{prefix}-{run}-in", f"{prefix}-{run}-out", f"{prefix}-{run}"
+    asyncio.run(create_topics(bootstrap, {source: 1, out: 1}))
+    config = {**_config(app, bootstrap, tmp_path), "default.key.serde": "String", "default.value.serde": "String",
+              WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0}
+    base_ms = int(time.time() * 1000) - 10 * 60_000
+    return Move(source, out, app, config, base_ms - base_ms % 60_000)
 
 
 def _records(topic: str, seconds: range, base_ms: int) -> list[Rec]:
@@ -87,32 +126,21 @@ async def _committed_metadata(bootstrap: str, app_id: str, source: str) -> Topic
 def test_emit_final_state_moves_between_engines(spark: Any, kafka_broker: LocalKafkaBroker, tmp_path: Path,
                                                 first: str) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    run = uuid.uuid4().hex[:8]
-    source, out, app = f"ef-move-{run}-in", f"ef-move-{run}-out", f"ef-move-{run}"
-    asyncio.run(create_topics(bootstrap, {source: 1, out: 1}))
+    move = new_move(bootstrap, tmp_path, "ef-move")
+    source, out, app, base_ms = move.source, move.out, move.app, move.base_ms
     topology = _topology(source, out)
-    config = {**_config(app, bootstrap, tmp_path), "default.key.serde": "String", "default.value.serde": "String",
-              WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0}
-    base_ms = int(time.time() * 1000) - 10 * 60_000
-    base_ms -= base_ms % 60_000
     phase1, phase2 = _records(source, range(60), base_ms), _records(source, range(60, 90), base_ms)
     expected = _expected(_topology(source, out), source, out, phase1 + phase2)
     assert len(expected) == len(set(expected)) == 40
 
-    def on(engine: str, total: int) -> None:
-        if engine == "spark":
-            _on_spark(spark, topology, config)
-        else:
-            asyncio.run(_asyncio_until(topology, config, out, total))
-
     asyncio.run(produce(bootstrap, phase1))
-    on(first, 25)
+    move.run_on(first, spark, topology, 25)
     meta = asyncio.run(_committed_metadata(bootstrap, app, source))
     assert meta.partition_time == base_ms + 59 * SECOND
     assert meta.processor_metadata["tumbling-counts"] == base_ms + 50 * SECOND  # the close time of the last emit
 
     asyncio.run(produce(bootstrap, phase2))
-    on("spark" if first == "asyncio" else "asyncio", 40)
+    move.run_on("spark" if first == "asyncio" else "asyncio", spark, topology, 40)
     time.sleep(2)  # a final result sent twice would show up now
     assert asyncio.run(_output(bootstrap, out)) == expected
     meta = asyncio.run(_committed_metadata(bootstrap, app, source))

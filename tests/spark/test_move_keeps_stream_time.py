@@ -9,31 +9,23 @@ comes twice or goes missing: the output equals one uninterrupted `TopologyTestDr
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streamlet.config import WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 from tests.integration.emit_final_apps import graced_final_counts
-from tests.spark.harness import Rec, create_topics, produce
-from tests.spark.test_emit_final_handoff import SECOND, _asyncio_until, _committed_metadata, _expected, _output
-from tests.spark.test_eos_handoff import _config, _on_spark
+from tests.spark.harness import Rec, produce
+from tests.spark.test_emit_final_handoff import SECOND, _committed_metadata, _expected, _output, new_move, topology_on
 
 pytestmark = pytest.mark.broker
 
 
 def _topology(source: str, out: str) -> Topology:
-    os.environ.update(EF_INPUT=source, EF_OUTPUT=out)
-    try:
-        return graced_final_counts()
-    finally:
-        del os.environ["EF_INPUT"], os.environ["EF_OUTPUT"]
+    return topology_on(graced_final_counts, source, out)
 
 
 def _out_of_order(topic: str, seconds: list[int], base_ms: int) -> list[Rec]:
@@ -49,14 +41,9 @@ def _out_of_order(topic: str, seconds: list[int], base_ms: int) -> list[Rec]:
 def test_out_of_order_windows_close_on_the_stream_time_carried_across_the_move(
         spark: Any, kafka_broker: LocalKafkaBroker, tmp_path: Path, first: str) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    run = uuid.uuid4().hex[:8]
-    source, out, app = f"time-move-{run}-in", f"time-move-{run}-out", f"time-move-{run}"
-    asyncio.run(create_topics(bootstrap, {source: 1, out: 1}))
+    move = new_move(bootstrap, tmp_path, "time-move")
+    source, out, app, base_ms = move.source, move.out, move.app, move.base_ms
     topology = _topology(source, out)
-    config = {**_config(app, bootstrap, tmp_path), "default.key.serde": "String", "default.value.serde": "String",
-              WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0}
-    base_ms = int(time.time() * 1000) - 10 * 60_000
-    base_ms -= base_ms % 60_000
     phase1 = _out_of_order(source, list(range(60)), base_ms)
     # After the move: two records within the grace of [50, 60) (open: stream time 58 < 60 + 5), one too late
     # for [40, 50) (closed before the move at stream time 55), then the input goes on, out of order.
@@ -69,19 +56,13 @@ def test_out_of_order_windows_close_on_the_stream_time_carried_across_the_move(
     stream_time = max(r.timestamp for r in phase1)
     closed_before = sum(1 for key, _ in expected if int(key.rsplit("@", 1)[1].split("-")[0]) + 15_000 <= stream_time)
 
-    def on(engine: str, total: int) -> None:
-        if engine == "spark":
-            _on_spark(spark, topology, config)
-        else:
-            asyncio.run(_asyncio_until(topology, config, out, total))
-
     asyncio.run(produce(bootstrap, phase1))
-    on(first, closed_before)
+    move.run_on(first, spark, topology, closed_before)
     meta = asyncio.run(_committed_metadata(bootstrap, app, source))
     assert meta.partition_time == stream_time
     assert "graced-counts" in meta.processor_metadata  # the store's last emit, as Kafka Streams keeps it
 
     asyncio.run(produce(bootstrap, phase2))
-    on("spark" if first == "asyncio" else "asyncio", len(expected))
+    move.run_on("spark" if first == "asyncio" else "asyncio", spark, topology, len(expected))
     time.sleep(2)  # a final result sent twice would show up now
     assert asyncio.run(_output(bootstrap, out)) == expected
