@@ -13,13 +13,15 @@ is routed to sub-topology 1's task of the same partition, as the broker would de
     python -m benchmarks.hot_path [--lines 100000] [--partitions 8] [--commit-every 5000] [--runs 3]
     python -m benchmarks.hot_path --profile out.prof      # cProfile of one run
 
-`--workload session_count` drives the suite's session count instead (`benchmarks.apps.streamlet_app.session_count`,
-one sub-topology: session aggregation, suppression, map, sink) over the suite's own events
-(`benchmarks.workloads.events`, partitioned by the key's murmur2 as the producer does), at-least-once, committed
-every `--commit-every` events (default 30,000: the 1 s commit interval at Kafka Streams' rate), and checks
-the final sessions against `benchmarks.workloads.Expected` after every timed run. Its instruction count
-subtracts a child that generates the same events and builds the tasks but processes nothing, so the count is
-the tasks' alone (WordCount's subtracts a zero-line child, as it always has, so its numbers stay comparable).
+`--workload NAME` drives one of the suite's workloads over its events instead (`pipe`, `window_count`,
+`join`, `session_count`, `stream_join`: `benchmarks.apps.streamlet_app`, one sub-topology each) over the
+suite's own events (`benchmarks.workloads.events`, partitioned by the key's murmur2 as the producer does;
+`join` loads the users table into its tasks before the clock starts), at-least-once as in the suite,
+committed every `--commit-every` events (default 30,000: the 1 s commit interval at Kafka Streams' rate), and
+judges the output as the end-to-end runs do (`benchmarks.workloads.Expected`) after every timed run. Its
+instruction count subtracts a child that generates the same events and builds the tasks but processes
+nothing, so the count is the tasks' alone (WordCount's subtracts a zero-line child, as it always has, so its
+numbers stay comparable).
 
 It reports whether the hot path ran compiled (mypyc) or as pure Python (`STREAMLET_PURE_PYTHON=1` forces
 that), CPU µs per input line or event (min over runs) and, where valgrind is installed, instructions per
@@ -43,8 +45,8 @@ from benchmarks.workloads import word_lines
 
 INPUT, OUTPUT, APP = "lines", "counts", "hot-path"
 EVENTS = "events"
-WORKLOADS = ("wordcount", "session_count")
-"""`wordcount`: WordCount at `--guarantee` (the suite's wordcount_eos by default); `session_count`: the suite's."""
+WORKLOADS = ("wordcount", "pipe", "window_count", "join", "session_count", "stream_join")
+"""`wordcount`: WordCount at `--guarantee` (the suite's wordcount_eos by default); the others: the suite's."""
 MAX_POLL_RECORDS = 2000
 """The suite's `max.poll.records` (benchmarks/systems.py)."""
 
@@ -148,19 +150,24 @@ def run(lines: list[bytes], partitions: int, commit_every: int, guarantee: str) 
 Event = tuple[bytes, bytes, int]
 """(key, JSON value, timestamp): one of `benchmarks.workloads.events`."""
 
+EVENT_WORKLOADS = ("pipe", "window_count", "join", "session_count", "stream_join")
+"""The suite's workloads over its events (keyed by user already: one sub-topology each, no repartition)."""
+TABLE = "users"
+"""The `join` workload's table topic (`benchmarks.workloads.users`), loaded into each task before timing."""
 
-def _build_sessions(state_root: Path, partitions: int) -> list:
-    """The session count's tasks, one per partition, built and opened as the runtime does."""
-    os.environ["BENCH_INPUT"], os.environ["BENCH_OUTPUT"] = EVENTS, OUTPUT
-    from benchmarks.apps.streamlet_app import session_count
+
+def _build_events(workload: str, state_root: Path, partitions: int) -> list:
+    """The workload's tasks, one per partition, built and opened as the runtime does."""
+    os.environ["BENCH_INPUT"], os.environ["BENCH_OUTPUT"], os.environ["BENCH_TABLE"] = EVENTS, OUTPUT, TABLE
+    from benchmarks.apps import streamlet_app
     from benchmarks.workloads import guarantee
     from streamlet.config import StreamsConfig
     from streamlet.runtime.task_manager import new_runtime_task
 
-    topology = session_count()
+    topology = getattr(streamlet_app, workload)()
     config = StreamsConfig({"application.id": APP, "bootstrap.servers": "unused:9092", "state.dir": str(state_root),
-                            "processing.guarantee": guarantee("session_count"), "max.poll.records": MAX_POLL_RECORDS})
-    (sub,) = topology.sub_topologies()  # no repartition: the events are keyed by user already
+                            "processing.guarantee": guarantee(workload), "max.poll.records": MAX_POLL_RECORDS})
+    (sub,) = topology.sub_topologies()
     cache_bytes = int(config["statestore.cache.max.bytes"]) // partitions
     tasks = [new_runtime_task(topology, sub, p, config, state_root, lambda name: name, lambda _t: partitions,
                               cache_bytes) for p in range(partitions)]
@@ -170,40 +177,53 @@ def _build_sessions(state_root: Path, partitions: int) -> list:
     return tasks
 
 
-def run_sessions(evs: list[Event], partitions: int, commit_every: int) -> tuple[float, dict[bytes, bytes]]:
-    """One pass of the session count over `evs`; returns (CPU seconds, the last value per output key).
-    Batches are `max.poll.records` events of the input in order, split by partition as a poll returns them."""
+def _feed(tasks: list, topic: str, records: list[Event], partitions: int, offsets: list[int]) -> None:
+    """Hands one poll's records to their partitions' tasks (by the key's murmur2, as the producer did) and
+    processes them."""
     from streamlet.actors.partition_group import RawRecord
     from streamlet.partitioner import default_partition
 
+    per_part: list[list[RawRecord]] = [[] for _ in range(partitions)]
+    for key, value, ts in records:
+        p = default_partition(key, partitions)
+        per_part[p].append(RawRecord(topic, p, offsets[p], ts, key, value))
+        offsets[p] += 1
+    for p, batch in enumerate(per_part):
+        if batch:
+            tasks[p].add_records(topic, p, batch)
+            tasks[p].process()
+
+
+def run_events(workload: str, evs: list[Event], partitions: int,
+               commit_every: int) -> tuple[float, list[tuple[bytes | None, bytes | None]]]:
+    """One pass of an events workload over `evs`; returns (CPU seconds, its output records in order).
+    Batches are `max.poll.records` events of the input in order, split by partition as a poll returns them;
+    `join`'s table is loaded (and committed) before the clock starts."""
+    from benchmarks.workloads import users
+
     state_root = Path(tempfile.mkdtemp(prefix="hot-path-"))
     try:
-        tasks = _build_sessions(state_root, partitions)
-        part_of = {key: default_partition(key, partitions) for key in {k for k, _v, _t in evs}}
-        offsets = [0] * partitions
-        latest: dict[bytes, bytes] = {}
+        tasks = _build_events(workload, state_root, partitions)
+        output: list[tuple[bytes | None, bytes | None]] = []
 
         def drain() -> None:
             for task in tasks:
                 for (topic, _p), recs in task.collector.drain().items():
                     if topic == OUTPUT:  # else a store's changelog
-                        for r in recs:
-                            latest[r.key] = r.value
+                        output.extend((r.key, r.value) for r in recs)
 
+        if workload == "join":
+            _feed(tasks, TABLE, list(users()), partitions, [0] * partitions)
+            for task in tasks:
+                task.prepare_commit()
+            drain()
+        offsets = [0] * partitions
         gc.collect()
         start = time.process_time()
         since_commit = 0
         for i in range(0, len(evs), MAX_POLL_RECORDS):
             chunk = evs[i:i + MAX_POLL_RECORDS]
-            per_part: list[list[RawRecord]] = [[] for _ in range(partitions)]
-            for key, value, ts in chunk:
-                p = part_of[key]
-                per_part[p].append(RawRecord(EVENTS, p, offsets[p], ts, key, value))
-                offsets[p] += 1
-            for p, batch in enumerate(per_part):
-                if batch:
-                    tasks[p].add_records(EVENTS, p, batch)
-                    tasks[p].process()
+            _feed(tasks, EVENTS, chunk, partitions, offsets)
             drain()
             since_commit += len(chunk)
             if since_commit >= commit_every:
@@ -217,22 +237,22 @@ def run_sessions(evs: list[Event], partitions: int, commit_every: int) -> tuple[
         cpu = time.process_time() - start
         for task in tasks:
             task.close(clean=True)
-        return cpu, latest
+        return cpu, output
     finally:
         shutil.rmtree(state_root, ignore_errors=True)
 
 
-def _check_sessions(latest: dict[bytes, bytes], records: int, partitions: int) -> str:
-    """'' when the final sessions are the expected ones, else what differs."""
+def _check_events(workload: str, output: list[tuple[bytes | None, bytes | None]], records: int,
+                  partitions: int) -> str:
+    """'' when the output is the suite's expected one (`benchmarks.workloads.Expected`, judged as the
+    end-to-end runs judge it), else what differs."""
     from benchmarks.workloads import Expected
 
-    expected = Expected("session_count", records, partitions=partitions).latest
-    if latest == expected:
-        return ""
-    missing = expected.keys() - latest.keys()
-    extra = latest.keys() - expected.keys()
-    wrong = [k for k in expected.keys() & latest.keys() if expected[k] != latest[k]]
-    return f"{len(missing)} sessions missing, {len(extra)} unexpected, {len(wrong)} with a wrong count"
+    tracker = Expected(workload, records, partitions=partitions).tracker()
+    for key, value in output:
+        tracker.add(key, value)
+    verdict = tracker.check()
+    return "" if verdict.correct else verdict.detail
 
 
 def _instructions(argv: list[str], lines: int, baseline: str = "empty") -> int | None:
@@ -273,22 +293,20 @@ def main() -> None:
     ap.add_argument("--input-only", action="store_true", help=argparse.SUPPRESS)  # the session count's baseline
     ap.add_argument("--no-check", action="store_true", help=argparse.SUPPRESS)  # callgrind's children
     args = ap.parse_args()
-    sessions = args.workload == "session_count"
-    commit_every = args.commit_every or (30_000 if sessions else 5_000)
+    on_events = args.workload != "wordcount"
+    commit_every = args.commit_every or (30_000 if on_events else 5_000)
 
-    if sessions:
+    if on_events:
         from benchmarks.workloads import events
-        evs = list(events(args.lines))
-        if args.input_only:
-            evs = []
+        evs = [] if args.input_only else list(events(args.lines))
 
         def one_run() -> tuple[float, int]:
-            cpu, latest = run_sessions(evs, args.partitions, commit_every)
+            cpu, output = run_events(args.workload, evs, args.partitions, commit_every)
             if not args.no_check:  # not in callgrind's children: the check costs as much as the run
-                wrong = _check_sessions(latest, args.lines, args.partitions)
+                wrong = _check_events(args.workload, output, args.lines, args.partitions)
                 if wrong:
-                    raise SystemExit(f"session_count: wrong final sessions: {wrong}")
-            return cpu, len(latest)
+                    raise SystemExit(f"{args.workload}: wrong output: {wrong}")
+            return cpu, len(output)
     else:
         lines = list(word_lines(args.lines))
 
@@ -307,19 +325,19 @@ def main() -> None:
     results = [one_run() for _ in range(args.runs)]
     best = min(cpu for cpu, _ in results)
     n = max(1, args.lines)
-    unit = "event" if sessions else "line"
-    checked = " (final sessions as expected)" if sessions and not args.no_check else ""
+    unit = "event" if on_events else "line"
+    checked = " (output as expected)" if on_events and not args.no_check else ""
     print(f"{args.workload}: {args.lines} {unit}s, {args.partitions} partitions, commit every {commit_every}: "
-          f"{results[0][1]} output {'sessions' if sessions else 'records'}{checked}; CPU s per run "
+          f"{results[0][1]} output records{checked}; CPU s per run "
           f"{[round(c, 3) for c, _ in results]}; min {best * 1e6 / n:.2f} µs/{unit} "
           f"({n / best if best else 0:,.0f} {unit}s/s)")
     if not args.no_instructions and args.lines:
         argv = ["--workload", args.workload, "--partitions", str(args.partitions), "--commit-every", str(commit_every),
                 "--guarantee", args.guarantee]
-        instr = _instructions(argv, args.instruction_lines, "input" if sessions else "empty")
+        instr = _instructions(argv, args.instruction_lines, "input" if on_events else "empty")
         if instr is not None:
             print(f"instructions: {instr:,} per {unit} (callgrind, {args.instruction_lines} {unit}s, "
-                  f"{'input generation and ' if sessions else ''}start-up subtracted)")
+                  f"{'input generation and ' if on_events else ''}start-up subtracted)")
 
 
 if __name__ == "__main__":
