@@ -46,6 +46,8 @@ class RegisteredStore:
     restore: RestoreCallback
     logged: bool
     changelog_topic: str | None
+    with_headers: bool = False
+    """Restored with `HeadedChangelogEntry`s (see `StateStoreContext.register`)."""
 
 
 class ProcessorStateManager(StateStoreContext):
@@ -99,19 +101,20 @@ class ProcessorStateManager(StateStoreContext):
         self._task_dir.mkdir(parents=True, exist_ok=True)
         return self._task_dir
 
-    def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool) -> None:
+    def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool,
+                 with_headers: bool = False) -> None:
         topic = changelog_topic_name(self._application_id, store.name) if logged else None
-        self.registered[store.name] = RegisteredStore(store, restore, logged, topic)
+        self.registered[store.name] = RegisteredStore(store, restore, logged, topic, with_headers)
         if topic is not None:
             self._changelog_for[store.name] = topic
 
     def register_sync(self, sync: Callable[[], None]) -> None:
         self._syncs.append(sync)
 
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
-        rc = self._record_context()
-        self._collector.send(self._changelog_for[store_name], key, value, timestamp, rc.headers,
-                             self._partition)
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int,
+                   headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
+        self._collector.send(self._changelog_for[store_name], key, value, timestamp,
+                             self._record_context().headers if headers is None else headers, self._partition)
 
     def record_context(self) -> RecordContext:
         return self._record_context()

@@ -47,7 +47,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from streamlet.actors.stream_task import StreamTask
-from streamlet.kafka.restore_records import hand_out_as_decoded
+from streamlet.kafka.restore_records import hand_out_as_decoded, restore_entries
 
 log = logging.getLogger(__name__)
 
@@ -281,12 +281,12 @@ class ChangelogReader:
             assert cur.progress is not None
             # Waiting, read_committed returns only records below the stable end, which may have moved past
             # `end` (and is `end`'s new value); not waiting, records from `end` on are left out.
-            if self._wait or records[-1].offset < cur.end:  # offsets ascend: all of them
-                entries = [(r.key, r.value, r.timestamp) for r in records]
-            else:
-                entries = [(r.key, r.value, r.timestamp) for r in records if r.offset < cur.end]
+            if not (self._wait or records[-1].offset < cur.end):  # offsets ascend: else all of them
+                records = [r for r in records if r.offset < cur.end]
+            registered = job.task.state.registered[cur.store]
+            entries = restore_entries(records, registered.with_headers)
             if entries:
-                job.task.state.registered[cur.store].restore(entries)
+                registered.restore(entries)
                 cur.progress.restored += len(entries)
             self._log_progress(job.task, cur)
         for tp, (_job, cur) in list(self._reading.items()):

@@ -71,3 +71,11 @@ def hand_out_as_decoded(consumer: Any) -> int:
     if not isinstance(buffered, dict):
         return 0
     return sum(_mark(result) for result in list(buffered.values()))
+
+
+def restore_entries(records: list[Any], with_headers: bool) -> list[Any]:
+    """A store's restore batch from changelog records (decoded or `ConsumerRecord`s): `ChangelogEntry`s, or
+    `HeadedChangelogEntry`s for a store registered `with_headers` (see `StateStoreContext.register`)."""
+    if with_headers:
+        return [(r.key, r.value, r.timestamp, tuple(r.headers or ())) for r in records]
+    return [(r.key, r.value, r.timestamp) for r in records]

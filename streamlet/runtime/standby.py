@@ -25,6 +25,7 @@ from aiokafka import TopicPartition
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_id import TaskId
 from streamlet.config import StreamsConfig
+from streamlet.kafka.restore_records import restore_entries
 from streamlet.runtime.task_manager import new_runtime_task
 from streamlet.topology import Topology
 
@@ -113,7 +114,8 @@ class StandbyTasks:
             if owner is None or not records:
                 continue
             task, store = owner
-            task.state.registered[store].restore([(r.key, r.value, r.timestamp) for r in records])
+            registered = task.state.registered[store]
+            registered.restore(restore_entries(records, registered.with_headers))
             self._positions[tp] = records[-1].offset + 1
             n += len(records)
         self.applied += n

@@ -29,7 +29,11 @@ V = TypeVar("V")
 ChangelogEntry = tuple[bytes, bytes | None, int]
 """(key bytes, value bytes or None for a delete, record timestamp) as read back from a changelog."""
 
-RestoreCallback = Callable[[list[ChangelogEntry]], None]
+HeadedChangelogEntry = tuple[bytes, bytes | None, int, tuple[tuple[str, bytes], ...]]
+"""A `ChangelogEntry` with the record's headers, for the stores that register `with_headers=True`: a store
+whose changelog says its value layout in a header (the suppression buffer's `v`, as Kafka Streams writes it)."""
+
+RestoreCallback = Callable[[list[ChangelogEntry]], None] | Callable[[list[HeadedChangelogEntry]], None]
 """Applies one batch of changelog entries to a store during restoration."""
 
 FlushListener = Callable[[Any, Any, Any, int, tuple[tuple[str, bytes], ...]], None]
@@ -79,8 +83,11 @@ class StateStoreContext(ABC):
         """This task's own directory; a persistent store keeps its files in `state_dir / name`."""
 
     @abstractmethod
-    def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool) -> None:
-        """Called once from `store.init`: the runtime restores a logged store through `restore`."""
+    def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool,
+                 with_headers: bool = False) -> None:
+        """Called once from `store.init`: the runtime restores a logged store through `restore`, with
+        `ChangelogEntry`s, or `HeadedChangelogEntry`s when `with_headers` (only those stores pay for reading
+        each record's headers)."""
 
     @abstractmethod
     def register_sync(self, sync: Callable[[], None]) -> None:
@@ -90,8 +97,10 @@ class StateStoreContext(ABC):
         disk flush comes only with a checkpoint."""
 
     @abstractmethod
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
-        """Append one update to the store's changelog (sent with the task's next flush)."""
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int,
+                   headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
+        """Append one update to the store's changelog (sent with the task's next flush), with `headers` when
+        given, else the current record's."""
 
     @abstractmethod
     def record_context(self) -> RecordContext:

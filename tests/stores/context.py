@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
@@ -32,6 +33,8 @@ class LoggedChange:
     value: bytes | None
     timestamp: int
     context: RecordContext
+    headers: tuple[tuple[str, bytes], ...]
+    """The changelog record's headers: the store's own when it gave them, else the record context's."""
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Registration:
     store: StateStore
     restore: RestoreCallback
     logged: bool
+    with_headers: bool = False
 
 
 class RecordingStateStoreContext(StateStoreContext):
@@ -75,14 +79,17 @@ class RecordingStateStoreContext(StateStoreContext):
         self._state_dir.mkdir(parents=True, exist_ok=True)
         return self._state_dir
 
-    def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool) -> None:
-        self.registrations[store.name] = Registration(store, restore, logged)
+    def register(self, store: StateStore, restore: RestoreCallback, *, logged: bool,
+                 with_headers: bool = False) -> None:
+        self.registrations[store.name] = Registration(store, restore, logged, with_headers)
 
     def register_sync(self, sync: Callable[[], None]) -> None:
         self.syncs.append(sync)
 
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
-        self.changelog.append(LoggedChange(store_name, key, value, timestamp, self.current))
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int,
+                   headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
+        self.changelog.append(LoggedChange(store_name, key, value, timestamp, self.current,
+                                           self.current.headers if headers is None else headers))
 
     def record_context(self) -> RecordContext:
         return self.current
@@ -100,8 +107,11 @@ class RecordingStateStoreContext(StateStoreContext):
         self.current = record_context(timestamp, offset)
         return self
 
-    def changelog_entries(self, store_name: str) -> list[ChangelogEntry]:
-        """What a changelog reader would hand back to the store's restore callback."""
+    def changelog_entries(self, store_name: str) -> list[Any]:
+        """What a changelog reader would hand back to the store's restore callback (`ChangelogEntry`s, or
+        `HeadedChangelogEntry`s for a store registered `with_headers`)."""
+        if self.registrations[store_name].with_headers:
+            return [(c.key, c.value, c.timestamp, c.headers) for c in self.changelog if c.store == store_name]
         return [(c.key, c.value, c.timestamp) for c in self.changelog if c.store == store_name]
 
     def restore(self, store_name: str, entries: list[ChangelogEntry], batch_size: int = 3) -> None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
+import pytest
+
+from streamlet.errors import StreamsError
 from streamlet.stores.suppression.buffer import BufferedChange, SuppressionBuffer
 from tests.stores.context import RecordingStateStoreContext
 
@@ -54,8 +58,9 @@ def test_flush_logs_changed_keys_and_a_restore_rebuilds_the_buffer(tmp_path: Pat
     buffer.evict_while(lambda: buffer.min_time() == 5, lambda key, change: None)  # b leaves
     buffer.flush()
     entries = context.changelog_entries("buf")
-    assert [(key, value is None) for key, value, _ in entries] == [(b"a", False), (b"b", False), (b"a", False),
-                                                                  (b"b", True)]
+    assert [(key, value is None, headers) for key, value, _, headers in entries] == [
+        (b"a", False, (("v", b"\x03"),)), (b"b", False, (("v", b"\x03"),)), (b"a", False, (("v", b"\x03"),)),
+        (b"b", True, ())]  # Kafka Streams' layout version on values; tombstones without headers
     restored, restored_context = _open(tmp_path / "again")
     restored_context.registrations["buf"].restore(entries)
     assert restored.num_records() == 1 and restored.size_bytes() == buffer.size_bytes()
@@ -70,3 +75,23 @@ def test_an_unlogged_buffer_writes_no_changelog(tmp_path: Path) -> None:
     buffer.flush()
     assert context.changelog == []
     assert not context.registrations["buf"].logged
+
+
+def test_a_changelog_in_streamlets_earlier_layout_still_restores(tmp_path: Path) -> None:
+    """Values without a `v` header are streamlet's layout from before it wrote Kafka Streams' v3."""
+    def sized(data: bytes | None) -> bytes:
+        return struct.pack(">i", -1) if data is None else struct.pack(">i", len(data)) + data
+
+    legacy = (struct.pack(">qq", 10, 9) + b"\x00" + sized(None) + sized(b"a1") + sized(b"a2") + sized(b"in")
+              + struct.pack(">i", 1) + sized(b"h") + sized(b"x"))
+    buffer, context = _open(tmp_path)
+    context.registrations["buf"].restore([(b"a", legacy, 9, ())])
+    [(key, change)] = _drain(buffer)
+    assert (key, change.prior, change.old, change.new, change.timestamp, change.topic, change.headers) == (
+        b"a", None, b"a1", b"a2", 9, "in", (("h", b"x"),))
+
+
+def test_an_unknown_layout_version_is_refused_by_name(tmp_path: Path) -> None:
+    _buffer, context = _open(tmp_path)
+    with pytest.raises(StreamsError, match="layout version"):
+        context.registrations["buf"].restore([(b"a", b"\x00" * 40, 9, (("v", b"\x02"),))])

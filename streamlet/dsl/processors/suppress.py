@@ -89,8 +89,12 @@ class TableSuppress(Processor):
         if key_bytes is None:
             raise StreamsError(f"suppression buffer {self._spec.store_name!r}: a key serialized to None")
         meta = self.context.record_metadata()
-        self._buffer.put(time, key_bytes, self._serialize(change.new_value), self._serialize(change.old_value),
-                         timestamp, record.headers, None if meta is None else meta.topic)
+        if meta is None:
+            self._buffer.put(time, key_bytes, self._serialize(change.new_value), self._serialize(change.old_value),
+                             timestamp, record.headers, None)
+        else:
+            self._buffer.put(time, key_bytes, self._serialize(change.new_value), self._serialize(change.old_value),
+                             timestamp, record.headers, meta.topic, meta.partition, meta.offset)
         self._enforce_constraints()
 
     def _enforce_constraints(self) -> None:

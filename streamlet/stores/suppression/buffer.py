@@ -13,8 +13,11 @@ Kafka Streams' `InMemoryTimeOrderedKeyValueChangeBuffer`, whose rules a user see
 Entries are kept as bytes (key, and the prior, old and new values serialized with the table's
 serdes) so that size accounting and ordering are Kafka Streams'. With logging on, each key changed
 since the last commit is written to the changelog at flush: the entry, or a tombstone once it was
-emitted. The changelog value layout is streamlet's own (`_encode`), not Kafka Streams' v3 buffer
-format, so a buffer changelog cannot be shared with a Java application.
+emitted. The changelog is Kafka Streams' own, so a buffer moves between a Java application and streamlet
+like every other store: a value is its v3 buffer layout (`_encode`: the record context as
+`ProcessorRecordContext.serialize` writes it, the prior, old and new values, the buffer time) under the header
+`v` = 3, and a tombstone has no headers. Restoring reads that layout, and streamlet's earlier layout
+(no `v` header) for changelogs written before.
 """
 
 from __future__ import annotations
@@ -25,12 +28,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from streamlet.errors import StreamsError
 from streamlet.record import Headers
-from streamlet.stores.api import ChangelogEntry, StateStore, StateStoreContext
+from streamlet.stores.api import HeadedChangelogEntry, StateStore, StateStoreContext
 from streamlet.stores.builders import DEFAULT_CHANGELOG_CONFIG, ConfigurableStoreBuilder
 
 _LONGS = struct.Struct(">qq")
 _INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+_V3_HEADERS: Headers = (("v", b"\x03"),)
+"""Kafka Streams' `CHANGELOG_HEADERS` on a buffer's changelog values: the value layout's version."""
+_NULL, _SAME_AS_PRIOR = -1, -2
+"""`BufferValue`'s length sentinels: no value; the old value is the prior value."""
 
 
 @dataclass(slots=True)
@@ -44,6 +53,8 @@ class BufferedChange:
     headers: Headers
     topic: str | None  # where the update's record came from (counts in the size estimate)
     shared_prior: bool  # prior is the same bytes as old (counted once, as Java's reference check)
+    partition: int = -1
+    offset: int = -1
 
     def size(self) -> int:
         """Kafka Streams' `BufferValue.residentMemorySizeEstimate`, record context included."""
@@ -71,13 +82,13 @@ class SuppressionBuffer(StateStore):
     # -- lifecycle ----------------------------------------------------------------------------------
     def init(self, context: StateStoreContext) -> None:
         self._context = context
-        context.register(self, self._restore, logged=self.logging_enabled)
+        context.register(self, self._restore, logged=self.logging_enabled, with_headers=True)
 
-    def _restore(self, entries: list[ChangelogEntry]) -> None:
-        for key, value, _timestamp in entries:
+    def _restore(self, entries: list[HeadedChangelogEntry]) -> None:
+        for key, value, _timestamp, headers in entries:
             self._remove(key)
             if value is not None:
-                time, change = _decode(value)
+                time, change = _decode(value, headers)
                 self._insert(key, time, change)
         self._dirty.clear()
 
@@ -90,9 +101,9 @@ class SuppressionBuffer(StateStore):
         for key in sorted(self._dirty):
             change = self._entries.get(key)
             if change is None:
-                log(name, key, None, self._context.record_context().timestamp)
+                log(name, key, None, self._context.record_context().timestamp, ())
             else:
-                log(name, key, _encode(self._times[key], change), change.timestamp)
+                log(name, key, _encode(self._times[key], change), change.timestamp, _V3_HEADERS)
         self._dirty.clear()
 
     def close(self) -> None:
@@ -113,14 +124,15 @@ class SuppressionBuffer(StateStore):
 
     # -- buffer operations --------------------------------------------------------------------------
     def put(self, time: int, key: bytes, new: bytes | None, old: bytes | None, timestamp: int,
-            headers: Headers, topic: str | None) -> None:
-        """Buffer one update of `key` at `time` (its place stays the first one's if already buffered)."""
+            headers: Headers, topic: str | None, partition: int = -1, offset: int = -1) -> None:
+        """Buffer one update of `key` at `time` (its place stays the first one's if already buffered);
+        `timestamp`, `headers`, `topic`, `partition` and `offset` are the update's record context."""
         buffered = self._entries.get(key)
         if buffered is None:
-            self._insert(key, time, BufferedChange(old, old, new, timestamp, headers, topic, True))
+            self._insert(key, time, BufferedChange(old, old, new, timestamp, headers, topic, True, partition, offset))
         else:
             self._size -= _entry_size(key, buffered)
-            change = BufferedChange(buffered.prior, old, new, timestamp, headers, topic, False)
+            change = BufferedChange(buffered.prior, old, new, timestamp, headers, topic, False, partition, offset)
             self._entries[key] = change
             self._size += _entry_size(key, change)
         self._dirty.add(key)
@@ -176,7 +188,7 @@ def _entry_size(key: bytes, change: BufferedChange) -> int:
 
 def _put_bytes(out: bytearray, data: bytes | None) -> None:
     if data is None:
-        out += _INT.pack(-1)
+        out += _INT.pack(_NULL)
     else:
         out += _INT.pack(len(data))
         out += data
@@ -191,19 +203,68 @@ def _take_bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
 
 
 def _encode(time: int, change: BufferedChange) -> bytes:
-    """time, record timestamp, prior shared?, prior, old, new, topic, headers (count, then each name and value)."""
-    out = bytearray(_LONGS.pack(time, change.timestamp))
-    out += b"\x01" if change.shared_prior else b"\x00"
-    for part in (change.prior, change.old, change.new, None if change.topic is None else change.topic.encode()):
-        _put_bytes(out, part)
+    """Kafka Streams' v3 changelog value: `BufferValue.serialize` with the buffer time after it.
+
+    The record context comes first (timestamp, offset, topic, partition, headers: `ProcessorRecordContext`),
+    then the prior, old and new values, each length-prefixed (-1: none); an old value equal to the prior is
+    written as -2. Java sizes its buffer counting the old value whenever it is not the prior's very array, so
+    when the two are equal without being shared, the value ends with that many zero bytes after the time:
+    kept, so that the bytes are Kafka Streams' (readers stop at the time)."""
+    out = bytearray(_LONGS.pack(change.timestamp, change.offset))
+    _put_bytes(out, b"" if change.topic is None else change.topic.encode())
+    out += _INT.pack(change.partition)
     out += _INT.pack(len(change.headers))
     for name, value in change.headers:
         _put_bytes(out, name.encode())
         _put_bytes(out, value)
-    return bytes(out)
+    _put_bytes(out, change.prior)
+    padding = 0
+    if change.old is None:
+        out += _INT.pack(_NULL)
+    elif change.old == change.prior:
+        out += _INT.pack(_SAME_AS_PRIOR)
+        padding = 0 if change.shared_prior else len(change.old)
+    else:
+        _put_bytes(out, change.old)
+    _put_bytes(out, change.new)
+    out += _LONG.pack(time)
+    return bytes(out) + bytes(padding)
 
 
-def _decode(data: bytes) -> tuple[int, BufferedChange]:
+def _decode(data: bytes, headers: Headers) -> tuple[int, BufferedChange]:
+    """A changelog value back into (buffer time, change): Kafka Streams' v3 layout under `v` = 3, streamlet's
+    earlier layout without a `v` header."""
+    version = next((value for name, value in reversed(headers) if name == "v"), None)
+    if version is None:
+        return _decode_streamlet_v0(data)
+    if version != b"\x03":
+        raise StreamsError(f"suppression buffer changelog value of layout version {version!r}: streamlet reads "
+                           "Kafka Streams' version 3 (Kafka Streams 2.4 and later) and its own earlier layout")
+    timestamp, offset = _LONGS.unpack_from(data, 0)
+    topic, pos = _take_bytes(data, 16)
+    (partition, count) = struct.unpack_from(">ii", data, pos)
+    pos += 8
+    context_headers = []
+    for _ in range(max(count, 0)):  # -1: no headers (kept by Java for old layouts)
+        name, pos = _take_bytes(data, pos)
+        value, pos = _take_bytes(data, pos)
+        context_headers.append(((name or b"").decode(), value))
+    prior, pos = _take_bytes(data, pos)
+    (old_length,) = _INT.unpack_from(data, pos)
+    shared = old_length == _SAME_AS_PRIOR
+    if shared:
+        old, pos = prior, pos + 4
+    else:
+        old, pos = _take_bytes(data, pos)
+    new, pos = _take_bytes(data, pos)
+    (time,) = _LONG.unpack_from(data, pos)
+    return time, BufferedChange(prior, old, new, timestamp, tuple(context_headers),  # type: ignore[arg-type]
+                                topic.decode() if topic else None, shared, partition, offset)
+
+
+def _decode_streamlet_v0(data: bytes) -> tuple[int, BufferedChange]:
+    """streamlet's layout before it wrote Kafka Streams': time, record timestamp, prior shared?, prior, old,
+    new, topic, headers (count, then each name and value)."""
     time, timestamp = _LONGS.unpack_from(data, 0)
     shared = data[16] == 1
     pos = 17
