@@ -11,6 +11,7 @@ topology's description and the buffer's changelog byte for byte.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -112,7 +113,10 @@ def test_same_output_description_and_changelog_as_kafka_streams() -> None:
     assert [line for case in cases for line in run_case(case, in_memory=True)] == java
 
 
-def _outputs(topology: Topology, steps: list[tuple[str, str, str | None, int]]) -> list[tuple[Any, Any, int]]:
+Step = tuple[str, str | None, str | None, int]
+
+
+def _outputs(topology: Topology, steps: Sequence[Step]) -> list[tuple[Any, Any, int]]:
     with TopologyTestDriver(topology, CONFIG) as driver:
         inputs = {"s": driver.create_input_topic("in", S, S), "t": driver.create_input_topic("tbl", S, S)}
         for side, key, value, ts in steps:
@@ -137,7 +141,7 @@ def test_records_wait_until_stream_time_passes_them_by_the_grace_and_late_ones_j
 
 
 def test_a_left_join_joins_a_null_key_at_once() -> None:
-    steps = [("s", "k", "a", 20), ("s", None, "n", 21), ("s", "k", "b", 40)]  # type: ignore[list-item]
+    steps = [("s", "k", "a", 20), ("s", None, "n", 21), ("s", "k", "b", 40)]
     assert _outputs(grace_topology(True, 10, 100), steps) == [(None, "n+null", 21), ("k", "a+null", 20)]
 
 
