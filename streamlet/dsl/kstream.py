@@ -488,7 +488,6 @@ class KStream:
             topology.add_copartition_group(name, table_node.node_name)
 
         node = self._builder.add(GraphNode(name, write), parent)
-
         node.left_join = left
         return self._stream(name, node, joined.key_serde or stream.key_serde, None, False)
 
