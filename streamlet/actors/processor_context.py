@@ -23,7 +23,7 @@ from streamlet.processor import (
     to_millis,
 )
 from streamlet.record import Record, RecordMetadata
-from streamlet.stores.api import StateStore
+from streamlet.stores.api import RecordContext, StateStore
 
 if TYPE_CHECKING:
     from streamlet.actors.processor_node import ProcessorNode
@@ -67,6 +67,22 @@ class NodeContext(ProcessorContext):
         if len(children) == 1:
             return entry_point(children[0])  # one call per record instead of two, on every hop of a chain
         return self.forward
+
+    def current_record_context(self) -> RecordContext:
+        """The whole context of the record being processed (topic, partition and offset included): a DSL
+        processor that keeps records to process them later (the grace-period join's buffer) keeps it too."""
+        return self._task.record_ctx
+
+    def replay_in_record_context(self, context: RecordContext, action: Callable[[], None]) -> None:
+        """Run `action` with `context` as the record context (what `record_metadata()`, downstream stores
+        and sinks see), as Kafka Streams sets an evicted buffer entry's context before processing it."""
+        task = self._task
+        previous = task.record_ctx
+        task.record_ctx = context
+        try:
+            action()
+        finally:
+            task.record_ctx = previous
 
     def forwarder_in_record_context(self) -> Callable[[Record], None]:
         task, forward = self._task, self.forwarder()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from streamlet.dsl import naming
 from streamlet.dsl.global_ktable import GlobalKTable
 from streamlet.dsl.graph import GraphNode, InternalBuilder
+from streamlet.dsl.join_grace import BUFFER_SUFFIX, GRACE_NEEDS_VERSIONED, JoinBufferSpec, join_buffer_builder
 from streamlet.dsl.join_windows import JoinWindows
 from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined
@@ -467,15 +468,26 @@ class KStream:
         stream = self._repartitioned_for_join(joined) if self.repartition_required else self
         getter = table._value_getter_supplier()
         name = self._generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
-        node = stream._add_processor(name, StreamTableJoinSupplier(getter, joiner, left),
-                                     store_names=getter.store_names)
-        write_join, table_node = node.writer, table._node
+        grace = joined.grace_period_ms
+        buffer = None
+        if grace is not None:
+            if not table._is_versioned():
+                raise TopologyError(GRACE_NEEDS_VERSIONED)
+            buffer = JoinBufferSpec(name + BUFFER_SUFFIX, grace, joined.key_serde or stream.key_serde,
+                                    joined.value_serde or stream.value_serde, name)
+            if joined.name is None:  # Kafka Streams records the generated buffer name and its changelog
+                self._builder.names.implicit_store(buffer.store_name, True)
+        supplier = StreamTableJoinSupplier(getter, joiner, left, buffer=buffer)
+        parent, table_node = stream._node, table._node
 
         def write(topology: Topology, parent_names: list[str]) -> None:
-            write_join(topology, parent_names)
+            topology.add_processor(name, supplier, *parent_names)
+            if buffer is not None:
+                topology.add_state_store(join_buffer_builder(topology, buffer, getter.store_names), name)
+            topology.connect_processor_and_state_stores(name, *getter.store_names)
             topology.add_copartition_group(name, table_node.node_name)
 
-        node.writer = write
+        node = self._builder.add(GraphNode(name, write), parent)
         node.left_join = left
         return self._stream(name, node, joined.key_serde or stream.key_serde, None, False)
 

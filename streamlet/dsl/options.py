@@ -132,18 +132,31 @@ class Grouped:
 
 class Joined:
     """Options of a stream-table join: serdes of the stream side (used if it must be repartitioned
-    first), the table's value serde, and `name` (the join processor and repartition topic name)."""
+    first, and for the grace period's buffer), the table's value serde, `name` (the join processor
+    and repartition topic name) and `grace_period` (timedelta or ms; Kafka Streams'
+    `Joined.withGracePeriod`, KIP-923).
+
+    With a grace period the table must be versioned, with a history retention at least the grace
+    period. Stream records then wait in a buffer (the store `<join name>-Buffer`, change-logged to
+    `<application.id>-<join name>-Buffer-changelog`) until the join's stream time has passed their
+    timestamp by the grace period, and are joined oldest first, each with the table as of its
+    timestamp: a table update that arrives late, but within the grace period, is still seen. A
+    stream record already older than that when it arrives is joined at once."""
 
     def __init__(self, key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, grace_period: timedelta | int | None = None) -> None:
         self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
         self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
         self.other_value_serde: Serde[Any] | None = resolve_serde(other_value_serde)
         self.name = _optional_name(name)
+        self.grace_period_ms: int | None = None if grace_period is None else to_millis(grace_period)
+        if self.grace_period_ms is not None and self.grace_period_ms < 0:
+            raise TopologyError(f"Joined: grace_period must not be negative, got {grace_period!r}")
 
     def __repr__(self) -> str:
         return (f"Joined(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "
-                f"other_value_serde={self.other_value_serde!r}, name={self.name!r})")
+                f"other_value_serde={self.other_value_serde!r}, name={self.name!r}, "
+                f"grace_period={self.grace_period_ms!r})")
 
 
 class StreamJoined:
