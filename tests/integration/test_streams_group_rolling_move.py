@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import time
 import uuid
 from collections import Counter
@@ -38,16 +37,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.broker,
 _WORDS = 60_000
 _STEPS = 6  # input slices: before the moves, during each of the four, after them
 _STEP_SECONDS = 6.0
-_JAVA_TASKS = re.compile(r"Assigning active tasks \{\d")
-
-
-async def _wait_for_tasks(java_log: Path, timeout: float) -> None:
-    """Until the Kafka Streams instance logging to `java_log` was handed active tasks."""
-    deadline = time.monotonic() + timeout
-    while not _JAVA_TASKS.search(java_log.read_text(errors="replace")):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no active task handed to the Kafka Streams instance of {java_log.name}")
-        await asyncio.sleep(0.5)
 
 
 async def _rolling_move(bootstrap: str, workdir: Path, seed: int) -> tuple[Any, list[str]]:
@@ -114,7 +103,7 @@ async def _rolling_move(bootstrap: str, workdir: Path, seed: int) -> tuple[Any, 
         pythons[1].stop()
         note("streamlet instance 1 stopped")
         javas.append(java(2).start())
-        await _wait_for_tasks(javas[-1].log_path, 120)
+        await javas[-1].wait_for_active_tasks(120)
         note("Kafka Streams instance 2 running tasks")
 
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -22,6 +23,7 @@ _JAR = JAVA_DIR / "target" / "streamlet-interop-0.1.0.jar"
 _CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
 _BUILD_LOCK = threading.Lock()
 _MAIN = "io.streamlet.interop.Main"
+_ACTIVE_TASKS = re.compile(r"Assigning active tasks \{\d")
 
 
 def java_available() -> bool:
@@ -95,6 +97,18 @@ class KafkaStreamsApp:
             await asyncio.sleep(0.2)
         raise TimeoutError(f"{line!r} not printed by Kafka Streams after {timeout}s: {self.lines[-20:]}\n"
                            f"{self.log_tail()}")
+
+    async def wait_for_active_tasks(self, timeout: float = 120.0) -> None:
+        """Until this instance logged that it was handed active tasks (a member of a group may have none)."""
+        deadline = time.monotonic() + timeout
+        while not _ACTIVE_TASKS.search(self.log_path.read_text(errors="replace")):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no active task handed to the Kafka Streams instance of {self.log_path.name}:\n"
+                                   f"{self.log_tail()}")
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"Kafka Streams exited with {self.proc.returncode}:\n{self.log_tail()}")
+            await asyncio.sleep(0.5)
 
     async def close(self, leave_group: bool = False, timeout: float = 90.0) -> int:
         """Close it (by default as Kafka Streams closes: without leaving the group); its exit code."""

@@ -13,8 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
+import traceback
 import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +38,7 @@ INPUT_ROLES = ("win-in", "sess-in", "join-left", "join-right", "fk-orders", "fk-
 OUTPUT_ROLES = ("win-out", "sess-out", "join-out", "fk-out")
 STORES = ("window-counts", "session-counts", "clicks-views-this-join-store", "clicks-views-other-join-store",
           "orders-store", "products-store", "order-product-store", "order-product-subscription-store")
+_JOIN_STORE = re.compile(r"clicks-views-(this|other)-join-store")
 Record = tuple[int, bytes | None, bytes | None, int]
 """(partition, key, value, timestamp) of one record read back."""
 Input = dict[str, list[tuple[str, str | None, int]]]
@@ -89,16 +94,25 @@ def make_input(seed: int = 2025) -> tuple[Input, Input]:
     return first, second
 
 
-async def produce(bootstrap: str, topics: dict[str, str], records: Input) -> None:
+async def produce(bootstrap: str, topics: dict[str, str], records: Input, seconds: float = 0.0) -> None:
+    """Write `records`, each role's in its order (so each input partition gets the same sequence however
+    it is cut); with `seconds`, spread over about that long in acknowledged chunks, ten a second, each
+    holding its share of every role: input that keeps arriving while instances come and go."""
     from aiokafka import AIOKafkaProducer
 
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, enable_idempotence=True)
     await producer.start()
     try:
-        futures = [await producer.send(topics[role], key=k.encode(), value=None if v is None else v.encode(),
-                                       timestamp_ms=ts)
-                   for role in INPUT_ROLES for k, v, ts in records[role]]
-        await asyncio.gather(*futures)
+        chunks = max(1, int(seconds * 10))
+        began = time.monotonic()
+        for c in range(chunks):
+            futures = [await producer.send(topics[role], key=k.encode(), value=None if v is None else v.encode(),
+                                           timestamp_ms=ts)
+                       for role in INPUT_ROLES
+                       for k, v, ts in records[role][len(records[role]) * c // chunks:
+                                                     len(records[role]) * (c + 1) // chunks]]
+            await asyncio.gather(*futures)
+            await asyncio.sleep(max(0.0, began + seconds * (c + 1) / chunks - time.monotonic()))
     finally:
         await producer.stop()
 
@@ -164,45 +178,87 @@ async def wait_processed(bootstrap: str, app_id: str, topics: dict[str, str], qu
         await admin.close()
 
 
-class _Instance:
-    """One instance of the `operators` application, Kafka Streams' or streamlet's."""
+class Instance:
+    """One instance of the `operators` application, Kafka Streams' or streamlet's. `name` sets its log and
+    state directory apart from the application's other instances; `settings` are added to its own (such
+    as `group.protocol`); `java_session_timeout_ms`, when given, is the Java consumer's session timeout."""
 
     def __init__(self, engine: str, bootstrap: str, app_id: str, topics: dict[str, str], tmp: Path,
-                 java_session_timeout_ms: int) -> None:
+                 java_session_timeout_ms: int | None = None, name: str = "", settings: dict[str, Any] | None = None
+                 ) -> None:
         self.engine = engine
+        self.name = name or engine
         common = {"bootstrap.servers": bootstrap, "application.id": app_id,
-                  WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0}  # final results after every record, not per second
+                  WINDOWED_AGGREGATION_EMIT_INTERVAL_MS: 0,  # final results after every record, not per second
+                  "state.dir": tmp / f"{app_id}-{self.name}-state",
+                  # both engines alike: a streams group refuses a member whose topology (internal topics'
+                  # replication factor included) differs from the group's
+                  "replication.factor": 1, **(settings or {})}
+        self.log = tmp / f"{app_id}-{self.name}.log"
         if engine == "java":
-            self.log = tmp / f"{app_id}-java.log"
-            self.java: KafkaStreamsApp | None = KafkaStreamsApp(
-                "operators", topics, {**common, "state.dir": tmp / f"{app_id}-java-state", "replication.factor": 1,
-                                      "session.timeout.ms": java_session_timeout_ms}, self.log)
+            java = dict(common)
+            if java_session_timeout_ms is not None:
+                java["session.timeout.ms"] = java_session_timeout_ms
+            self.java: KafkaStreamsApp | None = KafkaStreamsApp("operators", topics, java, self.log)
         else:
-            self.log = tmp / f"{app_id}-streamlet.log"
             self.java = None
             self.py = AppProcess("tests.interop.apps:operators",
-                                 {**common, "state.dir": tmp / f"{app_id}-py-state",
-                                  "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0,
+                                 {**common, "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0,
                                   # as Main.java: the foreign-key join's result store has no serdes of its own
                                   "default.key.serde": "String", "default.value.serde": "String"},
                                  self.log, env={TOPICS_ENV: json.dumps(topics)})
 
-    def start(self) -> None:
+    def start(self) -> Instance:
         if self.java is not None:
             self.java.start()
         else:
             self.py.start()
+        return self
 
-    async def stop(self) -> None:
+    def running(self) -> bool:
+        proc = self.java.proc if self.java is not None else self.py.proc
+        return proc is not None and proc.poll() is None
+
+    async def stop(self, leave_group: bool = False) -> None:
+        """A clean close (a Kafka Streams instance leaves the group only with `leave_group`; a streamlet
+        instance always does); it must succeed."""
         if self.java is not None:
-            code = await self.java.close()
+            code = await self.java.close(leave_group=leave_group)
             assert code == 0 and "CLOSED" in self.java.lines, self.java.log_tail()
         else:
             code = self.py.stop()
             assert code == 0, self.py.log_text()[-3000:]
 
+    def kill(self) -> None:
+        """kill -9."""
+        if self.java is not None:
+            self.java.kill()
+        else:
+            self.py.kill()
+
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
+
+
+async def new_application(bootstrap: str, kind: str) -> tuple[str, dict[str, str]]:
+    """A fresh application id (`interop-ops-<kind>-...`) and topics of its own, `PARTITIONS` partitions each."""
+    suffix = uuid.uuid4().hex[:8]
+    topics = {role: f"{role}-{suffix}" for role in OPERATOR_ROLES}
+    await create_topics(bootstrap, {t: PARTITIONS for t in topics.values()})
+    return f"interop-ops-{kind}-{suffix}", topics
+
+
+async def collect(bootstrap: str, app_id: str, topics: dict[str, str], instances: list[Instance],
+                  began: float) -> RunResult:
+    """What a finished run left: its outputs, its stores' changelogs and its instances' logs."""
+    result = RunResult(app_id)
+    for role in OUTPUT_ROLES:
+        result.outputs[role] = await read_all(bootstrap, topics[role])
+    for store in STORES:
+        result.changelogs[store] = await read_all(bootstrap, f"{app_id}-{store}-changelog")
+    result.logs = {i.name: i.log_text() for i in instances}
+    result.seconds = time.monotonic() - began
+    return result
 
 
 async def run(bootstrap: str, tmp: Path, first_engine: str, second_engine: str, first: Input, second: Input,
@@ -210,21 +266,19 @@ async def run(bootstrap: str, tmp: Path, first_engine: str, second_engine: str, 
     """One run: `first_engine` takes the first half; `second_engine` the second (the same instance
     when both are "java" and it is the reference)."""
     began = time.monotonic()
-    suffix = uuid.uuid4().hex[:8]
-    app_id = f"interop-ops-{first_engine[0]}{second_engine[0]}-{suffix}"
-    topics = {role: f"{role}-{suffix}" for role in OPERATOR_ROLES}
-    await create_topics(bootstrap, {t: PARTITIONS for t in topics.values()})
-    result = RunResult(app_id)
+    app_id, topics = await new_application(bootstrap, f"{first_engine[0]}{second_engine[0]}")
     await produce(bootstrap, topics, first)
-    running: _Instance | None = _Instance(first_engine, bootstrap, app_id, topics, tmp, java_session_timeout_ms)
-    instances = [running]
-    running.start()
+    first_instance = Instance(first_engine, bootstrap, app_id, topics, tmp, java_session_timeout_ms,
+                              name=f"{first_engine}-0").start()
+    instances = [first_instance]
+    running: Instance | None = first_instance
     try:
         await wait_processed(bootstrap, app_id, topics)
         if first_engine != second_engine:
-            running, stopping = None, running
-            await stopping.stop()
-            running = _Instance(second_engine, bootstrap, app_id, topics, tmp, java_session_timeout_ms)
+            running = None
+            await first_instance.stop()
+            running = Instance(second_engine, bootstrap, app_id, topics, tmp, java_session_timeout_ms,
+                               name=f"{second_engine}-1")
             instances.append(running)
             running.start()  # at once: no pause after the first instance's close
         await produce(bootstrap, topics, second)
@@ -232,13 +286,31 @@ async def run(bootstrap: str, tmp: Path, first_engine: str, second_engine: str, 
     finally:
         if running is not None:
             await running.stop()
-    for role in OUTPUT_ROLES:
-        result.outputs[role] = await read_all(bootstrap, topics[role])
-    for store in STORES:
-        result.changelogs[store] = await read_all(bootstrap, f"{app_id}-{store}-changelog")
-    result.logs = {f"{i.engine}-{n}": i.log_text() for n, i in enumerate(instances)}
-    result.seconds = time.monotonic() - began
-    return result
+    return await collect(bootstrap, app_id, topics, instances, began)
+
+
+class Runs:
+    """Runs of one test module, each made once and only when a test asks for it: `makers` maps a run's
+    name to the coroutine function that makes it. A run that failed fails every test that asks for it
+    (it is not made again); its traceback is left in `<tmp>/<name>-failure.txt`."""
+
+    def __init__(self, tmp: Path, makers: dict[str, Callable[[], Awaitable[RunResult]]]) -> None:
+        self.tmp = tmp
+        self._makers = makers
+        self._done: dict[str, RunResult | BaseException] = {}
+
+    async def get(self, name: str) -> RunResult:
+        """The run `name`, made at the first call."""
+        if name not in self._done:
+            try:
+                self._done[name] = await self._makers[name]()
+            except BaseException as exc:  # a cancellation inside a run too: it must not pass for the test's
+                (self.tmp / f"{name}-failure.txt").write_text("".join(traceback.format_exception(exc)))
+                self._done[name] = exc
+        done = self._done[name]
+        if isinstance(done, BaseException):
+            raise AssertionError(f"the {name} run failed: {done!r}") from done
+        return done
 
 
 def as_text(records: list[Record]) -> list[tuple[int, str | None, str | None]]:
@@ -255,6 +327,15 @@ def per_source_key(records: list[Record]) -> dict[tuple[int, str], list[tuple[st
         assert key is not None
         sequences.setdefault((partition, key.split("@")[0]), []).append((key, value))
     return sequences
+
+
+def changelog_view(store: str, records: list[Record]) -> Any:
+    """A store as its changelog holds it. Join stores keep duplicates under a per-instance sequence
+    number (the key's last 4 bytes), which need not match across runs: compared as the multiset of
+    (key without it, value, timestamp) of every put; other stores as each key's last value and timestamp."""
+    if _JOIN_STORE.fullmatch(store):
+        return Counter((k[:-4] if k is not None else None, v, ts) for _, k, v, ts in records)
+    return latest(records)
 
 
 def latest(records: list[Record], with_timestamp: bool = True) -> dict[bytes | None, Any]:

@@ -23,16 +23,24 @@ metadata (streamlet/kafka/commit_metadata.py), which the emit-final case checks 
 
 from __future__ import annotations
 
-import re
-import traceback
 from collections import Counter
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from tests.interop.kafka_streams_app import java_available
-from tests.interop.operator_runs import STORES, Input, RunResult, as_text, latest, make_input, per_source_key, run
+from tests.interop.operator_runs import (
+    STORES,
+    RunResult,
+    Runs,
+    as_text,
+    changelog_view,
+    latest,
+    make_input,
+    per_source_key,
+    run,
+)
 
 pytestmark = [
     pytest.mark.anyio, pytest.mark.broker,
@@ -41,51 +49,23 @@ pytestmark = [
 
 JAVA_SESSION_TIMEOUT_MS = 20000
 DIRECTIONS = ["java-then-streamlet", "streamlet-then-java"]
-_JOIN_STORE = re.compile(r"clicks-views-(this|other)-join-store")
-
-
-class Runs:
-    """The three runs, made once for the module and only when a test asks for them."""
-
-    def __init__(self, bootstrap: str, tmp: Path) -> None:
-        self.bootstrap, self.tmp = bootstrap, tmp
-        self.halves: tuple[Input, Input] = make_input()
-        self._done: dict[str, RunResult | BaseException] = {}
-
-    async def get(self, name: str) -> RunResult:
-        """The run `name`, made at the first call; a run that failed fails every test that asks for it
-        (it is not made again)."""
-        if name not in self._done:
-            first, second = {"reference": ("java", "java"), "java-then-streamlet": ("java", "streamlet"),
-                             "streamlet-then-java": ("streamlet", "java")}[name]
-            try:
-                self._done[name] = await run(self.bootstrap, self.tmp, first, second, *self.halves,
-                                             java_session_timeout_ms=JAVA_SESSION_TIMEOUT_MS)
-            except BaseException as exc:  # a cancellation inside a run too: it must not pass for the test's
-                (self.tmp / f"{name}-failure.txt").write_text("".join(traceback.format_exception(exc)))
-                self._done[name] = exc
-        done = self._done[name]
-        if isinstance(done, BaseException):
-            raise AssertionError(f"the {name} run failed: {done!r}") from done
-        return done
 
 
 @pytest.fixture(scope="module")
 def runs(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    return Runs(kafka_broker.bootstrap_servers, tmp_path_factory.mktemp("operators"))
+    """The reference (Kafka Streams alone) and the two moves, over the same two halves of input."""
+    bootstrap, tmp = kafka_broker.bootstrap_servers, tmp_path_factory.mktemp("operators")
+    halves = make_input()
+
+    def maker(first: str, second: str) -> Callable[[], Awaitable[RunResult]]:
+        return lambda: run(bootstrap, tmp, first, second, *halves, java_session_timeout_ms=JAVA_SESSION_TIMEOUT_MS)
+
+    return Runs(tmp, {"reference": maker("java", "java"), "java-then-streamlet": maker("java", "streamlet"),
+                      "streamlet-then-java": maker("streamlet", "java")})
 
 
 async def both(runs: Runs, direction: str) -> tuple[RunResult, RunResult]:
     return await runs.get("reference"), await runs.get(direction)
-
-
-def changelog_view(store: str, records: list[Any]) -> Any:
-    """A store as its changelog holds it. Join stores keep duplicates under a per-instance sequence
-    number (the key's last 4 bytes), which need not match across runs: compared as the multiset of
-    (key without it, value) of every put."""
-    if _JOIN_STORE.fullmatch(store):
-        return Counter((k[:-4] if k is not None else None, v, ts) for _, k, v, ts in records)
-    return latest(records)
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)
