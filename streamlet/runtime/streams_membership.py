@@ -319,7 +319,7 @@ class StreamsGroupMembership:
         self._interval_s = max(answer.heartbeat_interval_ms, 100) / 1000
         self._offset_report.configure(answer.task_offset_interval_ms, answer.acceptable_recovery_lag)
         if answer.endpoints is not None:
-            self.hosts = self._host_map(answer.endpoints)
+            self.hosts = endpoint_host_map(answer.endpoints, self._subtopology_of)
             log.debug("streams group %s: endpoints at epoch %d: %s", self.group_id,
                       answer.endpoint_information_epoch, self.hosts)
         self._endpoint_epoch = answer.endpoint_information_epoch
@@ -336,20 +336,6 @@ class StreamsGroupMembership:
             if target != self._owned or target != self._target:
                 self._target_changed = True
             self._target = target
-
-    def _host_map(self, endpoints: Iterable[tuple[str, int, Iterable[tuple[str, int]], Iterable[tuple[str, int]]]]
-                  ) -> tuple[HostTasks, ...]:
-        """The broker's endpoints as the classic assignor's host map: each endpoint's tasks (a source
-        partition p of sub-topology s is task s_p), the members sharing one endpoint merged. Standby
-        tasks include warm-ups (the broker lists them together)."""
-        by_endpoint: dict[str, tuple[set[TaskId], set[TaskId]]] = {}
-        for host, port, active, standby in endpoints:
-            tasks = by_endpoint.setdefault(f"{host}:{port}", (set(), set()))
-            for kind, partitions in zip(tasks, (active, standby), strict=True):
-                kind.update(TaskId(self._subtopology_of[topic], p) for topic, p in partitions
-                            if topic in self._subtopology_of)
-        return tuple(HostTasks(endpoint, tuple(sorted(active)), tuple(sorted(standby - active)))
-                     for endpoint, (active, standby) in sorted(by_endpoint.items()))
 
     async def _reconcile_with_keepalive(self, listener: Any) -> None:
         """Reconcile while heartbeats go on (restoring a task may take longer than the session timeout)."""
@@ -398,6 +384,21 @@ class StreamsGroupMembership:
         empty: frozenset[TaskId] = frozenset()
         self._owned = self._target = (empty, empty, empty)
         self._target_changed = False
+
+
+def endpoint_host_map(endpoints: Iterable[tuple[str, int, Iterable[tuple[str, int]], Iterable[tuple[str, int]]]],
+                      subtopology_of: Mapping[str, int]) -> tuple[HostTasks, ...]:
+    """The broker's endpoints (host, port, active and standby partitions) as the classic assignor's host
+    map: each endpoint's tasks (partition p of a source topic of sub-topology s is task s_p), the members
+    sharing one endpoint merged (a Kafka Streams instance is one member per stream thread). Standby
+    tasks include warm-ups (the broker lists them together); topics of no sub-topology here are skipped."""
+    by_endpoint: dict[str, tuple[set[TaskId], set[TaskId]]] = {}
+    for host, port, active, standby in endpoints:
+        tasks = by_endpoint.setdefault(f"{host}:{port}", (set(), set()))
+        for kind, partitions in zip(tasks, (active, standby), strict=True):
+            kind.update(TaskId(subtopology_of[topic], p) for topic, p in partitions if topic in subtopology_of)
+    return tuple(HostTasks(endpoint, tuple(sorted(active)), tuple(sorted(standby - active)))
+                 for endpoint, (active, standby) in sorted(by_endpoint.items()))
 
 
 async def request_group_shutdown(consumer: Any, group_id: str, topology: Iterable[SubtopologyDescription],
