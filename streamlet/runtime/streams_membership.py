@@ -18,12 +18,22 @@ The member id is this instance's id (kept in its state directory, `claim_instanc
 restarted after a crash rejoins under its old id and gets its tasks back at once, instead of
 waiting for the broker to expire the crashed member's session (45 s at least).
 
-Standby and warm-up tasks are the broker's too: it hands them out when the group's config
+Standby and warm-up tasks are the broker's too: it hands out standbys when the group's config
 `streams.num.standby.replicas` (broker default `group.streams.num.standby.replicas`) asks for them, as
 for Kafka Streams, whose `num.standby.replicas` a streams group ignores. streamlet keeps both as
-standby tasks (warm copies of the stores, from the changelogs); a warm-up task is one the broker means
-to move here once it caught up, which it learns from the task offsets a member reports, which
-streamlet does not report yet: a warm-up stays a standby until the broker moves the task anyway.
+standby tasks: warm copies of the stores, restored from the changelogs, never processing. A warm-up
+is a task the broker means to move here once its copy caught up; when the broker then makes it
+active, the standby is closed with a checkpoint and the active task restores only the changelog tail
+beyond it. The broker learns how far each copy is from the task offsets the member reports, as Kafka
+Streams' client reports them (`streamlet.runtime.task_offsets`: what, and when). A Kafka 4.4.0 broker
+never hands out warm-ups (its assignment refiner returns the assignment unchanged), but its assignor
+uses the offsets: a standby, or a task whose active member left, goes preferably to a member that
+reported a copy of its state.
+
+Interactive queries: each member sends its `application.server` when it joins, and the broker
+answers with the group's endpoints and their partitions whenever they changed since the endpoint
+information epoch the member sent (`partitions_by_user_endpoint`); `hosts` holds them as the classic
+assignor's host map, so the metadata queries and the HTTP routing work alike in both kinds of group.
 
 Why a class of its own: it stands in for three parts the classic path gets from aiokafka's group
 coordinator and streamlet's assignor. Towards the rebalance listener it is the assignor (active and

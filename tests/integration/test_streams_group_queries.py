@@ -27,6 +27,7 @@ from streamlet.http import serve
 from streamlet.http.client import get_json
 from streamlet.http.streams_app import StreamsApp
 from streamlet.kafka.streams_group_protocol import StreamsGroupDescribe
+from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.metadata import HostInfo
 from tests.http.served_apps import free_ports
 from tests.integration.kafka_helpers import create_topics, produce
@@ -187,3 +188,76 @@ async def test_members_report_their_standby_task_offsets_to_the_broker(kafka_bro
             await anyio.sleep(1)
     finally:
         await _close(instances, servers)
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
+async def test_the_broker_gives_stateful_tasks_to_the_member_reporting_their_state(kafka_broker: Any,
+                                                                                  tmp_path: Path) -> None:
+    # One instance runs the count alone and closes (its stores stay on disk, checkpointed). Then it and a
+    # new instance join the empty group together. No task has a previous owner, so the broker's assignor
+    # places them: a stateful task preferably on a member that reported a copy of its state (the task
+    # offsets sent when joining). The first instance gets both count tasks, the new one the stateless
+    # ones; placed by load alone, each would get one of each.
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out, app_id = f"sg-sticky-in-{sfx}", f"sg-sticky-out-{sfx}", f"sg-sticky-{sfx}"
+    await create_topics(bootstrap, {inp: 2, out: 2})
+    _set_group_config(kafka_broker, app_id, "streams.initial.rebalance.delay.ms", "8000")  # both join in time
+    ports = free_ports(2)
+
+    def instance(i: int) -> KafkaStreams:
+        return KafkaStreams(_counting(inp, out, "counts"), {
+            "application.id": app_id, "bootstrap.servers": bootstrap, **STREAMS, "commit.interval.ms": 200,
+            "state.dir": str(tmp_path / str(i)), "application.server": f"127.0.0.1:{ports[i]}"})
+
+    first = instance(0)
+    await first.start()
+    try:
+        await produce(bootstrap, inp, _input())
+        with anyio.fail_after(120):  # every count reached the store
+            while True:
+                if first.state is State.RUNNING:
+                    counts = first.store("counts")
+                    assert isinstance(counts, ReadOnlyKeyValueView)
+                    if all(counts.get(word) == count for word, count in EXPECTED.items()):
+                        break
+                await anyio.sleep(0.2)
+    finally:
+        await first.close()
+    again, second = instance(0), instance(1)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(again.start)
+            tg.start_soon(second.start)
+        with anyio.fail_after(120):
+            while True:
+                members = await _describe_offsets(bootstrap, app_id)
+                owned = [active for _, _, active, _ in members.values()]
+                if len(members) == 2 and sum(len(a) for a in owned) == 4:
+                    break
+                await anyio.sleep(0.5)
+        by_port = await _active_by_port(bootstrap, app_id)
+        assert by_port[ports[0]] == {TaskId(1, 0), TaskId(1, 1)}, by_port
+        assert by_port[ports[1]] == {TaskId(0, 0), TaskId(0, 1)}, by_port
+    finally:
+        await again.close()
+        await second.close()
+
+
+async def _active_by_port(bootstrap: str, group: str) -> dict[int, set[TaskId]]:
+    """Each member's active tasks as the broker describes them, by the port of its user endpoint."""
+    client = AIOKafkaClient(bootstrap_servers=bootstrap)
+    await client.bootstrap()
+    try:
+        node = int(await client.coordinator_lookup(CoordinationType.GROUP, group))
+        response = await client.send(node, StreamsGroupDescribe(group), group=ConnectionGroup.COORDINATION)
+    finally:
+        await client.close()
+    (group_entry,) = response.groups
+    found = {}
+    for member in group_entry[7] or ():
+        endpoint, assignment = member[8], member[12]
+        found[endpoint[1]] = {TaskId(int(sub), p) for sub, parts, _ in assignment[0] for p in parts}
+    return found
