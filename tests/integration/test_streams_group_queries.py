@@ -65,14 +65,12 @@ async def _close(instances: list[KafkaStreams], servers: list[Any]) -> None:
         await s.close()
 
 
-def _owners(s: KafkaStreams) -> dict[int, HostInfo]:
-    """Partition of the count's store -> the active host, as this instance's metadata says."""
-    owners = {}
-    for meta in s.metadata_for_all_streams_clients():
-        for _topic, partition in meta.topic_partitions:
-            if "counts" in meta.state_store_names:
-                owners[partition] = meta.host_info
-    return owners
+def _owners(s: KafkaStreams, store: str = "counts") -> dict[int, HostInfo]:
+    """Partition of `store` -> its active host, as this instance's metadata says (the store's tasks read
+    the repartition topic; a host's other partitions are of the stateless sub-topology's tasks)."""
+    return {partition: meta.host_info for meta in s.metadata_for_all_streams_clients()
+            if store in meta.state_store_names
+            for topic, partition in meta.topic_partitions if topic.endswith("-repartition")}
 
 
 @pytest.mark.anyio
@@ -262,3 +260,67 @@ async def _active_by_port(bootstrap: str, group: str) -> dict[int, set[TaskId]]:
         endpoint, assignment = member[8], member[12]
         found[endpoint[1]] = {TaskId(int(sub), p) for sub, parts, _ in assignment[0] for p in parts}
     return found
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
+async def test_metadata_names_the_kafka_streams_instance_for_its_keys(kafka_broker: Any, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Kafka Streams 4.4.0 WordCount and a streamlet one in one streams group, each with its
+    # application.server: streamlet's metadata names the Java instance for the keys of the tasks the broker
+    # gave it, and streamlet itself for the others, which it answers over HTTP from its own store.
+    interop = pytest.importorskip("tests.interop.kafka_streams_app", reason="the Kafka Streams interop module")
+    if not interop.java_available():
+        pytest.skip("needs java and mvn")
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    inp, out, app_id = f"sg-mixed-in-{sfx}", f"sg-mixed-out-{sfx}", f"sg-mixed-{sfx}"
+    await create_topics(bootstrap, {inp: 4, out: 4})
+    java_port, py_port = free_ports(2)
+    java = interop.KafkaStreamsApp("wordcount", {"input": inp, "output": out}, {
+        "bootstrap.servers": bootstrap, "application.id": app_id, "group.protocol": "streams",
+        "commit.interval.ms": 100, "state.dir": tmp_path / "java-state",
+        "application.server": f"127.0.0.1:{java_port}"}, tmp_path / "java.log")
+    monkeypatch.setenv("WORDCOUNT_INPUT", inp)
+    monkeypatch.setenv("WORDCOUNT_OUTPUT", out)
+    from tests.integration.wordcount_app import topology
+
+    ours = KafkaStreams(topology(), {
+        "application.id": app_id, "bootstrap.servers": bootstrap, **STREAMS, "commit.interval.ms": 100,
+        "default.key.serde": "String", "default.value.serde": "String", "state.dir": str(tmp_path / "py-state"),
+        "application.server": f"127.0.0.1:{py_port}"})
+    server = await serve(StreamsApp(ours), "127.0.0.1", py_port)
+    java.start()
+    try:
+        await ours.start()
+        await produce(bootstrap, inp, [(None, " ".join([word] * (i + 1)).encode()) for i, word in enumerate(WORDS)])
+        java_host, py_host = HostInfo("127.0.0.1", java_port), HostInfo("127.0.0.1", py_port)
+        counts_sub = 1  # the count's sub-topology (after the repartition)
+        with anyio.fail_after(180):  # both hold count tasks, as the broker describes them and as we see them
+            while True:
+                by_port = await _active_by_port(bootstrap, app_id)
+                java_tasks = {t.partition for t in by_port.get(java_port, set()) if t.subtopology == counts_sub}
+                py_tasks = {t.partition for t in by_port.get(py_port, set()) if t.subtopology == counts_sub}
+                owners = _owners(ours, "counts-store")
+                if java_tasks and py_tasks and java_tasks | py_tasks == {0, 1, 2, 3} and owners == {
+                        **{p: java_host for p in java_tasks}, **{p: py_host for p in py_tasks}}:
+                    break
+                await anyio.sleep(0.5)
+        with anyio.fail_after(120):
+            for i, word in enumerate(WORDS):
+                meta = ours.query_metadata_for_key("counts-store", word, Serdes.String())
+                assert meta.active_host == (java_host if meta.partition in java_tasks else py_host), (word, meta)
+                if meta.active_host == py_host:  # ours: answered from our own store
+                    while True:
+                        status, body = await get_json("127.0.0.1", py_port, f"/stores/counts-store/keys/{word}")
+                        if status == 200 and body["value"] == i + 1:
+                            break
+                        await anyio.sleep(0.2)
+        assert {meta.active_host for meta in (ours.query_metadata_for_key("counts-store", w, Serdes.String())
+                                              for w in WORDS)} == {java_host, py_host}
+    finally:
+        server.close()
+        await ours.close()
+        await java.close(leave_group=True)
+
