@@ -366,11 +366,21 @@ def _task_ids(tasks: Iterable[TaskId] | None) -> list[tuple[str, list[int], dict
     return [(str(sub), parts, {}) for sub, parts in sorted(by_sub.items())]
 
 
+def _task_offsets(offsets: Mapping[TaskId, int] | None) -> list[tuple[str, int, int, dict[int, bytes]]] | None:
+    if offsets is None:
+        return None
+    return [(str(task.subtopology), task.partition, offset, {}) for task, offset in sorted(offsets.items())]
+
+
 class StreamsGroupHeartbeat(Request[StreamsGroupHeartbeatRequest_v0]):
     """One heartbeat of a streams group member (see the module docstring).
 
     `topology` is sent only with `member_epoch` 0 (joining); the owned task lists are None when
-    unchanged since the last heartbeat (all three None or none of them)."""
+    unchanged since the last heartbeat (all three None or none of them). `task_offsets` and
+    `task_end_offsets` (per task, the sum of its changelogs' offsets: how far this member's copy of the
+    task's stores is, and where the changelogs end) are None when unchanged since last sent.
+    `endpoint_information_epoch` is the last one the broker answered with: it sends the group's
+    endpoints (`partitions_by_user_endpoint`) only to a member whose epoch is behind."""
 
     API_KEY = API_KEY
 
@@ -379,13 +389,15 @@ class StreamsGroupHeartbeat(Request[StreamsGroupHeartbeatRequest_v0]):
                  rebalance_timeout_ms: int = -1, process_id: str | None = None,
                  active: Iterable[TaskId] | None = None, standby: Iterable[TaskId] | None = None,
                  warmup: Iterable[TaskId] | None = None, endpoint: tuple[str, int] | None = None,
-                 endpoint_information_epoch: int = 0, shutdown_application: bool = False) -> None:
+                 endpoint_information_epoch: int = 0, task_offsets: Mapping[TaskId, int] | None = None,
+                 task_end_offsets: Mapping[TaskId, int] | None = None, shutdown_application: bool = False) -> None:
         self._fields: tuple[Any, ...] = (
             group_id, member_id, member_epoch, endpoint_information_epoch, None, None, rebalance_timeout_ms,
             None if topology is None else (topology_epoch, [s._wire() for s in topology], {}),
             _task_ids(active), _task_ids(standby), _task_ids(warmup), process_id,
             None if endpoint is None else (endpoint[0], endpoint[1], {}),
-            [] if member_epoch == JOIN_EPOCH else None, None, None, shutdown_application, {})
+            [] if member_epoch == JOIN_EPOCH else None, _task_offsets(task_offsets), _task_offsets(task_end_offsets),
+            shutdown_application, {})
 
     def build(self, request_struct_class: type[StreamsGroupHeartbeatRequest_v0]) -> StreamsGroupHeartbeatRequest_v0:
         return request_struct_class(*self._fields)
@@ -406,7 +418,13 @@ class HeartbeatAnswer:
     standby: frozenset[TaskId] | None = None
     warmup: frozenset[TaskId] | None = None
     endpoints: tuple[tuple[str, int, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]], ...] | None = None
-    """Per member endpoint (`application.server`): host, port, its active and standby partitions."""
+    """Per member endpoint (`application.server`): host, port, its active and standby (warm-up included)
+    partitions; None when unchanged since the endpoint information epoch the member sent."""
+    endpoint_information_epoch: int = 0
+    task_offset_interval_ms: int = -1
+    """How often the broker wants the task offsets (-1: not said)."""
+    acceptable_recovery_lag: int = -1
+    """The lag under which the broker counts a warm-up task as caught up (-1: not said)."""
 
     @property
     def assignment_changed(self) -> bool:
@@ -434,7 +452,10 @@ def decode_answer(response: Any) -> HeartbeatAnswer:
         member_epoch=response.member_epoch, heartbeat_interval_ms=response.heartbeat_interval_ms,
         status=tuple((code, detail) for code, detail, _ in (response.status or ())),
         active=_tasks_of(response.active_tasks), standby=_tasks_of(response.standby_tasks),
-        warmup=_tasks_of(response.warmup_tasks), endpoints=endpoints)
+        warmup=_tasks_of(response.warmup_tasks), endpoints=endpoints,
+        endpoint_information_epoch=response.endpoint_information_epoch,
+        task_offset_interval_ms=response.task_offset_interval_ms,
+        acceptable_recovery_lag=response.acceptable_recovery_lag)
 
 
 # -- the group's topology, as a describe shows it -----------------------------------------------------------------

@@ -48,6 +48,7 @@ class StandbyTasks:
         self._checkpoint_interval_s = int(config["commit.interval.ms"]) / 1000
         self._last_checkpoint = time.monotonic()
         self.applied = 0
+        self._read_committed = config.exactly_once
 
     def is_stateful(self, sub_id: int) -> bool:
         return bool(self._subs[sub_id].stores) if sub_id in self._subs else False
@@ -125,6 +126,25 @@ class StandbyTasks:
             for task in self.tasks.values():
                 self._write_checkpoint(task)
         return n
+
+    def next_offsets(self) -> dict[TaskId, list[int]]:
+        """Per standby task, the next offset of each of its changelogs it has a position in (what its
+        stores hold: the task offsets a streams group member reports)."""
+        found: dict[TaskId, list[int]] = {}
+        for tp, (task, _store) in self._store_of.items():
+            position = self._positions.get(tp)
+            if position is not None:
+                found.setdefault(TaskId(task.subtopology.id, task.partition), []).append(position)
+        return found
+
+    def end_offsets(self) -> dict[TaskId, list[int | None]]:
+        """Per standby task, its changelogs' end offsets as last fetched (None: not fetched yet): the last
+        stable offset under read_committed, else the high watermark."""
+        found: dict[TaskId, list[int | None]] = {}
+        for tp, (task, _store) in self._store_of.items():
+            end = self.consumer.last_stable_offset(tp) if self._read_committed else self.consumer.highwater(tp)
+            found.setdefault(TaskId(task.subtopology.id, task.partition), []).append(end)
+        return found
 
     def _write_checkpoint(self, task: StreamTask, enforce: bool = False) -> None:
         """Flush the stores, then record how far they hold each changelog (the consumer's position):

@@ -18,12 +18,22 @@ The member id is this instance's id (kept in its state directory, `claim_instanc
 restarted after a crash rejoins under its old id and gets its tasks back at once, instead of
 waiting for the broker to expire the crashed member's session (45 s at least).
 
-Standby and warm-up tasks are the broker's too: it hands them out when the group's config
+Standby and warm-up tasks are the broker's too: it hands out standbys when the group's config
 `streams.num.standby.replicas` (broker default `group.streams.num.standby.replicas`) asks for them, as
 for Kafka Streams, whose `num.standby.replicas` a streams group ignores. streamlet keeps both as
-standby tasks (warm copies of the stores, from the changelogs); a warm-up task is one the broker means
-to move here once it caught up, which it learns from the task offsets a member reports, which
-streamlet does not report yet: a warm-up stays a standby until the broker moves the task anyway.
+standby tasks: warm copies of the stores, restored from the changelogs, never processing. A warm-up
+is a task the broker means to move here once its copy caught up; when the broker then makes it
+active, the standby is closed with a checkpoint and the active task restores only the changelog tail
+beyond it. The broker learns how far each copy is from the task offsets the member reports, as Kafka
+Streams' client reports them (`streamlet.runtime.task_offsets`: what, and when). A Kafka 4.4.0 broker
+never hands out warm-ups (its assignment refiner returns the assignment unchanged), but its assignor
+uses the offsets: a standby, or a task whose active member left, goes preferably to a member that
+reported a copy of its state.
+
+Interactive queries: each member sends its `application.server` when it joins, and the broker
+answers with the group's endpoints and their partitions whenever they changed since the endpoint
+information epoch the member sent (`partitions_by_user_endpoint`); `hosts` holds them as the classic
+assignor's host map, so the metadata queries and the HTTP routing work alike in both kinds of group.
 
 Why a class of its own: it stands in for three parts the classic path gets from aiokafka's group
 coordinator and streamlet's assignor. Towards the rebalance listener it is the assignor (active and
@@ -39,7 +49,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -49,6 +59,7 @@ from aiokafka.errors import CommitFailedError, KafkaError
 
 from streamlet.actors.task_id import TaskId
 from streamlet.errors import StreamsError
+from streamlet.kafka.assignor import HostTasks
 from streamlet.kafka.fenced_offsets import commit_member_offsets
 from streamlet.kafka.streams_group_protocol import (
     JOIN_EPOCH,
@@ -63,6 +74,7 @@ from streamlet.kafka.streams_group_protocol import (
     first_difference,
 )
 from streamlet.kafka.transactions import Metadata, Offsets, with_metadata
+from streamlet.runtime.task_offsets import TaskOffsetReport
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +103,9 @@ class StreamsGroupMembership:
                  partitions_of: Callable[[TaskId], list[tuple[str, int]]], dispatch_lock: anyio.Lock,
                  rebalance_timeout_ms: int, endpoint: tuple[str, int] | None = None,
                  fail: Callable[[BaseException], None] = lambda _exc: None,
-                 on_shutdown_request: Callable[[], None] = lambda: None, request_shutdown: bool = False) -> None:
+                 on_shutdown_request: Callable[[], None] = lambda: None, request_shutdown: bool = False,
+                 task_offsets: Callable[[], tuple[dict[TaskId, int], dict[TaskId, int]]] = lambda: ({}, {}),
+                 subtopology_of: Mapping[str, int] | None = None) -> None:
         self._consumer = consumer
         self.group_id = group_id
         self.member_id = member_id
@@ -123,7 +137,11 @@ class StreamsGroupMembership:
         self.active_tasks: tuple[TaskId, ...] = ()
         self.standby_tasks: tuple[TaskId, ...] = ()
         self.shutdown_requested = False
-        self.hosts: tuple[Any, ...] = ()
+        self.hosts: tuple[HostTasks, ...] = ()
+        """The group's endpoints and their tasks, from the broker's `partitions_by_user_endpoint`."""
+        self._subtopology_of = dict(subtopology_of or {})
+        self._endpoint_epoch = 0  # the endpoint information epoch of the host map held
+        self._offset_report = TaskOffsetReport(task_offsets)
         self.lost_count = 0
 
     # -- the coordinator, as fenced_offsets asks for it ------------------------------------------------------
@@ -227,6 +245,9 @@ class StreamsGroupMembership:
         joining = self.generation == JOIN_EPOCH
         report = joining or self._report
         active, standby, warmup = self._owned if not joining else (frozenset(), frozenset(), frozenset())
+        if joining:
+            self._offset_report.reset()
+        offsets, end_offsets = self._offset_report.next(joining=joining, assignment_changed=report, warmups=warmup)
         return StreamsGroupHeartbeat(
             self.group_id, self.member_id, self.generation,
             topology=self._topology if joining else None,
@@ -234,7 +255,8 @@ class StreamsGroupMembership:
             process_id=self.member_id if joining else None,
             active=active if report else None, standby=standby if report else None,
             warmup=warmup if report else None,
-            endpoint=self._endpoint if joining else None, shutdown_application=self._request_shutdown)
+            endpoint=self._endpoint if joining else None, endpoint_information_epoch=self._endpoint_epoch,
+            task_offsets=offsets, task_end_offsets=end_offsets, shutdown_application=self._request_shutdown)
 
     async def _heartbeat(self) -> HeartbeatAnswer | None:
         """One heartbeat; the answer is applied (epoch, assignment, errors). None when it must be retried."""
@@ -246,6 +268,7 @@ class StreamsGroupMembership:
                 self._apply(answer, reported)
         except KafkaError as exc:
             log.info("streams group heartbeat failed (%r); retrying", exc)
+            self._offset_report.reset()  # the broker may not have the last report: send it again
             await anyio.sleep(_RETRY_BACKOFF_S)
             return None
         if self._refused is not None:
@@ -304,6 +327,12 @@ class StreamsGroupMembership:
             log.debug("member %s: epoch %d -> %d", self.member_id, self.generation, answer.member_epoch)
         self.generation = answer.member_epoch
         self._interval_s = max(answer.heartbeat_interval_ms, 100) / 1000
+        self._offset_report.configure(answer.task_offset_interval_ms, answer.acceptable_recovery_lag)
+        if answer.endpoints is not None:
+            self.hosts = endpoint_host_map(answer.endpoints, self._subtopology_of)
+            log.debug("streams group %s: endpoints at epoch %d: %s", self.group_id,
+                      answer.endpoint_information_epoch, self.hosts)
+        self._endpoint_epoch = answer.endpoint_information_epoch
         for status, detail in answer.status:
             log.debug("streams group %s status %d: %s", self.group_id, status, detail)
             if status == STATUS_SHUTDOWN_APPLICATION and not self.shutdown_requested:
@@ -365,6 +394,21 @@ class StreamsGroupMembership:
         empty: frozenset[TaskId] = frozenset()
         self._owned = self._target = (empty, empty, empty)
         self._target_changed = False
+
+
+def endpoint_host_map(endpoints: Iterable[tuple[str, int, Iterable[tuple[str, int]], Iterable[tuple[str, int]]]],
+                      subtopology_of: Mapping[str, int]) -> tuple[HostTasks, ...]:
+    """The broker's endpoints (host, port, active and standby partitions) as the classic assignor's host
+    map: each endpoint's tasks (partition p of a source topic of sub-topology s is task s_p), the members
+    sharing one endpoint merged (a Kafka Streams instance is one member per stream thread). Standby
+    tasks include warm-ups (the broker lists them together); topics of no sub-topology here are skipped."""
+    by_endpoint: dict[str, tuple[set[TaskId], set[TaskId]]] = {}
+    for host, port, active, standby in endpoints:
+        tasks = by_endpoint.setdefault(f"{host}:{port}", (set(), set()))
+        for kind, partitions in zip(tasks, (active, standby), strict=True):
+            kind.update(TaskId(subtopology_of[topic], p) for topic, p in partitions if topic in subtopology_of)
+    return tuple(HostTasks(endpoint, tuple(sorted(active)), tuple(sorted(standby - active)))
+                 for endpoint, (active, standby) in sorted(by_endpoint.items()))
 
 
 async def request_group_shutdown(consumer: Any, group_id: str, topology: Iterable[SubtopologyDescription],

@@ -64,6 +64,7 @@ from streamlet.runtime.repartition_purger import RepartitionPurger
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.streams_membership import StreamsGroupMembership, request_group_shutdown
 from streamlet.runtime.task_manager import TaskManager
+from streamlet.runtime.task_offsets import last_applied, local_task_offsets, offset_sum
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -393,7 +394,24 @@ class Supervisor:
             partitions_of=partitions_of, dispatch_lock=self._dispatch_lock,
             rebalance_timeout_ms=int(config.get("max.poll.interval.ms") or 300000),
             endpoint=(host, int(port)) if host and port.isdigit() else None, fail=self._end_with,
-            on_shutdown_request=self._end_on_shutdown_request)
+            on_shutdown_request=self._end_on_shutdown_request, task_offsets=self._task_offsets,
+            subtopology_of=plan.source_topics)
+
+    def _task_offsets(self) -> tuple[dict[TaskId, int], dict[TaskId, int]]:
+        """The task offsets and end offsets this member reports in a streams group (see `task_offsets`):
+        the checkpoints on disk, overridden by the standbys' (and warm-ups') live positions; running
+        active tasks left out. End offsets for the standbys only (a restoring active task is reported by
+        its checkpoint, without an end offset)."""
+        offsets = local_task_offsets(self._state_root(), self.plan_subtopologies())
+        ends: dict[TaskId, int] = {}
+        if self.standbys is not None:
+            for task, positions in self.standbys.next_offsets().items():
+                offsets[task] = last_applied(positions)
+            ends = {task: offset_sum(e) for task, e in self.standbys.end_offsets().items()}
+        if self.tasks is not None:
+            for key in self.tasks.actors:
+                offsets.pop(TaskId(*key), None)
+        return offsets, ends
 
     async def _leave_streams_group(self, membership: StreamsGroupMembership) -> None:
         """Leave the streams group on close, unless the close keeps the membership (`stop(leave_group=False)`:
@@ -480,6 +498,9 @@ class MemberView:
     def hosts(self) -> tuple[HostTasks, ...] | None:
         """The last assignment's host map (every instance's endpoint and tasks); None before the member
         made its assignor, empty before the first assignment."""
+        streams_membership = self._member._streams_membership
+        if streams_membership is not None:  # a streams group: the broker's endpoint information
+            return streams_membership.hosts
         assignor = self._member._assignor
         return assignor.hosts if assignor is not None else None
 
