@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from operator import attrgetter
@@ -101,6 +102,11 @@ class StreamTask:
         """The topic and partition of `current_raw`."""
         self.consumed_offsets: dict[tuple[str, int], int] = {}
         self.processed = 0
+        self.punctuations = 0
+        """Punctuations run (Kafka Streams' punctuate-total); `punctuate_ns` their time, `punctuate_max_ns` the
+        longest since the metrics last read it."""
+        self.punctuate_ns = 0
+        self.punctuate_max_ns = 0
         self._stream_queue = PunctuationQueue()
         self._wall_queue = PunctuationQueue()
         self._next_stream_punct = NO_PUNCTUATION
@@ -328,6 +334,7 @@ class StreamTask:
     def _punctuate(self, sched: PunctuationSchedule, now: int) -> None:
         saved = self.record_ctx
         self.record_ctx = RecordContext(now, (), None, -1, -1)
+        started = time.perf_counter_ns()
         try:
             sched.callback(now)
         except Exception as exc:
@@ -340,6 +347,11 @@ class StreamTask:
                 raise
         finally:
             self.record_ctx = saved
+            elapsed = time.perf_counter_ns() - started
+            self.punctuations += 1
+            self.punctuate_ns += elapsed
+            if elapsed > self.punctuate_max_ns:
+                self.punctuate_max_ns = elapsed
 
     def _escaped(self, exc: Exception, source: SourceNode, record: Record, offset: int) -> None:
         """`exc` escaped the source node while it delivered `record`. When the source calls its only child
