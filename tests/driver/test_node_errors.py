@@ -17,7 +17,7 @@ import functools
 import random
 from typing import Any
 
-from streamlet import Processor, Record, Serdes, Topology
+from streamlet import Processor, ProcessorContext, PunctuationType, Record, Serdes, Topology
 from streamlet.error_handling import (
     ErrorHandlerContext,
     LogAndContinueProcessingExceptionHandler,
@@ -41,6 +41,10 @@ FIXED = [
     "f continue 4,5 s0,src,sink,4 n1,src,-,1,0 s1,n1,sink,-",
     "g continue 4,5 s0,src,sink,4",
     "h continue 12,3,45 n0,src,2,2,0 n1,n0,-,2,0 n2,n1,0,1,0 s2,n2,sink,- s1,n1,sink,-",
+    # a punctuation's forward fails downstream: handled at that node, with the punctuation's context
+    "i continue+p 1 n0,src,-,2,0 n1,n0,5,1,0 s1,n1,sink,- s0,n0,sink,-",
+    "j continue+pf 1 n0,src,-,1,0 n1,n0,0,1,0 s1,n1,sink,-",
+    "k fail+pf 1 n0,src,-,1,0 s0,n0,sink,-",
 ]
 
 
@@ -61,7 +65,8 @@ def _drawn(rng: random.Random, label: str) -> str:
     parents = {t.split(",")[0]: t.split(",")[1] for t in tokens}
     tokens.sort(key=lambda t: (_depth(t.split(",")[0], parents), order[t.split(",")[0]]))
     values = ",".join(str(rng.randint(0, 99)) for _ in range(rng.randint(2, 4)))
-    return f"{label} {rng.choice(['continue', 'continue', 'fail'])} {values} {' '.join(tokens)}"
+    mode = rng.choice(["continue", "continue", "fail"]) + rng.choice(["", "", "+p", "+pf"])
+    return f"{label} {mode} {values} {' '.join(tokens)}"
 
 
 def _depth(node: str, parents: dict[str, str]) -> int:
@@ -77,8 +82,20 @@ def _cases() -> list[str]:
 
 
 class _Node(Processor):
-    def __init__(self, name: str, fail: str, copies: int, pick: bool, children: list[str]) -> None:
+    def __init__(self, name: str, fail: str, copies: int, pick: bool, children: list[str],
+                 punct: str | None = None) -> None:
         self.name, self.fail, self.copies, self.pick, self.children = name, fail, copies, pick, children
+        self.punct = punct
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        if self.punct is not None:
+            context.schedule(100, PunctuationType.WALL_CLOCK_TIME, self._tick)
+
+    def _tick(self, ts: int) -> None:
+        self.context.forward(Record("p", "75", ts))
+        if self.punct == "pf":
+            raise RuntimeError("boom tick")
 
     def process(self, record: Record) -> None:
         v = record.value
@@ -103,7 +120,8 @@ class _FailingStrings(Serializer[str]):
 
 
 def _streamlet_lines(case: str) -> list[str]:
-    label, mode, values, *words = case.split()
+    label, modes, values, *words = case.split()
+    mode, _, punct = modes.partition("+")
     seen: list[str] = []
 
     class Recording:
@@ -115,8 +133,9 @@ def _streamlet_lines(case: str) -> list[str]:
             self.inner.configure(configs)
 
         def __call__(self, context: ErrorHandlerContext, record: Any, exc: Exception) -> Response:
-            seen.append(f"{label} seen {context.processor_node_id} {record.key} {record.value} {context.timestamp} "
-                        f"{context.topic} {context.partition} {context.offset}")
+            shown = "null null" if record is None else f"{record.key} {record.value}"
+            seen.append(f"{label} seen {context.processor_node_id} {shown} {context.timestamp} "
+                        f"{_text(context.topic)} {context.partition} {context.offset}")
             return self.inner(context, record, exc)
 
     tokens = [w.split(",") for w in words]
@@ -133,18 +152,26 @@ def _streamlet_lines(case: str) -> list[str]:
             continue
         children = [c[0] for c in tokens if c[1] == name]
         fail, copies, pick = "" if t[2] == "-" else t[2], int(t[3]), t[4] == "1"
-        topology.add_processor(name, functools.partial(_Node, name, fail, copies, pick, children), parent)
+        topology.add_processor(name, functools.partial(_Node, name, fail, copies, pick, children,
+                                                       (punct or None) if name == "n0" else None), parent)
     config = {"application.id": "node-errors", "processing.exception.handler": Recording,
               "errors.dead.letter.queue.topic.name": "dlq"}
     lines: list[str] = []
     with TopologyTestDriver(topology, config, initial_wall_clock_time=0) as driver:
         pipe = driver.create_input_topic("in", strings.serializer, strings.serializer)
+        failed = False
         for i, value in enumerate(values.split(",")):
             try:
                 pipe.pipe_input(f"k{i}", value, 100 + i, headers=(("h", f"x{i}".encode()),))
             except (StreamsError, RuntimeError):
                 seen.append(f"{label} failed {i}")
+                failed = True
                 break
+        if punct and not failed:
+            try:
+                driver.advance_wall_clock_time(150)
+            except (StreamsError, RuntimeError):
+                seen.append(f"{label} failed punct")
         lines += seen
         for r in driver.create_output_topic("dlq", strings.deserializer, strings.deserializer).read_records_to_list():
             lines.append(f"{label} dlq {_text(r.key)} {_text(r.value)} {r.timestamp}")

@@ -1,6 +1,7 @@
 package io.streamlet.streams4;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,6 +22,7 @@ import org.apache.kafka.streams.errors.ErrorHandlerContext;
 import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.ProcessingExceptionHandler;
+import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -39,7 +41,10 @@ import org.apache.kafka.streams.test.TestRecord;
  * record the failing node got, the context of the handler), and dead-letters to "dlq". The values are piped
  * with keys k0, k1, ... at timestamps 100, 101, ... with a header "h"; "label failed i" when a pipe threw (the
  * case then stops). Then every dead-letter record ("label dlq key value ts" and its headers but the
- * exception's class and stack trace) and every sink's records ("label out topic key value ts").
+ * exception's class and stack trace) and every sink's records ("label out topic key value ts"). A mode
+ * "continue+p" (or "fail+p") gives node n0 a wall-clock punctuation every 100 ms that forwards ("p", "75") at
+ * its time; "+pf" also raises "boom tick" after that forward; the wall clock is advanced by 150 ms after the
+ * values were piped ("label failed punct" when that threw).
  * tests/driver/test_node_errors.py runs the same in streamlet.
  */
 public final class NodeErrorCheck {
@@ -64,7 +69,8 @@ public final class NodeErrorCheck {
         @Override
         public Response handleError(final ErrorHandlerContext context, final Record<?, ?> record,
                                     final Exception exception) {
-            SEEN.add(label + " seen " + context.processorNodeId() + " " + record.key() + " " + record.value() + " "
+            final String shown = record == null ? "null null" : record.key() + " " + record.value();
+            SEEN.add(label + " seen " + context.processorNodeId() + " " + shown + " "
                 + context.timestamp() + " " + context.topic() + " " + context.partition() + " " + context.offset());
             return inner.handleError(context, record, exception);
         }
@@ -78,17 +84,29 @@ public final class NodeErrorCheck {
         private final List<String> children;
         private ProcessorContext<String, String> context;
 
-        Node(final String name, final String fail, final int copies, final boolean pick, final List<String> children) {
+        private final String punct;
+
+        Node(final String name, final String fail, final int copies, final boolean pick, final List<String> children,
+             final String punct) {
             this.name = name;
             this.fail = fail;
             this.copies = copies;
             this.pick = pick;
             this.children = children;
+            this.punct = punct;
         }
 
         @Override
         public void init(final ProcessorContext<String, String> context) {
             this.context = context;
+            if (punct != null) {
+                context.schedule(Duration.ofMillis(100), PunctuationType.WALL_CLOCK_TIME, ts -> {
+                    context.forward(new Record<>("p", "75", ts));
+                    if (punct.equals("pf")) {
+                        throw new IllegalStateException("boom tick");
+                    }
+                });
+            }
         }
 
         @Override
@@ -123,7 +141,9 @@ public final class NodeErrorCheck {
 
     private static void run(final String[] words) {
         label = words[0];
-        fails = words[1].equals("fail");
+        final String[] mode = words[1].split("\\+");
+        fails = mode[0].equals("fail");
+        final String punct = mode.length > 1 ? mode[1] : null;
         SEEN.clear();
         final Properties props = new Properties();
         props.put("application.id", "node-errors");
@@ -154,12 +174,14 @@ public final class NodeErrorCheck {
             final String fail = t[2].equals("-") ? "" : t[2];
             final int copies = Integer.parseInt(t[3]);
             final boolean pick = t[4].equals("1");
-            topology.addProcessor(name, () -> new Node(name, fail, copies, pick, children), parent);
+            final String scheduled = name.equals("n0") ? punct : null;
+            topology.addProcessor(name, () -> new Node(name, fail, copies, pick, children, scheduled), parent);
         }
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
             final TestInputTopic<String, String> input = driver.createInputTopic("in", new StringSerializer(),
                 new StringSerializer());
             final String[] values = words[2].split(",");
+            boolean failed = false;
             for (int i = 0; i < values.length; i++) {
                 final RecordHeaders headers = new RecordHeaders();
                 headers.add("h", ("x" + i).getBytes(StandardCharsets.UTF_8));
@@ -167,7 +189,15 @@ public final class NodeErrorCheck {
                     input.pipeInput(new TestRecord<>("k" + i, values[i], headers, 100L + i));
                 } catch (final RuntimeException e) {
                     SEEN.add(label + " failed " + i);
+                    failed = true;
                     break;
+                }
+            }
+            if (punct != null && !failed) {
+                try {
+                    driver.advanceWallClockTime(Duration.ofMillis(150));
+                } catch (final RuntimeException e) {
+                    SEEN.add(label + " failed punct");
                 }
             }
             SEEN.forEach(System.out::println);
