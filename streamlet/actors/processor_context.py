@@ -82,6 +82,12 @@ class NodeContext(ProcessorContext):
             return guarded_entry(children[0])  # one call per record less than `forward`, on every hop
         return self.forward
 
+    def forwarder_and_guard(self) -> tuple[Callable[[Record], None], Callable[[Record, Exception], None]]:
+        children = self._node.children
+        if len(children) == 1:  # the only child's own entry, its errors handled by its `failed`
+            return entry_point(children[0]), children[0].failed
+        return super().forwarder_and_guard()  # `forward` handles each child's errors itself
+
     def forwarder_in_record_context(self) -> Callable[[Record], None]:
         task = self._task
         children = self._node.children

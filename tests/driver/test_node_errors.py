@@ -17,7 +17,18 @@ import functools
 import random
 from typing import Any
 
-from streamlet import Processor, ProcessorContext, PunctuationType, Record, Serdes, Topology
+from streamlet import (
+    Consumed,
+    Named,
+    Processor,
+    ProcessorContext,
+    Produced,
+    PunctuationType,
+    Record,
+    Serdes,
+    StreamsBuilder,
+    Topology,
+)
 from streamlet.error_handling import (
     ErrorHandlerContext,
     LogAndContinueProcessingExceptionHandler,
@@ -226,3 +237,32 @@ def test_a_resumed_node_keeps_what_the_record_produced_before_and_after_it() -> 
     assert "a seen n1 k0 51 100 in 0 0" in lines  # the record n1 got, n1's name
     assert [line for line in lines if line.startswith("a out o-s2 k0")] == ["a out o-s2 k0 50 100",
                                                                              "a out o-s2 k0 51 100"]
+
+
+def test_a_dsl_mapper_that_fails_on_one_of_a_flat_maps_records_drops_that_one_only() -> None:
+    """The DSL's stateless processors catch their children's errors at their own call site (no frame per
+    hop): a failing `map_values` after a `flat_map_values` drops that word alone, as Kafka Streams does."""
+    seen: list[tuple[str | None, Any]] = []
+
+    def recording(context: ErrorHandlerContext, record: Any, exc: Exception) -> Response:
+        seen.append((context.processor_node_id, record.value))
+        return Response.resume()
+
+    def upper_unless_x(word: str) -> str:
+        if word == "x":
+            raise ValueError("no x")
+        return word.upper()
+
+    builder = StreamsBuilder()
+    (builder.stream("lines", Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
+     .flat_map_values(str.split)
+     .map_values(upper_unless_x, Named("upper"))
+     .filter(lambda _k, w: w != "B")
+     .to("words", Produced(key_serde=Serdes.String(), value_serde=Serdes.String())))
+    config = {"application.id": "dsl-node-errors", "processing.exception.handler": recording}
+    with TopologyTestDriver(builder.build(), config) as driver:
+        driver.create_input_topic("lines", Serdes.String().serializer, Serdes.String().serializer).pipe_input(
+            "k", "a x b c", 5)
+        out = driver.create_output_topic("words", Serdes.String().deserializer, Serdes.String().deserializer)
+        assert [r.value for r in out.read_records_to_list()] == ["A", "C"]
+    assert seen == [("upper", "x")]
