@@ -6,8 +6,10 @@ A handler is a callable `handler(context, record, exception) -> Response`:
 - `deserialization.exception.handler`: a consumed record the source's serdes (or timestamp extractor)
   cannot read; `record` is the record as consumed (`ConsumedRecord`: topic, partition, offset,
   timestamp, key and value bytes, headers).
-- `processing.exception.handler`: a processor (or punctuation) raised; `record` is the `Record` being
-  processed (None for a punctuation).
+- `processing.exception.handler`: a processor (or punctuation) raised; `record` is the `Record` the
+  failing node got (None for a punctuation's own error) and `context.processor_node_id` that node. As in
+  Kafka Streams 4.x the error is handled at that node: `resume()` drops only that node's processing of the
+  record; what the record produced elsewhere stands and the node's later siblings still get it.
 - `production.exception.handler`: a record the producer could not send; `record` is the
   `ProducerRecord` (serialized key and value bytes).
 

@@ -71,6 +71,11 @@ def epoch_millis(instant: datetime | int) -> int:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+def _raise_on(record: Record, exc: Exception) -> None:
+    """A `failed` that leaves the error to the caller (`ProcessorContext.forwarder_and_guard`)."""
+    raise exc
+
+
 class ProcessorContext(ABC):
     """What a processor may do beyond `process`: forward, schedule, reach stores, ask to commit."""
 
@@ -82,6 +87,14 @@ class ProcessorContext(ABC):
         """A function that does `forward(record)` to all children, to bind once in `init`: a runtime may
         return a faster equivalent (the only child's `process` itself when there is just one)."""
         return self.forward
+
+    def forwarder_and_guard(self) -> tuple[Callable[[Record], None], Callable[[Record, Exception], None]]:
+        """`(forward, failed)` for a processor on the hot path that catches its children's errors in its own
+        frame, where a `try` costs nothing until something raises: call `forward(record)`, and on an
+        `Exception` call `failed(record, exc)`, which handles it at the child that raised (as `forwarder()`
+        does itself: see `streamlet.actors.processor_node`) or raises it on. The base pair is `forwarder()`
+        and a `failed` that raises."""
+        return self.forwarder(), _raise_on
 
     def forwarder_in_record_context(self) -> Callable[[Record], None]:
         """As `forwarder()`, but while the children process a record whose timestamp or headers differ

@@ -59,6 +59,7 @@ from streamlet.error_handling import (
 )
 from streamlet.errors import ConfigError, SinkSerializationError
 from streamlet.record import Headers, Record
+from streamlet.stores.api import RecordContext
 
 log = logging.getLogger(__name__)
 
@@ -220,28 +221,23 @@ class RecordErrorHandler:
                                       self.task_id, raw.timestamp, raw.key, raw.value)
         return self._carry_out(self._ask(self.deserialization, "deserialization", context, raw, exc), False)
 
-    def on_processing_error(self, raw: ConsumedRecord | None, record: Record | None, node: str | None,
-                            exc: BaseException, timestamp: int = -1) -> bool:
-        """True: the record (or punctuation, `raw` None) is dealt with and processing goes on."""
+    def on_processing_error(self, ctx: RecordContext, raw: ConsumedRecord | None, record: Record | None,
+                            node: str, exc: BaseException) -> bool:
+        """True: `node`'s processing of `record` (None: its punctuation) is dropped and processing goes on.
+        `ctx` is the failing node's record context (topic, partition, offset, timestamp, headers) and `raw`
+        the consumed record it is about, whose bytes the handler's context carries (None when it is not
+        the one being processed: a punctuation, a cache flush)."""
         if self.processing is None or not isinstance(exc, Exception):
             return False
-        if raw is None:
-            context = ErrorHandlerContext(None, -1, -1, (), node, self.task_id, timestamp, None, None)
-        else:
-            timestamp = raw.timestamp if record is None else record.timestamp  # the extracted time
-            context = ErrorHandlerContext(raw.topic, raw.partition, raw.offset, tuple(raw.headers or ()), node,
-                                          self.task_id, timestamp, raw.key, raw.value)
+        context = self._context(ctx, raw, node)
         return self._carry_out(self._ask(self.processing, "processing", context, record, exc), True)
 
-    def on_production_error(self, raw: ConsumedRecord | None, exc: SinkSerializationError, timestamp: int = -1) -> bool:
-        """A sink could not serialize its record (`raw` None: in a punctuation): the production handler
-        decides. True: the record is dropped (maybe dead-lettered) and processing goes on; retry is fail."""
+    def on_production_error(self, ctx: RecordContext, raw: ConsumedRecord | None, exc: SinkSerializationError) -> bool:
+        """A sink could not serialize its record: the production handler decides (in the sink, as Kafka
+        Streams' record collector asks it). True: the record is dropped (maybe dead-lettered) and the sink
+        returns; retry is fail."""
         cause = exc.cause or (exc.__cause__ if isinstance(exc.__cause__, Exception) else exc)
-        if raw is None:
-            context = ErrorHandlerContext(None, -1, -1, (), exc.node, self.task_id, timestamp, None, None)
-        else:
-            context = ErrorHandlerContext(raw.topic, raw.partition, raw.offset, tuple(raw.headers or ()), exc.node,
-                                          self.task_id, exc.timestamp, raw.key, raw.value)
+        context = self._context(ctx._replace(timestamp=exc.timestamp, headers=exc.headers), raw, exc.node)
         record = ProducerRecord(exc.topic, None, exc.key, exc.value, exc.timestamp, exc.headers)
         response = self._ask(self.production, "production", context, record, cause)
         sent = self._send_dead_letters(response)
@@ -251,6 +247,10 @@ class RecordErrorHandler:
         self.counts.production_dropped += 1
         self.counts.production_dead_lettered += bool(sent)
         return True
+
+    def _context(self, ctx: RecordContext, raw: ConsumedRecord | None, node: str) -> ErrorHandlerContext:
+        return ErrorHandlerContext(ctx.topic, ctx.partition, ctx.offset, tuple(ctx.headers or ()), node, self.task_id,
+                                   ctx.timestamp, None if raw is None else raw.key, None if raw is None else raw.value)
 
     def _carry_out(self, response: Response, processing: bool) -> bool:
         """Send the response's dead-letter records, count the record; True when processing goes on."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from streamlet.actors.processor_node import entry_point
+from streamlet.actors.processor_node import entry_point, guarded_entry, raw_after
 from streamlet.config import StreamsConfig
 from streamlet.errors import InvalidStateStoreError, TopologyError
 from streamlet.processor import (
@@ -41,18 +41,29 @@ class NodeContext(ProcessorContext):
         task = self._task
         current = task.record_ctx
         if record.timestamp != current.timestamp or record.headers != current.headers:
+            raw = task.current_raw  # a new record context: what its sinks let go comes back after it
             task.record_ctx = current._replace(timestamp=record.timestamp, headers=record.headers)
             try:
                 self._forward(record, child_name)
             finally:
                 task.record_ctx = current
+                task.current_raw = raw
             return
         self._forward(record, child_name)
 
     def _forward(self, record: Record, child_name: str | None) -> None:
+        """Each child's errors are handled at that child (`Node.failed`), so a child the handler resumed
+        on does not keep the later children from the record."""
         if child_name is None:
-            for forward in self._node.child_entries:
-                forward(record)
+            task = self._task
+            raw = start = task.current_raw
+            for child, forward in self._node.child_entries:
+                try:
+                    forward(record)
+                except Exception as exc:
+                    child.failed(record, exc)
+                raw = raw_after(task, child, raw)
+            task.current_raw = start
             return
         named = self._node.children_by_name.get(child_name)
         if named is None:
@@ -60,12 +71,15 @@ class NodeContext(ProcessorContext):
                 f"processor {self._node.name!r} has no child named {child_name!r}; "
                 f"its children are {sorted(self._node.children_by_name)}"
             )
-        entry_point(named)(record)
+        try:
+            entry_point(named)(record)
+        except Exception as exc:
+            named.failed(record, exc)
 
     def forwarder(self) -> Callable[[Record], None]:
         children = self._node.children
         if len(children) == 1:
-            return entry_point(children[0])  # one call per record instead of two, on every hop of a chain
+            return guarded_entry(children[0])  # one call per record less than `forward`, on every hop
         return self.forward
 
     def current_record_context(self) -> RecordContext:
@@ -84,19 +98,52 @@ class NodeContext(ProcessorContext):
         finally:
             task.record_ctx = previous
 
-    def forwarder_in_record_context(self) -> Callable[[Record], None]:
-        task, forward = self._task, self.forwarder()
+    def forwarder_and_guard(self) -> tuple[Callable[[Record], None], Callable[[Record, Exception], None]]:
+        children = self._node.children
+        if len(children) == 1:  # the only child's own entry, its errors handled by its `failed`
+            return entry_point(children[0]), children[0].failed
+        return super().forwarder_and_guard()  # `forward` handles each child's errors itself
 
-        def forward_in_context(record: Record) -> None:
+    def forwarder_in_record_context(self) -> Callable[[Record], None]:
+        task = self._task
+        children = self._node.children
+        if len(children) != 1:
+            forward = self.forward
+
+            def forward_all_in_context(record: Record) -> None:
+                current = task.record_ctx
+                if record.timestamp == current.timestamp and record.headers == current.headers:
+                    forward(record)
+                    return
+                raw = task.current_raw
+                task.record_ctx = current._replace(timestamp=record.timestamp, headers=record.headers)
+                try:
+                    forward(record)
+                finally:
+                    task.record_ctx = current
+                    task.current_raw = raw
+
+            return forward_all_in_context
+        child = children[0]
+        entry, failed = entry_point(child), child.failed
+
+        def forward_in_context(record: Record) -> None:  # the only child's errors caught here: no frame more
             current = task.record_ctx
             if record.timestamp == current.timestamp and record.headers == current.headers:
-                forward(record)
+                try:
+                    entry(record)
+                except Exception as exc:
+                    failed(record, exc)
                 return
+            raw = task.current_raw
             task.record_ctx = current._replace(timestamp=record.timestamp, headers=record.headers)
             try:
-                forward(record)
+                entry(record)
+            except Exception as exc:
+                failed(record, exc)
             finally:
                 task.record_ctx = current
+                task.current_raw = raw
 
         return forward_in_context
 

@@ -2,12 +2,23 @@
 
 Every node exposes `process(record)`; a parent's forward is a direct call on its children, so a
 record goes from source to sink in one synchronous call chain with no queue in between.
+
+An error is handled at the processor node that raised it, as Kafka Streams 4.x does (KIP-1033): every
+place that hands a child a record catches what escapes the child and calls the child's `failed`, which
+asks the processing exception handler with the node's name. When the handler resumes, only that node's
+processing of the record is dropped: what the record already produced stands, and later children of the
+same parent still get it. Sources and sinks have no handler of their own: what escapes a sink (its
+record could not be serialized and the production handler failed) is the error of the processor that
+forwarded to it, and what escapes a source's only child fails the task. A failure the handler did not
+resume is marked (`mark_failed`), so that the nodes above it let it through to the task. The catching
+sits in the caller's frame where it can (a loop over children, the task's loop), where Python's
+`try` costs nothing until something raises.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import SerializationError, SinkSerializationError
@@ -21,8 +32,24 @@ from streamlet.topology import StreamPartitioner
 if TYPE_CHECKING:
     from streamlet.actors.processor_context import NodeContext
     from streamlet.actors.record_collector import RecordCollector
+    from streamlet.actors.stream_task import StreamTask
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+
+_FAILED_AT = "streamlet_failed_node"
+"""The attribute naming the node where the handler failed on an exception (Kafka Streams'
+`FailedProcessingException`): nodes above it let it through."""
+
+
+def failed_node(exc: BaseException) -> str | None:
+    """The processor node at which the processing handler failed on `exc`, None when no handler did."""
+    node = getattr(exc, _FAILED_AT, None)
+    return node if isinstance(node, str) else None
+
+
+def mark_failed(exc: BaseException, node: str) -> None:
+    """Mark `exc` as failed at `node`: the nodes it passes on its way to the task do not handle it again."""
+    setattr(exc, _FAILED_AT, node)
 
 
 def entry_point(node: Node) -> Callable[[Record], None]:
@@ -30,6 +57,23 @@ def entry_point(node: Node) -> Callable[[Record], None]:
     per hop instead of two), any other node's `process`. `ProcessorNode.process` is a real method, not
     an attribute bound to the processor's, so that mypyc can compile the class (`streamlet/_compiled.py`)."""
     return node.processor.process if isinstance(node, ProcessorNode) else node.process
+
+
+def guarded_entry(node: Node) -> Callable[[Record], None]:
+    """`entry_point(node)`, with what escapes a processor node handled at that node (`Node.failed`): for a
+    caller that has no frame of its own to catch in. A sink's or source's entry is returned as it is."""
+    entry = entry_point(node)
+    if not isinstance(node, ProcessorNode):
+        return entry
+    failed = node.failed
+
+    def guarded(record: Record) -> None:
+        try:
+            entry(record)
+        except Exception as exc:
+            failed(record, exc)
+
+    return guarded
 
 
 class Node:
@@ -40,6 +84,11 @@ class Node:
 
     def process(self, record: Record) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def failed(self, record: Record, exc: Exception) -> None:
+        """`exc` escaped this node while it processed `record`. A source or sink has no handler of its own
+        (as in Kafka Streams): the error is its caller's, so it goes on up."""
+        raise exc
 
     def init(self) -> None:
         pass
@@ -67,14 +116,46 @@ class SourceNode(Node):
         self.timestamp_extractor = timestamp_extractor
         self.deliver: Callable[[Record], None] = self.process
         """What the task calls per record: `process`, or the only child's `process` itself."""
+        self.direct_child: Node | None = None
+        """The only child, when `deliver` is its entry: the task catches what escapes it, for it."""
+        self._pairs: list[tuple[Node, Callable[[Record], None]]] = []
+        self.task: StreamTask | None = None
 
     def init(self) -> None:
+        self._pairs = [(c, entry_point(c)) for c in self.children]
         if len(self.children) == 1:
+            self.direct_child = self.children[0]
             self.deliver = entry_point(self.children[0])
 
     def process(self, record: Record) -> None:
-        for child in self.children:
-            entry_point(child)(record)
+        task = self.task
+        if task is None:
+            for child, entry in self._pairs:
+                try:
+                    entry(record)
+                except Exception as exc:
+                    child.failed(record, exc)
+            return
+        raw = start = task.current_raw
+        for child, entry in self._pairs:
+            try:
+                entry(record)
+            except Exception as exc:
+                child.failed(record, exc)
+            raw = raw_after(task, child, raw)
+        task.current_raw = start
+
+
+def raw_after(task: StreamTask, child: Node, raw: Any) -> Any:
+    """After `child` got a record in a forward to several children: a sink that sent it let the consumed
+    record's bytes go (`StreamTask.current_raw`) for the later children too, which share the forward's
+    record context in Kafka Streams; a processor's own forwards had record contexts of their own, so what
+    its sinks let go comes back. Returns the bytes the next child starts with. (The forward restores its
+    own bytes when it is done; a sink that is its parent's only child lets nothing go: see `SinkNode`.)"""
+    if isinstance(child, SinkNode):
+        return task.current_raw
+    task.current_raw = raw
+    return raw
 
 
 class ProcessorNode(Node):
@@ -86,9 +167,12 @@ class ProcessorNode(Node):
         self.store_names = store_names
         self.children = []
         self.children_by_name: dict[str, Node] = {}
-        self.child_entries: list[Callable[[Record], None]] = []
-        """Each child's `entry_point`, for a forward to all children (set in `init`)."""
+        self.child_entries: list[tuple[Node, Callable[[Record], None]]] = []
+        """Each child with its `entry_point`, for a forward to all children (set in `init`)."""
         self.context: NodeContext | None = None
+        self.on_error: Callable[[ProcessorNode, Record | None, Exception], None] | None = None
+        """The task's handling of this node's errors (set by the task): returns when the processing
+        handler resumed, raises otherwise. None: no handler, every error goes on up."""
 
     def process(self, record: Record) -> None:
         """Parents on the hot path call `entry_point(node)` instead, which skips this frame."""
@@ -97,8 +181,16 @@ class ProcessorNode(Node):
     def init(self) -> None:
         assert self.context is not None
         self.children_by_name = {c.name: c for c in self.children}
-        self.child_entries = [entry_point(c) for c in self.children]
+        self.child_entries = [(c, entry_point(c)) for c in self.children]
         self.processor.init(self.context)
+
+    def failed(self, record: Record, exc: Exception) -> None:
+        """`exc` escaped this processor while it processed `record`: the processing handler decides, with
+        this node's name (Kafka Streams' `ProcessorNode.process`). Returns when it resumed."""
+        on_error = self.on_error
+        if on_error is None:
+            raise exc
+        on_error(self, record, exc)
 
     def close(self) -> None:
         self.processor.close()
@@ -128,6 +220,13 @@ class SinkNode(Node):
         self._key_type, self._encode_key = fast_serializer(key_serializer)
         self._value_type, self._encode_value = fast_serializer(value_serializer)
         self._partitions = 0  # the topic's partition count, asked once (it is fixed while the task runs)
+        self.task: StreamTask | None = None
+        """The task, whose consumed record's bytes this sink lets go once it serialized a record, for the
+        later children of a parent with several (set by the task; None for the only child of its parents:
+        a forward's record context ends with the forward, so its freeing would change nothing there)."""
+        self.on_serialization_error: Callable[[SinkSerializationError], bool] | None = None
+        """The task's production handler for a record this sink cannot serialize (set by the task): True
+        when it resumed (the record is dropped), False when it failed. None: every such error fails."""
 
     def process(self, record: Record) -> None:
         topic = self.topic
@@ -136,7 +235,13 @@ class SinkNode(Node):
             key = self._encode_key(k) if type(k) is self._key_type else self._serialize_key(topic, k)
             value = self._encode_value(v) if type(v) is self._value_type else self._serialize_value(topic, v)
         except Exception:
-            key, value = self._serialize(topic, record)  # the serdes' own calls: their result or error
+            serialized = self._serialize(topic, record)  # the serdes' own calls: their result or error
+            if serialized is None:
+                return  # the production handler dropped the record
+            key, value = serialized
+        task = self.task
+        if task is not None:  # as Kafka Streams' record collector frees the raw record from the record context
+            task.current_raw = None
         partitions = self._partitions or self._partition_count()
         partition: int | None = None
         if self.partitioner is not None:
@@ -152,20 +257,27 @@ class SinkNode(Node):
             raise SerializationError(f"sink {self.name!r}: negative timestamp {timestamp}")
         self.collector.send(topic, key, value, timestamp, record[3], partition)
 
-    def _serialize(self, topic: str, record: Record) -> tuple[bytes | None, bytes | None]:
+    def _serialize(self, topic: str, record: Record) -> tuple[bytes | None, bytes | None] | None:
+        """The record's key and value bytes, or None when they cannot be made and the production handler
+        resumed (as Kafka Streams' record collector asks it, in the sink): the record is dropped."""
         try:
             return self._serialize_key(topic, record.key), self._serialize_value(topic, record.value)
         except Exception as exc:
-            self._serialization_failed(topic, record, exc)
+            error = self._serialization_error(topic, record, exc)
+        handler = self.on_serialization_error
+        if handler is not None and handler(error):
+            return None
+        raise error
 
-    def _serialization_failed(self, topic: str, record: Record, exc: Exception) -> NoReturn:
-        """Raise `SinkSerializationError` (a serde's own `SerializationError` keeps its message), which the
-        task hands to the production exception handler."""
+    def _serialization_error(self, topic: str, record: Record, exc: Exception) -> SinkSerializationError:
+        """A `SinkSerializationError` (a serde's own `SerializationError` keeps its message). When the
+        production handler fails on it, it is the processing error of the processor that forwarded here."""
         message = str(exc) if isinstance(exc, SerializationError) else (
             f"sink {self.name!r} could not serialize a record for topic {topic!r}: "
             f"{type(exc).__name__}: {exc} (check the serdes given to to()/add_sink or the defaults)")
-        raise SinkSerializationError(message, self.name, topic, record[0], record[1], record[2], record[3],
-                                     exc) from exc
+        error = SinkSerializationError(message, self.name, topic, record[0], record[1], record[2], record[3], exc)
+        error.__cause__ = exc
+        return error
 
     def _partition_count(self) -> int:
         self._partitions = self.collector.partition_count(self.topic)
@@ -201,7 +313,13 @@ class DynamicSinkNode(SinkNode):
         topic = self.extractor(record.key, record.value, context)
         if not isinstance(topic, str) or not topic:
             raise SerializationError(f"sink {self.name!r}: the topic name extractor returned {topic!r}, not a topic")
-        key, value = self._serialize(topic, record)
+        serialized = self._serialize(topic, record)
+        if serialized is None:
+            return  # the production handler dropped the record
+        key, value = serialized
+        task = self.task
+        if task is not None:
+            task.current_raw = None
         if record.timestamp < 0:
             raise SerializationError(f"sink {self.name!r}: negative timestamp {record.timestamp}")
         collector = self.collector

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from operator import attrgetter
@@ -18,7 +19,15 @@ from typing import Any
 from streamlet.actors.error_handlers import RecordErrorHandler
 from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup, with_origin
 from streamlet.actors.processor_context import NodeContext
-from streamlet.actors.processor_node import DynamicSinkNode, Node, ProcessorNode, SinkNode, SourceNode
+from streamlet.actors.processor_node import (
+    DynamicSinkNode,
+    Node,
+    ProcessorNode,
+    SinkNode,
+    SourceNode,
+    failed_node,
+    mark_failed,
+)
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule, first_punctuation
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
@@ -84,8 +93,20 @@ class StreamTask:
         """Turns a store builder into the task's store: the builder's own backend, or an engine's."""
         self.commit_requested = False
         self.record_ctx: RecordContext = EMPTY_CONTEXT
+        self.current_raw: Any = None
+        """The consumed record being processed, whose bytes go to the error handlers' context. As in Kafka
+        Streams 4.4, a sink lets it go once it serialized a record (`RecordCollectorImpl` frees the raw record
+        from the record context): errors after that, under the same record context, have no bytes; a
+        forward under a new record context (another timestamp or headers) gets them back when it returns."""
+        self._raw_from: tuple[str | None, int] = (None, -1)
+        """The topic and partition of `current_raw`."""
         self.consumed_offsets: dict[tuple[str, int], int] = {}
         self.processed = 0
+        self.punctuations = 0
+        """Punctuations run (Kafka Streams' punctuate-total); `punctuate_ns` their time, `punctuate_max_ns` the
+        longest since the metrics last read it."""
+        self.punctuate_ns = 0
+        self.punctuate_max_ns = 0
         self._stream_queue = PunctuationQueue()
         self._wall_queue = PunctuationQueue()
         self._next_stream_punct = NO_PUNCTUATION
@@ -140,12 +161,14 @@ class StreamTask:
                 extractor = spec.timestamp_extractor or self._default_extractor()
                 topics = [resolve_topic(t) for t in spec.topics]
                 node = SourceNode(name, topics, kd, vd, extractor)
+                node.task = self
                 for t in topics:
                     self.sources_by_topic[t] = node
             elif isinstance(spec, ProcessorSpec):
                 processor = spec.supplier()
                 node = ProcessorNode(name, processor, list(spec.stores))
                 node.context = NodeContext(self, node)
+                node.on_error = self._on_node_error
             else:
                 assert isinstance(spec, SinkSpec)
                 ks: Serializer[Any] = spec.key_serializer or self._serde("key", name).serializer
@@ -159,9 +182,15 @@ class StreamTask:
                                            lambda: self.record_ctx)
                 else:
                     node = SinkNode(name, resolve_topic(spec.topic), ks, vs, spec.partitioner, self.collector)
+                node.on_serialization_error = self._on_serialization_error
             self.nodes[name] = node
         for name in self.subtopology.nodes:
             self.nodes[name].children = [self.nodes[c] for c in topo.children[name]]
+        for node in self.nodes.values():
+            if len(node.children) > 1:
+                for child in node.children:
+                    if isinstance(child, SinkNode):
+                        child.task = self  # frees the consumed bytes for its later siblings (`raw_after`)
 
     def _default_extractor(self) -> Any:
         extractor = self.config.get("default.timestamp.extractor")
@@ -257,7 +286,9 @@ class StreamTask:
                 break
             queue, run = taken
             topic, partition = queue.topic, queue.partition
-            process = queue.source.deliver
+            source = queue.source
+            process = source.deliver
+            self._raw_from = (topic, partition)
             done = 0
             try:
                 for record, offset, raw in run:
@@ -267,22 +298,12 @@ class StreamTask:
                     if ts > pg.stream_time:
                         pg.stream_time = ts
                     self.record_ctx = _new(RecordContext, (ts, record.headers, topic, partition, offset))
+                    self.current_raw = raw
                     try:
                         process(record)
                     except Exception as exc:
-                        if self._handled(exc, with_origin(raw, topic, partition), record, ts):
-                            pass
-                        elif isinstance(exc, StreamsError):
-                            raise
-                        else:
-                            exc.add_note(
-                                f"while task {self.task_id} processed the record at topic {topic} "
-                                f"partition {partition} offset {offset}"
-                            )
-                            exc.add_note(PROCESSING_REMEDY)
-                            raise
-                    else:
-                        n += 1
+                        self._escaped(exc, source, record, offset)
+                    n += 1
                     done += 1
                     if pg.stream_time >= self._next_stream_punct:
                         self.maybe_punctuate_stream_time()
@@ -313,29 +334,78 @@ class StreamTask:
     def _punctuate(self, sched: PunctuationSchedule, now: int) -> None:
         saved = self.record_ctx
         self.record_ctx = RecordContext(now, (), None, -1, -1)
+        started = time.perf_counter_ns()
         try:
             sched.callback(now)
         except Exception as exc:
-            if self._handled(exc, None, None, now, sched.node.name):
-                return
-            exc.add_note(f"in a punctuation of processor {sched.node.name!r} in task {self.task_id} at {now}")
-            raise
+            # What escapes the punctuator itself is its node's error (Kafka Streams' `StreamTask.punctuate`);
+            # its children's errors were handled at them, on the way.
+            try:
+                self._on_node_error(sched.node, None, exc)
+            except Exception as failure:
+                failure.add_note(f"in a punctuation of processor {sched.node.name!r} in task {self.task_id} at {now}")
+                raise
         finally:
             self.record_ctx = saved
+            elapsed = time.perf_counter_ns() - started
+            self.punctuations += 1
+            self.punctuate_ns += elapsed
+            if elapsed > self.punctuate_max_ns:
+                self.punctuate_max_ns = elapsed
 
-    def _handled(self, exc: Exception, origin: ConsumedRecord | None, record: Record | None, timestamp: int,
-                 node: str | None = None) -> bool:
-        """Whether the handlers let processing go on after `exc` (from a record, or a punctuation when
-        `origin` is None). A sink's serialization error goes to the production handler first and, when that
-        fails, to the processing handler (as in Kafka Streams, where the sink's failure is the processing
-        error of the sink node); streamlet's other errors are not the application's and always fail."""
-        if isinstance(exc, SinkSerializationError):
-            if self.errors.on_production_error(origin, exc, timestamp):
-                return True
-            node = exc.node
-        elif isinstance(exc, StreamsError):
-            return False
-        return self.errors.on_processing_error(origin, record, node, exc, timestamp)
+    def _escaped(self, exc: Exception, source: SourceNode, record: Record, offset: int) -> None:
+        """`exc` escaped the source node while it delivered `record`. When the source calls its only child
+        directly, the error is that child's (`Node.failed`: returns when the handler resumed); otherwise it
+        comes from a sink under the source or a handler that failed, and fails the task."""
+        try:
+            child = source.direct_child
+            if child is None or failed_node(exc) is not None:
+                raise exc
+            child.failed(record, exc)
+        except Exception as failure:
+            if not isinstance(failure, StreamsError):
+                ctx = self.record_ctx
+                failure.add_note(f"while task {self.task_id} processed the record at topic {ctx.topic} "
+                                 f"partition {ctx.partition} offset {offset}")
+                failure.add_note(PROCESSING_REMEDY)
+            raise
+
+    def _on_node_error(self, node: ProcessorNode, record: Record | None, exc: Exception) -> None:
+        """`exc` escaped `node` while it processed `record` (None: in a punctuation): returns when the
+        processing handler resumed; raises `exc` marked as failed at `node` otherwise (Kafka Streams'
+        `FailedProcessingException`). A sink's serialization error the production handler failed on is
+        this node's processing error (Kafka Streams raises it as a `StreamsException`); streamlet's other
+        errors are not the application's and always fail, as do errors a handler already failed on."""
+        if failed_node(exc) is not None:
+            raise exc
+        if isinstance(exc, StreamsError) and not isinstance(exc, SinkSerializationError):
+            raise exc
+        ctx = self.record_ctx
+        if record is not None:  # the failing node's record: its time and headers (Kafka Streams' forward sets them)
+            ctx = ctx._replace(timestamp=record.timestamp, headers=record.headers)
+        raw = self._raw_at(ctx)
+        try:
+            handled = self.errors.on_processing_error(ctx, raw, record, node.name, exc)
+        except Exception as failure:  # the handler itself raised
+            mark_failed(failure, node.name)
+            raise
+        if handled:
+            return
+        mark_failed(exc, node.name)
+        raise exc
+
+    def _on_serialization_error(self, exc: SinkSerializationError) -> bool:
+        """A sink cannot serialize its record: the production handler decides (True: dropped, go on)."""
+        ctx = self.record_ctx
+        return self.errors.on_production_error(ctx, self._raw_at(ctx), exc)
+
+    def _raw_at(self, ctx: RecordContext) -> ConsumedRecord | None:
+        """The consumed record `ctx` is about, when it is the one being processed (not, say, a cached
+        entry's that a flush forwards): its bytes are what a dead-letter record carries."""
+        raw = self.current_raw
+        if raw is None or ctx.topic is None or raw.offset != ctx.offset or self._raw_from != (ctx.topic, ctx.partition):
+            return None
+        return with_origin(raw, ctx.topic, ctx.partition)
 
     def maybe_punctuate_stream_time(self) -> bool:
         st = self.partition_group.stream_time
@@ -414,6 +484,7 @@ class StreamTask:
     # -- committing ---------------------------------------------------------------------------------
     def prepare_commit(self) -> dict[tuple[str, int], int]:
         """Flush the stores (caches forward and log their dirty entries); return offsets to commit."""
+        self.current_raw = None  # a cache flush forwards with its entries' contexts, which keep no bytes
         self.state.flush()
         self.commit_requested = False
         return dict(self.consumed_offsets)

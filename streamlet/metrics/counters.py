@@ -58,6 +58,7 @@ class ThreadCounters:
     poll_ns: int = 0
     poll_max_ns: int = 0  # since the last sample
     polled_records: int = 0
+    poll_records_max: int = 0  # since the last sample: the most records one poll returned
     commits: int = 0
     commit_ns: int = 0
     commit_max_ns: int = 0  # since the last sample
@@ -67,6 +68,8 @@ class ThreadCounters:
         self.polls += 1
         self.poll_ns += elapsed_ns
         self.polled_records += records
+        if records > self.poll_records_max:
+            self.poll_records_max = records
         if elapsed_ns > self.poll_max_ns:
             self.poll_max_ns = elapsed_ns
 
@@ -80,4 +83,5 @@ class ThreadCounters:
     def reset_extremes(self) -> None:
         """Start the next sample's maxima afresh."""
         self.poll_max_ns = 0
+        self.poll_records_max = 0
         self.commit_max_ns = 0

@@ -4,15 +4,17 @@ Groups and names as Kafka Streams reports them (so dashboards written for it wor
 in Prometheus form, see `prometheus`):
 
 * `stream-thread-metrics` {thread-id}: process-rate/total, process-latency-avg/max, poll-rate/total,
-  poll-latency-avg/max, poll-records-avg, poll-ratio, process-ratio, commit-rate/total,
-  commit-latency-avg/max, commit-ratio, thread-start-time. A "thread" is one group member: the
-  client itself, or worker i of `streamlet run --workers N` (thread id `<client>-StreamThread-<i+1>`).
+  poll-latency-avg/max, poll-records-avg/max, poll-ratio, process-ratio, commit-rate/total,
+  commit-latency-avg/max, commit-ratio, punctuate-rate/total, punctuate-latency-avg/max,
+  punctuate-ratio, task-created-rate/total, task-closed-rate/total, thread-start-time. A "thread" is
+  one group member: the client itself, or worker i of `streamlet run --workers N` (thread id
+  `<client>-StreamThread-<i+1>`).
 * `stream-metrics` {client-id} (the client): version, commit-id, application-id, topology-description,
   state (text), client-state, recording-level, alive-stream-threads, failed-stream-threads (Kafka Streams
   4.x's client level; see `_client_metrics`).
 * `stream-task-metrics` {thread-id, task-id}: dropped-records-rate/total (info); process-rate/total,
-  process-latency-avg/max, restore-rate/total (debug; Kafka Streams 4.x counts restoration per task),
-  active-buffer-count (debug).
+  process-latency-avg/max, punctuate-rate/total, punctuate-latency-avg/max, restore-rate/total (debug;
+  Kafka Streams 4.x counts restoration per task), active-buffer-count (debug).
 * `stream-processor-node-metrics` {thread-id, task-id, processor-node-id}: record-e2e-latency-avg/min/max
   of each task's source node (info), the wall-clock time at processing minus the record timestamp.
 * `stream-state-metrics` {thread-id, task-id, <type>-state-id} (debug): put-rate, put-latency-avg/max,
@@ -124,10 +126,13 @@ class StreamsMetrics:
             return totals, maxima, minima
         totals.update({"polls": thread.polls, "poll_ns": thread.poll_ns, "polled": thread.polled_records,
                        "commits": thread.commits, "commit_ns": thread.commit_ns})
-        maxima.update({"poll_ns": thread.poll_max_ns, "commit_ns": thread.commit_max_ns})
+        maxima.update({"poll_ns": thread.poll_max_ns, "commit_ns": thread.commit_max_ns,
+                       "poll_records": thread.poll_records_max})
         thread.reset_extremes()
-        processed = process_ns = 0
-        record_max = 0.0
+        if sup.tasks is not None:
+            totals.update({"tasks_created": sup.tasks.tasks_created, "tasks_closed": sup.tasks.tasks_closed})
+        processed = process_ns = punctuations = punctuate_ns = 0
+        record_max = punctuate_max = 0.0
         tasks = sup.tasks
         for actor in (tasks.actors.values() if tasks is not None else ()):
             task, counters = actor.task, actor.counters
@@ -141,6 +146,12 @@ class StreamsMetrics:
             maxima.update({(key, "record_ns"): counters.max_record_latency_ns, (key, "e2e"): counters.e2e_max_ms})
             if counters.e2e_count and counters.e2e_min_ms != float("inf"):
                 minima[(key, "e2e")] = counters.e2e_min_ms
+            totals.update({(key, "punctuations"): task.punctuations, (key, "punctuate_ns"): task.punctuate_ns})
+            maxima[(key, "punctuate_ns")] = task.punctuate_max_ns
+            task.punctuate_max_ns = 0
+            punctuations += task.punctuations
+            punctuate_ns += task.punctuate_ns
+            punctuate_max = max(punctuate_max, maxima[(key, "punctuate_ns")])
             processed += task.processed
             process_ns += counters.process_ns
             record_max = max(record_max, counters.max_record_latency_ns)
@@ -167,6 +178,8 @@ class StreamsMetrics:
                        "e2e_sum": sum(v for k, v in totals.items() if isinstance(k, tuple) and k[1] == "e2e_sum"),
                        "e2e_count": sum(v for k, v in totals.items() if isinstance(k, tuple) and k[1] == "e2e_count")})
         maxima["record_ns"] = record_max
+        totals.update({"punctuations": punctuations, "punctuate_ns": punctuate_ns})
+        maxima["punctuate_ns"] = punctuate_max
         return totals, maxima, minima
 
     def instrument(self, task: Any) -> None:
@@ -211,6 +224,7 @@ class StreamsMetrics:
         add("poll-latency-avg", t, thread_tags, s.ratio("poll_ns", "polls", ms), description="poll time (ms)")
         add("poll-latency-max", t, thread_tags, s.maximum("poll_ns") * ms, description="longest poll (ms)")
         add("poll-records-avg", t, thread_tags, s.ratio("polled", "polls"), description="records per poll")
+        add("poll-records-max", t, thread_tags, s.maximum("poll_records"), description="most records one poll returned")
         add("poll-ratio", t, thread_tags, s.delta("poll_ns") / span_ns if span_ns else 0.0,
             description="fraction of time spent polling")
         add("process-ratio", t, thread_tags, s.delta("process_ns") / span_ns if span_ns else 0.0,
@@ -222,6 +236,13 @@ class StreamsMetrics:
         add("commit-ratio", t, thread_tags, s.delta("commit_ns") / span_ns if span_ns else 0.0,
             description="fraction of time spent committing")
         add("thread-start-time", t, thread_tags, sup.counters.started_ms, description="start time (epoch ms)")
+        _punctuate_metrics(add, t, thread_tags, s, lambda what: what)
+        add("punctuate-ratio", t, thread_tags, s.delta("punctuate_ns") / span_ns if span_ns else 0.0,
+            description="fraction of time spent punctuating")
+        add("task-created-total", t, thread_tags, s.total("tasks_created"), True, "active tasks created")
+        add("task-created-rate", t, thread_tags, s.rate("tasks_created"), description="active tasks created per second")
+        add("task-closed-total", t, thread_tags, s.total("tasks_closed"), True, "active tasks closed")
+        add("task-closed-rate", t, thread_tags, s.rate("tasks_closed"), description="active tasks closed per second")
         tasks = sup.tasks
         for actor in sorted(tasks.actors.values() if tasks is not None else (), key=lambda a: a.task.task_id):
             task_id = actor.task.task_id
@@ -234,6 +255,8 @@ class StreamsMetrics:
                 "records dropped: skipped by a handler, dead-lettered, or with an invalid timestamp")
             add("dropped-records-rate", "stream-task-metrics", tags, s.rate(key("dropped")),
                 description="records dropped per second")
+            if self.level >= _LEVELS["DEBUG"]:
+                _punctuate_metrics(add, "stream-task-metrics", tags, s, key)
             if self.level >= _LEVELS["DEBUG"]:
                 g = "stream-task-metrics"
                 restored = [s.total((task_id, store, "restored")) for store in self._stores.get(task_id, {})]
@@ -328,6 +351,18 @@ class StreamsMetrics:
                    float(getattr(client, "failed_members", 0))),  # a gauge: Prometheus wants counters named *_total
         ]
         return found
+
+
+def _punctuate_metrics(add: Callable[..., None], group: str, tags: tuple[tuple[str, str], ...], s: Sampler,
+                       key: Callable[[str], Hashable]) -> None:
+    """punctuate-total/rate/latency-avg/max of a thread or task (Kafka Streams' names), from the
+    punctuation counts and times `key` names in the samples."""
+    add("punctuate-total", group, tags, s.total(key("punctuations")), True, "punctuations run")
+    add("punctuate-rate", group, tags, s.rate(key("punctuations")), description="punctuations per second")
+    add("punctuate-latency-avg", group, tags, s.ratio(key("punctuate_ns"), key("punctuations"), 1e-6),
+        description="average punctuation time (ms)")
+    add("punctuate-latency-max", group, tags, s.maximum(key("punctuate_ns")) * 1e-6,
+        description="longest punctuation (ms)")
 
 
 _CLIENT_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR")

@@ -93,6 +93,10 @@ class TaskManager:
         self.read_commits: CommitReader | None = None
         self.global_stores: Mapping[str, StateStore] = {}  # the instance's global stores, read by every task
         self.actors: dict[TaskKey, TaskActor] = {}
+        self.tasks_created = 0
+        """Active tasks created (stores opened), for Kafka Streams' thread metric task-created-total."""
+        self.tasks_closed = 0
+        """Active tasks closed, clean or dirty, restoring or running (task-closed-total)."""
         self.restoring: dict[TaskKey, tuple[StreamTask, RecordSender, list[tuple[str, int]]]] = {}
         self._by_partition: dict[tuple[str, int], TaskActor] = {}
         self._sub_of_topic: dict[str, SubTopology] = {}
@@ -160,6 +164,7 @@ class TaskManager:
             task.close(clean=False)
             await self.commits.close_task(task.task_id, clean=False)
             raise
+        self.tasks_created += 1
         self.on_task_created(task)
         self.reader.begin(task)
         self.restoring[(sub.id, partition)] = (task, sender, tps)
@@ -209,6 +214,7 @@ class TaskManager:
         task, _, _ = self.restoring.pop(key)
         self.reader.cancel(task)
         task.close(clean=False)
+        self.tasks_closed += 1
         await self.commits.close_task(task.task_id, clean=False)
         log.info("task %s closed while restoring", task.task_id)
 
@@ -217,6 +223,7 @@ class TaskManager:
         (under exactly-once its transaction is aborted and its local state will be rebuilt). A clean
         close whose commit is refused (the task's new owner fenced us) becomes a dirty one."""
         actor = self.actors.pop(key)
+        self.tasks_closed += 1
         for tp in [tp for tp, a in self._by_partition.items() if a is actor]:
             del self._by_partition[tp]
         task = actor.task
@@ -255,6 +262,7 @@ class TaskManager:
         Nothing is committed; their stores are closed so that a replacement member can open them
         again, and under exactly-once their local state is wiped, as after any dirty close."""
         tasks = [task for task, _, _ in self.restoring.values()] + [a.task for a in self.actors.values()]
+        self.tasks_closed += len(tasks)
         self.restoring.clear()
         self.actors.clear()
         self._by_partition.clear()

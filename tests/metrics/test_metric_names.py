@@ -50,13 +50,10 @@ _STORE_OP_NAMES = _words(
     "range-latency-max range-rate restore-latency-avg restore-latency-max record-e2e-latency-avg "
     "record-e2e-latency-max record-e2e-latency-min uncommitted-bytes")
 _THREAD_NOT_YET = _words(
-    "blocked-time-ns-total poll-records-max process-records-avg process-records-max punctuate-latency-avg "
-    "punctuate-latency-max punctuate-rate punctuate-ratio punctuate-total state task-closed-rate task-closed-total "
-    "task-created-rate task-created-total")
+    "blocked-time-ns-total process-records-avg process-records-max state")
 _TASK_NOT_YET = _words(
     "active-process-ratio cache-size-bytes-total enforced-processing-rate "
-    "enforced-processing-total punctuate-latency-avg punctuate-latency-max punctuate-rate punctuate-total "
-    "record-lateness-avg record-lateness-max restore-remaining-records-total")
+    "enforced-processing-total record-lateness-avg record-lateness-max restore-remaining-records-total")
 _TOPIC = "processor-node-id,task-id,thread-id,topic"
 
 ONLY_KAFKA_STREAMS: dict[str, str] = {

@@ -22,11 +22,16 @@ ForeachAction = Callable[[Any, Any], Any]
 
 
 class _Forwarding(Processor):
+    """Forwards with `forwarder_and_guard`: each `process` catches its children's errors in its own frame
+    (free until something raises) and hands them to `_failed`, which handles them at the child that raised
+    (Kafka Streams handles a processing error at the failing node), instead of a guarding frame per hop."""
+
     _forward: Callable[[Record], None]
+    _failed: Callable[[Record, Exception], None]
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._forward = context.forwarder()
+        self._forward, self._failed = context.forwarder_and_guard()
 
 
 class StreamFilter(_Forwarding):
@@ -38,14 +43,20 @@ class StreamFilter(_Forwarding):
 
     def process(self, record: Record) -> None:
         if bool(self._predicate(record.key, record.value)) is not self._negate:
-            self._forward(record)
+            try:
+                self._forward(record)
+            except Exception as exc:
+                self._failed(record, exc)
 
 
 class PassThrough(_Forwarding):
     """Forwards every record: `merge`, and the filter in front of a repartition sink."""
 
     def process(self, record: Record) -> None:
-        self._forward(record)
+        try:
+            self._forward(record)
+        except Exception as exc:
+            self._failed(record, exc)
 
 
 class DropNullKeys(_Forwarding):
@@ -54,7 +65,10 @@ class DropNullKeys(_Forwarding):
 
     def process(self, record: Record) -> None:
         if record.key is not None:
-            self._forward(record)
+            try:
+                self._forward(record)
+            except Exception as exc:
+                self._failed(record, exc)
 
 
 class StreamMap(_Forwarding):
@@ -65,7 +79,11 @@ class StreamMap(_Forwarding):
 
     def process(self, record: Record) -> None:
         key, value = self._mapper(record.key, record.value)
-        self._forward(_new(Record, (key, value, record.timestamp, record.headers)))
+        out = _new(Record, (key, value, record.timestamp, record.headers))
+        try:
+            self._forward(out)
+        except Exception as exc:
+            self._failed(out, exc)
 
 
 class StreamSelectKey(_Forwarding):
@@ -76,7 +94,11 @@ class StreamSelectKey(_Forwarding):
 
     def process(self, record: Record) -> None:
         value = record[1]
-        self._forward(_new(Record, (self._key_selector(record[0], value), value, record[2], record[3])))
+        out = _new(Record, (self._key_selector(record[0], value), value, record[2], record[3]))
+        try:
+            self._forward(out)
+        except Exception as exc:
+            self._failed(out, exc)
 
 
 class StreamMapValues(_Forwarding):
@@ -86,7 +108,11 @@ class StreamMapValues(_Forwarding):
         self._mapper = mapper
 
     def process(self, record: Record) -> None:
-        self._forward(record.with_value(self._mapper(record.value)))
+        out = record.with_value(self._mapper(record.value))
+        try:
+            self._forward(out)
+        except Exception as exc:
+            self._failed(out, exc)
 
 
 class StreamFlatMap(_Forwarding):
@@ -98,7 +124,11 @@ class StreamFlatMap(_Forwarding):
     def process(self, record: Record) -> None:
         forward, ts, headers = self._forward, record.timestamp, record.headers
         for key, value in self._mapper(record.key, record.value):
-            forward(_new(Record, (key, value, ts, headers)))
+            out = _new(Record, (key, value, ts, headers))
+            try:
+                forward(out)
+            except Exception as exc:
+                self._failed(out, exc)
 
 
 class StreamFlatMapValues(_Forwarding):
@@ -110,7 +140,11 @@ class StreamFlatMapValues(_Forwarding):
     def process(self, record: Record) -> None:
         forward, key, ts, headers = self._forward, record.key, record.timestamp, record.headers
         for value in self._mapper(record.value):
-            forward(_new(Record, (key, value, ts, headers)))
+            out = _new(Record, (key, value, ts, headers))
+            try:
+                forward(out)
+            except Exception as exc:
+                self._failed(out, exc)
 
 
 class StreamPeek(_Forwarding):
@@ -121,7 +155,10 @@ class StreamPeek(_Forwarding):
 
     def process(self, record: Record) -> None:
         self._action(record.key, record.value)
-        self._forward(record)
+        try:
+            self._forward(record)
+        except Exception as exc:
+            self._failed(record, exc)
 
 
 class StreamForeach(Processor):
