@@ -6,10 +6,12 @@ source table, when a downstream node needs its old values; otherwise updates flo
 a store.
 
 A table is versioned (KIP-914) when it is kept in a versioned store, or when it is a filter or
-mapping without a store of its own over a versioned table; a table kept in any other store, a join
-result, an aggregation or a suppression is not. Downstream of a versioned table, table-table joins
-and groupings drop out-of-order updates, filters forward every update, `suppress` is refused, and a
-stream joined with it meets each key's row as of the stream record's time (Kafka Streams' rules).
+mapping given no `Materialized` over a versioned table; a table given any other `Materialized` (even
+one without a store name, which keeps no store), a join result, an aggregation or a suppression is
+not: Kafka Streams decides it from the `Materialized` alone (`KTableImpl.maybeSetOutputVersioned`).
+Downstream of a versioned table, table-table joins and groupings drop out-of-order updates, filters
+forward every update, `suppress` is refused, and a stream joined with it meets each key's row as of
+the stream record's time (Kafka Streams' rules).
 """
 
 from __future__ import annotations
@@ -182,7 +184,7 @@ class KTable:
         supplier.versioned_semantics = self._is_versioned()
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
         return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self,
-                      output_versioned=is_versioned(materialized) if queryable else None)
+                      output_versioned=_output_versioned(materialized))
 
     def map_values(self, mapper: Callable[[Any], Any], materialized: Materialized | None = None,
                    named: Named | str | None = None) -> KTable:
@@ -200,7 +202,7 @@ class KTable:
         supplier = TableMapValuesSupplier(self._enable_sending_old_values, mapper, queryable)
         node = self._add_table_processor(name, supplier, materialized if queryable else None, queryable)
         return KTable(self._builder, name, key_serde, value_serde, queryable, supplier, node, parent=self,
-                      output_versioned=is_versioned(materialized) if queryable else None)
+                      output_versioned=_output_versioned(materialized))
 
     # -- table-table joins ----------------------------------------------------------------------------
     @overload
@@ -395,6 +397,12 @@ class KTable:
                 topology.add_state_store(timestamped_store_builder(materialized, store_name), name)
 
         return self._builder.add(GraphNode(name, write), self._node)
+
+
+def _output_versioned(materialized: Materialized | None) -> bool | None:
+    """Whether a filter's or mapping's table is versioned: None (as its parent) without a `Materialized`;
+    with one, whether it gives a versioned store, named or not (Kafka Streams' rule)."""
+    return None if materialized is None else is_versioned(materialized)
 
 
 def _foreign_key_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any, Any] | None:

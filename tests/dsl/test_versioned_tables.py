@@ -141,6 +141,42 @@ def test_a_filter_over_a_versioned_table_forwards_every_update() -> None:
     assert run(topology(Materialized("plain")), steps)["out"] == []
 
 
+def test_a_table_operation_given_a_materialized_is_not_versioned_without_a_versioned_store() -> None:
+    """Kafka Streams sets a filter's (or mapping's) output versioned or not whenever it is given a
+    `Materialized`, named or not: a `Materialized` without a store name and without a versioned supplier
+    keeps no store, yet the table it makes is not versioned, so what reads it uses plain-table rules."""
+    def topology(materialized: Materialized | None) -> Topology:
+        builder = StreamsBuilder()
+        table = builder.table("tbl", Consumed(S, S), versioned(history=0))
+        first = table.filter(lambda k, v: len(v) % 2 == 0, materialized)
+        first.filter(lambda k, v: len(v) % 2 == 0, Materialized("second")).to_stream().to("out", Produced(S, S))
+        return builder.build()
+
+    steps = [("tbl", "a", None, 0), ("tbl", "a", "1", 1)]
+    # plain-table rules below the first filter: nothing seen before and after, nothing forwarded
+    assert run(topology(Materialized(logging=False)), steps)["out"] == []
+    # without a Materialized the first filter is as versioned as its parent: every update goes on
+    assert run(topology(None), steps)["out"] == [("a", None, 0), ("a", None, 1)]
+
+
+def test_a_foreign_key_join_over_an_unversioned_filter_follows_an_out_of_order_update() -> None:
+    """The subscription side of a foreign-key join drops out-of-order updates only of a versioned left
+    table; behind a filter given a (nameless, plain) `Materialized` the left table is not versioned, so an
+    out-of-order update moves the row's subscription (checked against Kafka Streams 4.4.0)."""
+    def topology(materialized: Materialized | None) -> Topology:
+        builder = StreamsBuilder()
+        left = builder.table("tbl", Consumed(S, S), versioned(history=3))
+        right = builder.table("tbl2", Consumed(S, S))
+        filtered = left.filter(lambda k, v: k < "c", materialized)
+        filtered.join(right, lambda v: v[0], lambda a, b: f"{a}&{b}").to_stream().to("out", Produced(S, S))
+        return builder.build()
+
+    # b subscribes to "1"; the out-of-order "0x" moves it to "0" unless the left table is versioned
+    steps = [("tbl2", "1", "R1", 0), ("tbl", "b", "1x", 5), ("tbl", "b", "0x", 3), ("tbl2", "1", "R2", 6)]
+    assert run(topology(Materialized(logging=False)), steps)["out"] == [("b", "1x&R1", 5)]
+    assert run(topology(None), steps)["out"] == [("b", "1x&R1", 5), ("b", "1x&R2", 6)]
+
+
 def test_the_processor_api_sees_a_versioned_store() -> None:
     class Recorder(Processor):
         def init(self, context: Any) -> None:

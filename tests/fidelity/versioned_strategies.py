@@ -65,17 +65,20 @@ def store_cases(draw: Draw) -> Case:
 
 
 def _table_ops(draw: Draw, n: int) -> list[dict[str, Any]]:
-    """Filters and mappings over a table, each with no store, a timestamped store or a versioned one."""
+    """Filters and mappings over a table, each with no store, a timestamped store, a versioned one, or a
+    `Materialized` without a store name (which keeps no store but ends the table's versioning)."""
     ops = []
     for i in range(draw(st.integers(0, 2))):
         kind = draw(st.sampled_from(["filter", "filter_not", "map_values"]))
         fn = draw(st.sampled_from(["tag", "length"] if kind == "map_values" else ["value_even_length", "key_before_c"]))
-        choice = draw(st.integers(0, 3))
+        choice = draw(st.integers(0, 4))
         store: dict[str, Any] | None = None
         if choice == 2:
             store = {"name": f"ts{n}{i}", "type": None, "caching": draw(st.booleans()), "logging": True}
         elif choice == 3:
             store = versioned_store(draw, f"vt{n}{i}")
+        elif choice == 4:  # a Materialized without a store name: no store, yet no longer a versioned table
+            store = {"name": None, "type": None, "caching": draw(st.booleans()), "logging": draw(st.booleans())}
         ops.append({"op": kind, "fn": fn, "store": store})
     return ops
 
