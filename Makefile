@@ -156,8 +156,9 @@ $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
 bench: compile broker-jars spark-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks
 
-# WordCount on the Spark engine beside native Spark Structured Streaming, local[1] and local[2], as
-# bounded runs (backfills) in one SparkSession (benchmarks/spark_bench.py; writes benchmarks/results/spark.json).
+# WordCount on the Spark engine beside native Spark Structured Streaming, local[1], local[2] and a standalone
+# cluster on loopback (spark-cluster: a master and two one-core workers, benchmarks/spark_cluster.py), as
+# bounded runs (backfills) in one SparkSession per master (benchmarks/spark_bench.py; writes benchmarks/results/spark.json).
 # make bench runs both continuously beside the other systems.
 bench-spark: compile broker-jars spark-jars
 	$(BIN)/python -m benchmarks.spark_bench

@@ -3,7 +3,8 @@
 Both read the same pre-loaded `lines` topic (benchmarks/workloads.py's generator, 2 partitions) to its
 end with `availableNow` and the same cap on input lines per micro-batch (`--batch`; the engine's counting
 query, which reads the repartition topic, is not capped again: see `streamlet.spark.query.trigger_cap`),
-on `local[1]` and then `local[2]`:
+on `local[1]`, `local[2]` and `spark-cluster` (a standalone master and two one-core workers started
+here from pyspark's own `spark-class`, on loopback; see `benchmarks.spark_cluster`):
 
 * `streamlet-spark`: `benchmarks/apps/streamlet_app.py:wordcount`, unchanged, through `SparkStreams`
   (two queries: split and repartition by word, then count; caching on, so each batch sends the latest
@@ -36,6 +37,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from benchmarks.kafka_bench import create_topics, preload
+from benchmarks.spark_cluster import CLUSTER, session_for
 from benchmarks.workloads import BASE_TS, split_words, word_lines
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,13 +85,23 @@ def _spark_cpu_seconds() -> tuple[float, float]:
         used[int(entry)] = sum(int(f) for f in fields[11:15]) / tick  # utime, stime, cutime, cstime
         children.setdefault(int(fields[1]), []).append(int(entry))
 
-    def is_spark(pid: int) -> bool:
+    def cmdline(pid: int) -> bytes:
         try:
-            return b"org.apache.spark.deploy.SparkSubmit" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            return Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
-            return False
+            return b""
 
-    jvms = [pid for pid in children.get(os.getpid(), []) if is_spark(pid)]
+    def below(pid: int) -> list[int]:
+        found, todo = [], list(children.get(pid, []))
+        while todo:
+            found.append(todo.pop())
+            todo.extend(children.get(found[-1], []))
+        return found
+
+    # The driver JVM, and on `spark-cluster` the executors' JVMs (children of the workers started here);
+    # the master's and workers' own JVMs are left out, as the broker is.
+    jvms = [pid for pid in below(os.getpid()) if any(
+        name in cmdline(pid) for name in (b"org.apache.spark.deploy.SparkSubmit", b"CoarseGrainedExecutorBackend"))]
     python = sum(os.times()[:2])
     todo = [child for pid in jvms for child in children.get(pid, [])]
     while todo:
@@ -167,14 +179,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=20_000, help="lines per micro-batch at most")
-    parser.add_argument("--masters", default="local[1],local[2]")
+    parser.add_argument("--masters", default=f"local[1],local[2],{CLUSTER}",
+                        help=f"Spark masters, comma-separated; {CLUSTER!r}: a standalone master and two workers "
+                        "started here on loopback")
     parser.add_argument("--native-first", action="store_true",
                         help="run native Spark first in each session (the first run warms the JVM up)")
     parser.add_argument("--stages", type=Path, help="write each run's Spark stages (wall, run and CPU time, "
                         "records) to this JSON file (turns the Spark UI on)")
     args = parser.parse_args()
 
-    from streamlet.spark.session import spark_session
     from streamlet.testing.local_broker import LocalKafkaBroker
 
     truth = Counter(w for line in word_lines(args.lines) for w in split_words(line.decode()))
@@ -188,32 +201,31 @@ def main() -> int:
         for master in args.masters.split(","):
             t0 = time.monotonic()
             ui = {"spark.ui.enabled": "true", "spark.ui.port": "0"} if args.stages else {}
-            spark = spark_session(master, "streamlet-spark-bench", ui)
-            start_s = time.monotonic() - t0
-            tag = master.replace("local[", "").replace("]", "").replace("*", "all")
-            systems: list[tuple[str, Any, Any]] = [
-                ("streamlet-spark", _run_engine, lambda v: struct.unpack(">q", v)[0]),
-                ("native Spark", _run_native, lambda v: int(v.decode()))]
-            for system, run, decode in (systems[::-1] if args.native_first else systems):
-                before = max([s["stage"] for run_log in stage_log if run_log["master"] == master
-                              for s in run_log["stages"]], default=-1)
-                jvm_before, python_before = _spark_cpu_seconds()
-                seconds, batches, output = run(spark, bootstrap, source, args.batch, tag)
-                jvm_after, python_after = _spark_cpu_seconds()
-                cpu_jvm, cpu_python = jvm_after - jvm_before, python_after - python_before
-                if args.stages:
-                    stage_log.append({"system": system, "master": master, "stages": _stages(spark, before)})
-                correct = asyncio.run(_latest(bootstrap, output, decode)) == dict(truth)
-                row = {"system": system, "master": master, "lines": args.lines, "seconds": round(seconds, 2),
-                       "lines_per_s": round(args.lines / seconds), "batches": len(batches),
-                       "batch_ms_median": statistics.median(batches) if batches else None,
-                       "batch_ms_max": max(batches) if batches else None, "session_start_s": round(start_s, 1),
-                       "cpu_s": round(cpu_jvm + cpu_python, 1),
-                       "cpu_jvm_s": round(cpu_jvm, 1), "cpu_python_s": round(cpu_python, 1),
-                       "load_avg": round(os.getloadavg()[0], 1), "correct": correct}
-                print(json.dumps(row), flush=True)
-                results.append(row)
-            spark.stop()
+            with session_for(master, "streamlet-spark-bench", ui) as spark:
+                start_s = time.monotonic() - t0
+                tag = master.replace("local[", "").replace("]", "").replace("*", "all")
+                systems: list[tuple[str, Any, Any]] = [
+                    ("streamlet-spark", _run_engine, lambda v: struct.unpack(">q", v)[0]),
+                    ("native Spark", _run_native, lambda v: int(v.decode()))]
+                for system, run, decode in (systems[::-1] if args.native_first else systems):
+                    before = max([s["stage"] for run_log in stage_log if run_log["master"] == master
+                                  for s in run_log["stages"]], default=-1)
+                    jvm_before, python_before = _spark_cpu_seconds()
+                    seconds, batches, output = run(spark, bootstrap, source, args.batch, tag)
+                    jvm_after, python_after = _spark_cpu_seconds()
+                    cpu_jvm, cpu_python = jvm_after - jvm_before, python_after - python_before
+                    if args.stages:
+                        stage_log.append({"system": system, "master": master, "stages": _stages(spark, before)})
+                    correct = asyncio.run(_latest(bootstrap, output, decode)) == dict(truth)
+                    row = {"system": system, "master": master, "lines": args.lines, "seconds": round(seconds, 2),
+                           "lines_per_s": round(args.lines / seconds), "batches": len(batches),
+                           "batch_ms_median": statistics.median(batches) if batches else None,
+                           "batch_ms_max": max(batches) if batches else None, "session_start_s": round(start_s, 1),
+                           "cpu_s": round(cpu_jvm + cpu_python, 1),
+                           "cpu_jvm_s": round(cpu_jvm, 1), "cpu_python_s": round(cpu_python, 1),
+                           "load_avg": round(os.getloadavg()[0], 1), "correct": correct}
+                    print(json.dumps(row), flush=True)
+                    results.append(row)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     if args.stages:

@@ -15,7 +15,7 @@ from typing import Any
 
 from streamlet.spark.grouping import shuffle_partitions
 from streamlet.spark.plan import MAX_OFFSETS_KEY, PARTITIONS_KEY, SubTopologyPlan
-from streamlet.spark.rows import INPUT_COLUMNS, headers_column
+from streamlet.spark.rows import INPUT_COLUMNS, headers_column, topic_column
 from streamlet.spark.sink import run_batch
 from streamlet.spark.stateless import stateless_tasks
 from streamlet.spark.task_processor import OUTPUT_SCHEMA, TaskProcessor
@@ -122,14 +122,15 @@ def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Boun
     from pyspark.sql import functions as F
 
     df = _source(spark, plan, bounds)
+    bounded_rows = _until_filter(bounds)
+    if bounded_rows is not None:  # on the source's columns (the topic by name)
+        df = df.where(bounded_rows)
     keys = F.create_map(*[F.lit(x) for p, key in enumerate(plan.task_keys) for x in (p, key)])
-    rows = df.select(keys[F.col("partition")].cast("int").alias("task"), "topic", "partition", "offset",
+    rows = df.select(keys[F.col("partition")].cast("int").alias("task"),
+                     topic_column(plan.source_topics).cast("int").alias("topic"), "partition", "offset",
                      F.unix_millis(F.col("timestamp")).alias("timestamp"), "key", "value",
                      headers_column().alias("headers"))
     assert tuple(rows.columns) == INPUT_COLUMNS
-    bounded_rows = _until_filter(bounds)
-    if bounded_rows is not None:
-        rows = rows.where(bounded_rows)
     if plan.stateless:
         out = rows.mapInArrow(stateless_tasks(plan), OUTPUT_SCHEMA)
     else:

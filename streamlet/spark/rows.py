@@ -26,7 +26,8 @@ from streamlet.actors.partition_group import RawRecord
 from streamlet.record import Headers
 
 INPUT_COLUMNS = ("task", "topic", "partition", "offset", "timestamp", "key", "value", "headers")
-"""The input rows' columns, in this order (the query selects them so)."""
+"""The input rows' columns, in this order (the query selects them so). `topic` is the topic's index in the
+query's source topics (`topic_column`), not its name."""
 
 ByPartition = dict[tuple[str, int], list[RawRecord]]
 by_offset = attrgetter("offset")
@@ -44,6 +45,19 @@ def headers_column() -> Any:
     from pyspark.sql import functions as F
 
     return F.when(F.size("headers") > 0, F.to_json(F.col("headers"), {"ignoreNullFields": "true"}))
+
+
+def topic_column(topics: Sequence[str]) -> Any:
+    """The `topic` input column: the record's topic as its index in `topics` (the query's source topics,
+    in the order the tasks are told them), not the name. A name is tens of bytes on every row, through
+    the shuffle, Arrow and pandas, and for a repartition topic it is most of the row: WordCount's
+    counting rows carry a 6-byte key and an 8-byte count beside a 50-odd-byte topic name."""
+    from pyspark.sql import functions as F
+
+    if len(topics) == 1:
+        return F.lit(0)
+    index = F.create_map(*[F.lit(x) for i, topic in enumerate(topics) for x in (topic, i)])
+    return index[F.col("topic")]
 
 
 def _headers(encoded: str | None) -> Headers:
@@ -65,36 +79,38 @@ def _header_column(column: list[Any]) -> list[Headers]:
     return [_headers(h) for h in column]
 
 
-def add_columns(into: ByPartition, columns: Sequence[list[Any]]) -> None:
-    """Append one chunk of input, given as INPUT_COLUMNS lists, to its partitions' records."""
-    _tasks, topics, partitions, offsets, stamps, keys, values, headers = columns
+def add_columns(into: ByPartition, columns: Sequence[list[Any]], topics: Sequence[str]) -> None:
+    """Append one chunk of input, given as INPUT_COLUMNS lists, to its partitions' records (`topics`: the
+    names of the `topic` column's indexes)."""
+    _tasks, indexes, partitions, offsets, stamps, keys, values, headers = columns
     keys, values, kept = _as_bytes(keys), _as_bytes(values), _header_column(headers)
-    runs = set(zip(topics, partitions, strict=True))
-    for topic, partition in runs:
+    runs = set(zip(indexes, partitions, strict=True))
+    for index, partition in runs:
         if len(runs) == 1:
             rows: Iterable[tuple[Any, ...]] = zip(offsets, stamps, keys, values, kept, strict=True)
         else:
-            rows = [(o, t, k, v, h) for tp, p, o, t, k, v, h in zip(topics, partitions, offsets, stamps, keys, values,
-                                                                     kept, strict=True)
-                    if tp == topic and p == partition]
+            rows = [(o, t, k, v, h) for i, p, o, t, k, v, h in zip(indexes, partitions, offsets, stamps, keys, values,
+                                                                    kept, strict=True)
+                    if i == index and p == partition]
+        topic = topics[index]
         into.setdefault((topic, partition), []).extend(
             [RawRecord(topic, partition, o, t, k, v, h) for o, t, k, v, h in rows])
 
 
-def from_frames(frames: Iterable[Any]) -> ByPartition:
+def from_frames(frames: Iterable[Any], topics: Sequence[str]) -> ByPartition:
     """The records of pandas frames with INPUT_COLUMNS, per (topic, partition), each sorted by offset
     (Spark does not keep a group's row order)."""
     found: ByPartition = {}
     for frame in frames:
-        add_columns(found, [frame[name].tolist() for name in INPUT_COLUMNS])
+        add_columns(found, [frame[name].tolist() for name in INPUT_COLUMNS], topics)
     for records in found.values():
         records.sort(key=by_offset)
     return found
 
 
-def from_arrow(batch: Any) -> ByPartition:
+def from_arrow(batch: Any, topics: Sequence[str]) -> ByPartition:
     """The records of one Arrow record batch with INPUT_COLUMNS (as `mapInArrow` hands them, already in
     offset order: one Kafka partition's run, never reordered)."""
     found: ByPartition = {}
-    add_columns(found, [batch.column(name).to_pylist() for name in INPUT_COLUMNS])
+    add_columns(found, [batch.column(name).to_pylist() for name in INPUT_COLUMNS], topics)
     return found

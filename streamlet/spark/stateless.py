@@ -92,7 +92,7 @@ def stateless_tasks(plan: SubTopologyPlan) -> Callable[[Iterator[Any]], Iterator
 
 def _read_and_run(plan: SubTopologyPlan, batches: Iterator[Any], found: ByPartition) -> int:
     for batch in batches:
-        for where, records in from_arrow(batch).items():
+        for where, records in from_arrow(batch, plan.source_topics).items():
             found.setdefault(where, []).extend(records)
     partitions = {partition for _topic, partition in found}
     assert len(partitions) <= 1, f"a Kafka partition was split or merged across Spark partitions: {partitions}"

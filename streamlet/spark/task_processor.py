@@ -129,7 +129,7 @@ class TaskProcessor(StatefulProcessor):
             handle.registerTimer(due)
 
     def _run(self, key: Any, now: int, frames: Iterator[Any] | None) -> Any:
-        by_partition = from_frames(frames) if frames is not None else {}
+        by_partition = from_frames(frames, self._plan.source_topics) if frames is not None else {}
         batch = ExactlyOnceBatch(self._plan, self._partition_of[key[0]]) if self._eos else None
         try:
             if batch is not None:

@@ -10,6 +10,14 @@ installed, so this daemon moves the archives behind it on `sys.path` before anyt
 then runs pyspark's own daemon unchanged. An interpreter without an installed pyspark of the same
 version keeps importing from the archives.
 
+The daemon also imports, once, the modules every worker of the engine imports on its first task
+(`PRELOADED`: pyarrow, pandas, pyspark's worker and Arrow serializers, the engine's task modules with
+their Kafka client): pyspark's daemon forks a worker per task slot and again whenever one exits, and
+a forked worker finds them already imported instead of importing them itself. Measured on
+`benchmarks.spark_bench`'s WordCount (local[2], py-spy over the daemon and its workers): 23% of the
+Python samples were workers importing, most of it `import pyarrow` in the first `mapInArrow` task and
+pyspark's `read_udfs`. A module that fails to import here is left to the worker, which reports it.
+
 The session names this module in `spark.python.daemon.module`; `python -m` imports only the
 `streamlet` and `streamlet.spark` packages first, neither of which imports pyspark.
 """
@@ -21,6 +29,11 @@ import os
 import sys
 
 _ARCHIVES = ("pyspark.zip", "py4j-")
+
+PRELOADED = ("pyarrow", "pandas", "pyspark.worker", "pyspark.sql.pandas.serializers",
+             "streamlet.spark.task_processor", "streamlet.spark.stateless", "aiokafka")
+"""Imported by the daemon before it forks workers (see the module docstring). None starts a thread on
+import, so the forked workers inherit them safely."""
 
 
 def _is_spark_archive(entry: str) -> bool:
@@ -57,8 +70,22 @@ def prefer_installed_pyspark(path: list[str]) -> bool:
     return True
 
 
+def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:
+    """Import `modules` now; returns those that failed (each worker then imports, and fails, itself)."""
+    import importlib
+
+    failed = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the worker that needs it raises it where Spark reports it
+            failed.append(name)
+    return failed
+
+
 def main() -> None:
     prefer_installed_pyspark(sys.path)
+    preload()
     from pyspark import daemon
 
     daemon.manager()

@@ -19,7 +19,7 @@ from pyspark.sql.pandas.serializers import TransformWithStateInPandasSerializer
 from streamlet.spark import group_frames
 
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
-INPUT_SCHEMA = pa.schema([("task", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()),
+INPUT_SCHEMA = pa.schema([("task", pa.int32()), ("topic", pa.int32()), ("partition", pa.int32()),
                           ("offset", pa.int64()), ("timestamp", pa.int64()), ("key", pa.binary()),
                           ("value", pa.binary()), ("headers", pa.list_(HEADER))])
 """The engine's input rows (`streamlet.spark.rows.INPUT_COLUMNS`) as the query selects them."""
@@ -68,7 +68,7 @@ def _assert_same(schema: pa.Schema, batches: list[dict[str, list[Any]]], *, key_
 
 def _input_rows(tasks: list[int], offset: int = 0, headers: bool = False) -> dict[str, list[Any]]:
     n = len(tasks)
-    return {"task": tasks, "topic": ["words"] * n, "partition": [t % 3 for t in tasks],
+    return {"task": tasks, "topic": [0] * n, "partition": [t % 3 for t in tasks],
             "offset": list(range(offset, offset + n)), "timestamp": [1_000 + i for i in range(n)],
             "key": [None if i % 7 == 0 else f"k{i}".encode() for i in range(n)],
             "value": [f"v{i}".encode() for i in range(n)],

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyspark
 
-from streamlet.spark.worker_daemon import prefer_installed_pyspark
+from streamlet.spark.worker_daemon import PRELOADED, prefer_installed_pyspark, preload
 
 
 def _archives(tmp_path: Path, version: str) -> list[str]:
@@ -53,3 +53,20 @@ def test_the_engines_workers_import_the_installed_pyspark(spark: Any) -> None:
     [row] = spark.range(1).mapInArrow(where, "file string").collect()
     assert ".zip" not in row.file
     assert Path(row.file) == Path(pyspark.__file__)
+
+
+def test_a_failing_preload_is_left_to_the_worker() -> None:
+    assert preload(("json", "streamlet_no_such_module")) == ["streamlet_no_such_module"]
+
+
+def test_workers_start_with_the_engines_modules_imported(spark: Any) -> None:
+    """A plain Python UDF imports neither pyarrow nor the engine's task modules; its worker has them all the
+    same, imported once by the daemon it was forked from."""
+
+    def imported(_row: Any) -> list[str]:
+        import sys
+
+        return sorted(name for name in PRELOADED if name in sys.modules)
+
+    [found] = spark.sparkContext.parallelize([0], 1).map(imported).collect()
+    assert found == sorted(PRELOADED)
