@@ -177,15 +177,20 @@ def _build_events(workload: str, state_root: Path, partitions: int) -> list:
     return tasks
 
 
-def _feed(tasks: list, topic: str, records: list[Event], partitions: int, offsets: list[int]) -> None:
-    """Hands one poll's records to their partitions' tasks (by the key's murmur2, as the producer did) and
-    processes them."""
-    from streamlet.actors.partition_group import RawRecord
+def _partitions_of(records: list[Event], partitions: int) -> dict[bytes, int]:
+    """Each key's partition (its murmur2, as the producer chose it), worked out before the clock starts."""
     from streamlet.partitioner import default_partition
 
-    per_part: list[list[RawRecord]] = [[] for _ in range(partitions)]
+    return {key: default_partition(key, partitions) for key in {k for k, _v, _t in records}}
+
+
+def _feed(tasks: list, topic: str, records: list[Event], part_of: dict[bytes, int], offsets: list[int]) -> None:
+    """Hands one poll's records to their partitions' tasks and processes them."""
+    from streamlet.actors.partition_group import RawRecord
+
+    per_part: list[list[RawRecord]] = [[] for _ in range(len(offsets))]
     for key, value, ts in records:
-        p = default_partition(key, partitions)
+        p = part_of[key]
         per_part[p].append(RawRecord(topic, p, offsets[p], ts, key, value))
         offsets[p] += 1
     for p, batch in enumerate(per_part):
@@ -213,17 +218,19 @@ def run_events(workload: str, evs: list[Event], partitions: int,
                         output.extend((r.key, r.value) for r in recs)
 
         if workload == "join":
-            _feed(tasks, TABLE, list(users()), partitions, [0] * partitions)
+            table = list(users())
+            _feed(tasks, TABLE, table, _partitions_of(table, partitions), [0] * partitions)
             for task in tasks:
                 task.prepare_commit()
             drain()
         offsets = [0] * partitions
+        part_of = _partitions_of(evs, partitions)
         gc.collect()
         start = time.process_time()
         since_commit = 0
         for i in range(0, len(evs), MAX_POLL_RECORDS):
             chunk = evs[i:i + MAX_POLL_RECORDS]
-            _feed(tasks, EVENTS, chunk, partitions, offsets)
+            _feed(tasks, EVENTS, chunk, part_of, offsets)
             drain()
             since_commit += len(chunk)
             if since_commit >= commit_every:
