@@ -38,6 +38,7 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
 from streamlet.errors import StrayCancellationError
 from streamlet.stores.api import StateStore
+from streamlet.stores.cache import SharedCacheBudget
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -49,14 +50,15 @@ class GlobalStateUpdater:
     """The global stores of one instance and the task that applies global-topic records to them."""
 
     def __init__(self, topology: Topology, config: StreamsConfig, state_root: Path, clock: Callable[[], int],
-                 cache_bytes: int = 0) -> None:
+                 cache_bytes: int = 0, shared_cache: SharedCacheBudget | None = None) -> None:
         sub = topology.global_sub_topology()
         if sub is None:
             raise ValueError("the topology has no global store")
         self.topics = list(sub.source_topics)
         # a collector nothing is sent to: global processors forward nothing, global stores log nothing
         self._task = StreamTask(topology, sub, 0, config, RecordCollector(lambda _topic: 1), state_root, clock,
-                                resolve_topic=lambda t: t, cache_bytes=cache_bytes, task_id=GLOBAL_TASK_ID)
+                                resolve_topic=lambda t: t, cache_bytes=cache_bytes, task_id=GLOBAL_TASK_ID,
+                                shared_cache=shared_cache)
         if self._task.state.task_dir.exists() and not self._task.state.read_checkpoint():
             log.info("global stores: local state without a checkpoint is not trusted; wiping it")
             self._task.state.wipe_local_state()

@@ -249,7 +249,7 @@ class TopologyTestDriver:
         self._global: GlobalStateUpdater | None = None
         if topology.global_stores:
             self._global = GlobalStateUpdater(topology, self.config, state_root, clock=lambda: self._wall_ms,
-                                              cache_bytes=cache_total // max(1, len(subs)))
+                                              cache_bytes=cache_total, shared_cache=shared_cache)
         for task in self._tasks:
             task.initialize_stores()
         for task in self._tasks:

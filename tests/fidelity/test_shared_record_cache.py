@@ -67,3 +67,38 @@ def test_the_shared_cache_keeps_a_closed_window_an_equal_share_would_evict(
     """The case is one where the budget matters: Kafka Streams sends [0,5) only while its cache holds it."""
     windows = {cmb: [r[2] for r in kafka_streams.run(_case(cmb))["records"] if r[1] == "out"] for cmb in (0, 300)}
     assert len(windows[300]) == len(windows[0]) + 1
+
+
+def _global_case(cache_max_bytes: int) -> Case:
+    """An emit-final hopping count behind a global-table join: the global store's entry is in the same cache
+    (Kafka Streams' driver gives the global task the task's one cache), so it takes part of the 300 bytes
+    even once flushed. Found by the differential suite on 2026-11-26; streamlet's driver gave the global
+    stores a cache of their own, and missed the closed window `a@0/20 -> 1`."""
+    return {
+        "config": {"cache_max_bytes": cache_max_bytes},
+        "ops": [
+            {"op": "stream", "topic": "in"},
+            {"op": "process_values", "fn": "running", "store": _cached("pv1", "persistent", False, False)},
+            {"op": "global_join", "kind": "join", "topic": "glb", "store": None, "key_fn": "key", "fn": "pair"},
+            {"op": "group_by_key", "name": None, "serdes": True},
+            {"op": "windowed_by", "window": {"size": 20, "advance": 4, "grace": None}},
+            {"op": "emit_strategy", "kind": "on_window_close"},
+            {"op": "count", "store": _cached(logging=False)},
+            {"op": "to_stream"},
+            {"op": "to", "topic": "out", "key": {"time_windowed": 20}, "value": "long"},
+        ],
+        "inputs": [{"topic": "glb", "key": "a", "value": "0", "ts": 0}, {"advance": 1},
+                   {"topic": "in", "key": "a", "value": None, "ts": 0}, {"advance": 1}, {"advance": 1},
+                   {"topic": "in", "key": "a", "value": None, "ts": 28}],
+        "outputs": ["out"],
+        "all_topics": True,
+    }
+
+
+@pytest.mark.parametrize("cache_max_bytes", [0, 300, 10 * 1024 * 1024])
+def test_the_global_stores_share_the_drivers_one_cache(kafka_streams: KafkaStreamsReference,
+                                                       cache_max_bytes: int) -> None:
+    case = _global_case(cache_max_bytes)
+    theirs = kafka_streams.run(case)
+    report = difference(case, theirs, run_streamlet(case))
+    assert report is None, report
