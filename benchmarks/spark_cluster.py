@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
+
+from streamlet.runtime.parent_death import die_with_parent
 
 CLUSTER = "spark-cluster"
 """The `--masters` name of the standalone cluster."""
@@ -61,8 +64,11 @@ def standalone_cluster(workers: int = WORKERS, timeout_s: float = 180.0) -> Iter
 
     def start(name: str, *args: str) -> None:
         out = (logs / f"{name}.log").open("wb")
+        # Its own session (a Ctrl-C or a killpg of the run reaches the driver first, which stops the cluster
+        # below), and SIGKILL from Linux if this process dies before it could (`spark-class` execs the JVM,
+        # which keeps the request): a killed run leaves no cluster behind to slow the next one.
         procs.append(subprocess.Popen([str(_spark_class()), *args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
+                                      start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL)))
 
     try:
         start("master", "org.apache.spark.deploy.master.Master", "--host", _LOOPBACK, "--port", str(port),

@@ -181,15 +181,22 @@ def provision_spark() -> None:
     ensure_spark_jars()
 
 
-def spark_command(engine: str) -> Callable[[RunSpec], list[str]]:
+SPARK_CLUSTER = "spark-cluster"
+"""A standalone master and two one-core workers on loopback, started by the run itself from pyspark's own
+`spark-class` (benchmarks/spark_cluster.py): as many cores as `local[2]`, but executors in JVMs of their own."""
+SPARK_CLUSTER_LABEL = "standalone cluster, 2 one-core workers"
+
+
+def spark_command(engine: str, master: str = SPARK_MASTER) -> Callable[[RunSpec], list[str]]:
     return lambda run: [sys.executable, "-m", "benchmarks.apps.spark_app", "--engine", engine,
-                        "--master", SPARK_MASTER, *run.cli_args()]
+                        "--master", master, *run.cli_args()]
 
 
 SPARK_EOS_ELSEWHERE = "exactly-once on the Spark engine is the streamlet-spark-eos system"
 SPARK_EOS_ONLY = "streamlet-spark-eos is the Spark engine under exactly_once_v2: WordCount exactly-once only"
 SPARK_WORKLOADS = "issue #12 compares the Spark engine on WordCount, the window count and the join"
 NATIVE_SPARK_ONLY = "the hand-written Spark anchor is WordCount only"
+SPARK_CLUSTER_WORDCOUNT = "the standalone cluster pair measures WordCount at-least-once, beside native Spark"
 
 STATELESS_ONLY = "a hand-written consume→produce pipe keeps no state; it is the ceiling for `pipe` only"
 STATEFUL = ("wordcount_alos", "wordcount_eos", "window_count", "join", "session_count", "stream_join")
@@ -237,6 +244,19 @@ SYSTEMS: dict[str, System] = {s.key: s for s in [
     System("native-spark", f"native Spark WordCount ({SPARK_MASTER})", spark_command("native"), provision_spark,
            not_applicable={w: NATIVE_SPARK_ONLY for w in ("pipe", "wordcount_eos", "window_count", "join",
                                                            "session_count", "stream_join")},
+           max_records=250_000,
+           latency_na="Spark's Kafka sink cannot set record timestamps, which the latency measure reads"),
+    # The same two on a real standalone cluster (issue 27), WordCount at-least-once: the engine beside native
+    # Spark where the shuffle, the state stores and the Python workers live in executor JVMs of their own.
+    System("streamlet-spark-cluster", f"streamlet on Spark ({SPARK_CLUSTER_LABEL})",
+           spark_command("streamlet", SPARK_CLUSTER), provision_spark,
+           not_applicable={w: SPARK_CLUSTER_WORDCOUNT for w in ("pipe", "wordcount_eos", "window_count", "join",
+                                                                 "session_count", "stream_join")},
+           max_records=250_000),
+    System("native-spark-cluster", f"native Spark WordCount ({SPARK_CLUSTER_LABEL})",
+           spark_command("native", SPARK_CLUSTER), provision_spark,
+           not_applicable={w: SPARK_CLUSTER_WORDCOUNT for w in ("pipe", "wordcount_eos", "window_count", "join",
+                                                                 "session_count", "stream_join")},
            max_records=250_000,
            latency_na="Spark's Kafka sink cannot set record timestamps, which the latency measure reads"),
 ]}

@@ -157,10 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
 
     from benchmarks.kafka_bench import end_offsets
-    from streamlet.spark.session import spark_session
+    from benchmarks.spark_cluster import session_for
 
     partitions = len(asyncio.run(end_offsets(run.bootstrap, [run.input])))
-    spark = spark_session(own.master, f"bench-{run.app_id}", {"spark.sql.shuffle.partitions": str(partitions)})
+    # `--master spark-cluster` starts a standalone master and two workers for this run (and stops them).
+    with session_for(own.master, f"bench-{run.app_id}", {"spark.sql.shuffle.partitions": str(partitions)}) as spark:
+        return _run(spark, own, run, stopping)
+
+
+def _run(spark: Any, own: argparse.Namespace, run: argparse.Namespace, stopping: threading.Event) -> int:
     checkpoint = os.path.join(run.state_dir, "spark")
     if own.engine == "native":
         queries = readers = _native_wordcount(spark, run, checkpoint)
@@ -195,7 +200,6 @@ def main(argv: list[str] | None = None) -> int:
         for query in queries:
             if query.isActive:
                 query.stop()
-        spark.stop()
     return 0
 
 
