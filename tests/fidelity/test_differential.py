@@ -6,7 +6,8 @@ logging) and the records to pipe; each case runs on Kafka Streams' own TopologyT
 the whole run, see harness.py) and on streamlet's, and describe(), every output record (key and value
 bytes, timestamp, order, and after which input it came out) and any processing error must be equal.
 
-`FIDELITY_CASES` sets the number of cases (2,000 by default; `make fidelity` runs 50,000);
+`FIDELITY_CASES` sets the number of cases (2,000 by default; `make fidelity` runs 50,000, in shards side by
+side, see shards.py);
 `FIDELITY_FOCUS=fk_join,global_join` makes every case contain one of those ops; `FIDELITY_FOCUS=windows`
 makes every case a windowed aggregation (time, sliding or session windows, emit strategies) or a cogroup
 (see strategies.py).
@@ -20,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.fidelity.harness import KafkaStreamsReference, difference, java_available
+from tests.fidelity.shards import seeded_for_shard, shard_cases, shard_param
 from tests.fidelity.strategies import cases
 from tests.fidelity.topology import Case, run_streamlet
 
@@ -30,12 +32,17 @@ FOCUS = {op for op in os.environ.get("FIDELITY_OPS", "").split(",") if op}
 pytestmark = pytest.mark.skipif(not java_available(), reason="the differential suite needs Java 17 and Maven")
 
 
-def test_same_records_as_kafka_streams(kafka_streams: KafkaStreamsReference) -> None:
+@shard_param
+def test_same_records_as_kafka_streams(kafka_streams: KafkaStreamsReference, request: pytest.FixtureRequest,
+                                       shard: int) -> None:
     refused: list[str] = []  # topologies both refused to build: equal, but they test nothing
+    cases_here = shard_cases(CASES, shard)  # this shard's share (all of them unless FIDELITY_SHARDS, see shards.py)
+    before = kafka_streams.cases_run
 
     # The default example database (.hypothesis/, not committed) keeps a failing case, so that the next
     # run on this machine starts from it: a rare difference is found again rather than lost.
-    @settings(max_examples=CASES, deadline=None,
+    @seeded_for_shard(request, shard)
+    @settings(max_examples=cases_here, deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
     @given(cases().filter(lambda c: any(op["op"] in FOCUS for op in c["ops"])) if FOCUS else cases())
     def check(case: Case) -> None:
@@ -50,6 +57,7 @@ def test_same_records_as_kafka_streams(kafka_streams: KafkaStreamsReference) -> 
             refused.append(theirs["build_error"])
 
     check()
-    assert len(refused) <= kafka_streams.cases_run // 20, f"too many cases built nothing: {refused[:5]}"
+    ran = kafka_streams.cases_run - before
+    assert len(refused) <= ran // 20, f"too many cases built nothing: {refused[:5]}"
     # every case hypothesis ran went to Kafka Streams too (shrinking only adds to this)
-    assert kafka_streams.cases_run >= CASES
+    assert ran >= cases_here

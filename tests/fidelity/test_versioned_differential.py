@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fidelity.harness import KafkaStreamsReference, difference, java_available
+from tests.fidelity.shards import seeded_for_shard, shard_cases, shard_param
 from tests.fidelity.topology import Case, run_streamlet
 from tests.fidelity.versioned_strategies import store_cases, table_cases
 
@@ -27,11 +28,14 @@ CASES = int(os.environ.get("FIDELITY_VERSIONED_CASES", int(os.environ.get("FIDEL
 pytestmark = pytest.mark.skipif(not java_available(), reason="the differential suite needs Java 17 and Maven")
 
 
-def _check(kafka_streams: KafkaStreamsReference, strategy: st.SearchStrategy[Case]) -> None:
+def _check(kafka_streams: KafkaStreamsReference, strategy: st.SearchStrategy[Case], request: pytest.FixtureRequest,
+           shard: int) -> None:
     built: list[bool] = []
     before = kafka_streams.cases_run
+    cases_here = shard_cases(CASES, shard)
 
-    @settings(max_examples=CASES, deadline=None,
+    @seeded_for_shard(request, shard)
+    @settings(max_examples=cases_here, deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(strategy)
     def check(case: Case) -> None:
@@ -46,12 +50,16 @@ def _check(kafka_streams: KafkaStreamsReference, strategy: st.SearchStrategy[Cas
 
     check()
     assert sum(built) >= len(built) * 0.9, "too many cases built nothing"
-    assert kafka_streams.cases_run - before >= CASES  # every case went to Kafka Streams too
+    assert kafka_streams.cases_run - before >= cases_here  # every case went to Kafka Streams too
 
 
-def test_versioned_store_commands_as_kafka_streams(kafka_streams: KafkaStreamsReference) -> None:
-    _check(kafka_streams, store_cases())
+@shard_param
+def test_versioned_store_commands_as_kafka_streams(kafka_streams: KafkaStreamsReference,
+                                                   request: pytest.FixtureRequest, shard: int) -> None:
+    _check(kafka_streams, store_cases(), request, shard)
 
 
-def test_versioned_tables_as_kafka_streams(kafka_streams: KafkaStreamsReference) -> None:
-    _check(kafka_streams, table_cases())
+@shard_param
+def test_versioned_tables_as_kafka_streams(kafka_streams: KafkaStreamsReference, request: pytest.FixtureRequest,
+                                           shard: int) -> None:
+    _check(kafka_streams, table_cases(), request, shard)
