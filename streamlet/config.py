@@ -218,6 +218,9 @@ class StreamsConfig(Mapping[str, Any]):
             raise ConfigError(f"internal.topics.check must be one of {', '.join(INTERNAL_TOPICS_CHECKS)}, "
                               f"got {values['internal.topics.check']!r}")
         values["internal.topics.check"] = check
+        from streamlet.dsl.store_suppliers import check_settings  # the DSL package imports this module
+
+        check_settings(values)
         if not values["state.dir"]:
             values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
             given.discard("state.dir")
