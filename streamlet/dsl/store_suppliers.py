@@ -51,8 +51,8 @@ def check_settings(values: Mapping[str, Any]) -> None:
     suppliers = values.get(DSL_STORE_SUPPLIERS_CLASS)
     if suppliers is not None and (not isinstance(suppliers, str) or suppliers.strip() not in _CLASSES):
         raise ConfigError(f"Invalid value {suppliers} for configuration {DSL_STORE_SUPPLIERS_CLASS}: Class "
-                          f"{suppliers} could not be found (streamlet has the two built-in suppliers: "
-                          f"{ROCKS_DB_SUPPLIERS} and {IN_MEMORY_SUPPLIERS})")
+                          f"{suppliers} could not be found. streamlet has Kafka Streams' two built-in ones: "
+                          f"{ROCKS_DB_SUPPLIERS} (LevelDB here) and {IN_MEMORY_SUPPLIERS}")
 
 
 def topology_in_memory(config: Any) -> bool | None:
