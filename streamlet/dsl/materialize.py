@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl.options import Materialized, StreamJoined
-from streamlet.dsl.store_suppliers import default_in_memory, follows_default
+from streamlet.dsl.store_suppliers import application_default_in_memory, default_in_memory, follows_default
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
 from streamlet.stores.api import StoreBuilder
@@ -184,6 +184,19 @@ def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: 
             sides.append(Stores.window_store_builder(supplier, options.key_serde, value_serde))
     outer = None if outer_store is None else _outer_join_store(options, outer_store)
     return sides[0], sides[1], outer
+
+
+@follows_default
+def subscription_store_builder(store_name: str) -> StoreBuilder:
+    """A foreign-key join's subscription store: bytes in, never cached, on the application's DSL backend
+    (Kafka Streams' SubscriptionStoreFactory, which `StreamsBuilder(config)` does not reach)."""
+    from streamlet.serdes import Serdes
+    from streamlet.stores.factory import Stores
+
+    supplier = (Stores.in_memory_key_value_store(store_name) if application_default_in_memory()
+                else Stores.persistent_timestamped_key_value_store(store_name))
+    builder = Stores.timestamped_key_value_store_builder(supplier, Serdes.Bytes(), Serdes.Bytes())
+    return builder.with_caching_disabled()
 
 
 def check_join_store_suppliers(options: StreamJoined, windows: JoinWindows) -> None:

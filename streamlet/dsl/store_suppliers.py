@@ -11,6 +11,8 @@ The rules, each checked against Kafka Streams 4.4.0:
   else `default.dsl.store` when set;
 - then the application's `dsl.store.suppliers.class` (KafkaStreams / the test driver config). The
   application's `default.dsl.store` has no effect there: Kafka Streams reads it through `TopologyConfig` only.
+- a foreign-key join's subscription store follows the application's `dsl.store.suppliers.class` only
+  (Kafka Streams 4.4.0 configures it from the application's config, never from `TopologyConfig`).
 
 The DSL decides while `StreamsBuilder.build()` writes the topology, but the application's setting is only
 known when the topology is run; so every store that took the default is recorded with how to build it
@@ -79,6 +81,9 @@ class _Choice:
     """The builder's choice (None: the application's, recorded in `rebuild`)."""
     rebuild: dict[str, Callable[[], StoreBuilder]] = field(default_factory=dict)
     took_default: bool = False
+    application: bool = False
+    """True while the runtime rebuilds stores for the application's setting."""
+    took_application_default: bool = False
 
 
 _CURRENT: ContextVar[_Choice | None] = ContextVar("streamlet_dsl_store_choice", default=None)
@@ -106,6 +111,17 @@ def default_in_memory() -> bool:
     return bool(choice.in_memory)
 
 
+def application_default_in_memory() -> bool:
+    """For the one DSL store Kafka Streams builds on the application's setting alone, whatever
+    `StreamsBuilder(config)` says: a foreign-key join's subscription store (its SubscriptionStoreFactory is
+    configured from the application's config only, Kafka Streams 4.4.0)."""
+    choice = _CURRENT.get()
+    if choice is None:
+        return False
+    choice.took_application_default = True
+    return bool(choice.in_memory) if choice.application else False
+
+
 P = ParamSpec("P")
 B = TypeVar("B", bound="StoreBuilder")
 
@@ -119,13 +135,14 @@ def follows_default(make: Callable[P, B]) -> Callable[P, B]:
         choice = _CURRENT.get()
         if choice is None:
             return make(*args, **kwargs)
-        outer, choice.took_default = choice.took_default, False
+        outer = choice.took_default, choice.took_application_default
+        choice.took_default = choice.took_application_default = False
         try:
             builder = make(*args, **kwargs)
-            if choice.took_default and choice.in_memory is None:
+            if (choice.took_default and choice.in_memory is None) or choice.took_application_default:
                 choice.rebuild[builder.name] = lambda: make(*args, **kwargs)
         finally:
-            choice.took_default = outer
+            choice.took_default, choice.took_application_default = outer
         return builder
 
     return wrapper
@@ -138,7 +155,7 @@ def apply_application_setting(topology: Topology, config: Any) -> None:
     if not rebuild:
         return
     in_memory = application_in_memory(config)
-    token = _CURRENT.set(_Choice(in_memory))
+    token = _CURRENT.set(_Choice(in_memory, application=True))
     try:
         for name, make in rebuild.items():
             if name in topology.store_builders:

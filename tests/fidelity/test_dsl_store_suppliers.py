@@ -127,3 +127,32 @@ def _message(error: str) -> str:
     """An error's message without its exception's name, and without the supplier and the windows it prints
     (Java's toString there, Python's repr here)."""
     return re.sub(r"settings .*? (must match|for the)", r"settings ... \1", error.split(": ", 1)[1])
+
+
+def _fk_case(config: dict[str, Any]) -> Case:
+    """Tables (a source table kept only because it is joined), a foreign-key join (its subscription store)
+    and a windowed count: every other kind of store the DSL makes without a supplier."""
+    events = [("tbl", "a", "b1", 100), ("tbl2", "b", "x", 101), ("tbl", "c", "b2", 102), ("tbl2", "b", "y", 103),
+              ("tbl", "a", None, 104), ("tbl", "d", "a3", 105), ("tbl2", "a", "z", 106)]
+    return {
+        "config": {"cache_max_bytes": 0, **config},
+        "ops": [{"op": "table", "topic": "tbl", "store": None},
+                {"op": "fk_join", "kind": "left_join", "fk_fn": "first_char_key", "fn": "pair", "name": None,
+                 "store": None, "table": [{"op": "table", "topic": "tbl2", "store": None}]},
+                {"op": "to_stream"}, {"op": "to", "topic": "out", "key": "string", "value": "string"}],
+        "inputs": [{"topic": t, "key": k, "value": v, "ts": ts} for t, k, v, ts in events],
+        "outputs": ["out"],
+        "all_topics": True,
+        "stores": True,
+    }
+
+
+@pytest.mark.parametrize("config", ["none", "app suppliers in-memory", "builder default.dsl.store in_memory",
+                                    "builder rocksDB over app in-memory"])
+def test_foreign_key_join_stores_as_kafka_streams(kafka_streams: KafkaStreamsReference, config: str) -> None:
+    case = _fk_case(_CONFIGS[config])
+    theirs = kafka_streams.run(case)
+    assert "build_error" not in theirs, theirs["build_error"]
+    report = difference(case, theirs, run_streamlet(case))
+    assert report is None, report
+    assert any(name.endswith("-subscription-store") or "SUBSCRIPTION-STATE-STORE" in name for name in theirs["stores"])
