@@ -156,3 +156,37 @@ def test_foreign_key_join_stores_as_kafka_streams(kafka_streams: KafkaStreamsRef
     report = difference(case, theirs, run_streamlet(case))
     assert report is None, report
     assert any(name.endswith("-subscription-store") or "SUBSCRIPTION-STATE-STORE" in name for name in theirs["stores"])
+
+
+_WINDOWED = {
+    "time windows": ({"size": 10, "grace": 5}, None),
+    "time windows, final results": ({"size": 10, "grace": 5}, "on_window_close"),
+    "sliding windows": ({"type": "sliding", "diff": 10, "grace": 5}, None),
+    "session windows": ({"type": "session", "gap": 10, "grace": 5}, None),
+}
+
+
+@pytest.mark.parametrize("windowed", list(_WINDOWED), ids=list(_WINDOWED))
+def test_windowed_aggregation_stores_as_kafka_streams(kafka_streams: KafkaStreamsReference, windowed: str) -> None:
+    window, emit = _WINDOWED[windowed]
+    key = ({"session_windowed": True} if window.get("type") == "session"
+           else {"time_windowed": window.get("size", window.get("diff"))})
+    differences = []
+    for config in ["none", "app suppliers in-memory", "builder default.dsl.store in_memory",
+                   "builder rocksDB over app in-memory"]:
+        case: Case = {
+            "config": {"cache_max_bytes": 0, **_CONFIGS[config]},
+            "ops": [{"op": "stream", "topic": "in"}, {"op": "group_by_key"}, {"op": "windowed_by", "window": window},
+                    *([{"op": "emit_strategy", "kind": emit}] if emit else []), {"op": "count", "store": None},
+                    {"op": "to_stream"}, {"op": "to", "topic": "out", "key": key, "value": "long"}],
+            "inputs": [{"topic": "in", "key": k, "value": v, "ts": ts} for t, k, v, ts in _EVENTS if t == "in"],
+            "outputs": ["out"],
+            "all_topics": True,
+            "stores": True,
+        }
+        theirs = kafka_streams.run(case)
+        assert "build_error" not in theirs, theirs["build_error"]
+        report = difference(case, theirs, run_streamlet(case))
+        if report is not None:
+            differences.append(f"{config}:\n{report}")
+    assert not differences, "\n\n".join(differences)
