@@ -21,6 +21,7 @@ again (`DslDefaultStores`), and the runtime rebuilds those when its config asks 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -42,6 +43,7 @@ ROCKS_DB_SUPPLIERS = "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$Ro
 IN_MEMORY_SUPPLIERS = "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers"
 _CLASSES = {ROCKS_DB_SUPPLIERS: False, IN_MEMORY_SUPPLIERS: True}
 _STORE_TYPES = {ROCKS_DB: False, IN_MEMORY: True}
+log = logging.getLogger("streamlet.dsl")
 
 
 def check_settings(values: Mapping[str, Any]) -> None:
@@ -72,6 +74,15 @@ def application_in_memory(config: Any) -> bool:
     """The application's choice for stores nothing else decided: only `dsl.store.suppliers.class` counts."""
     value = config.get(DSL_STORE_SUPPLIERS_CLASS)
     return value is not None and _CLASSES[str(value).strip()]
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
 
 
 # -- the DSL's side ---------------------------------------------------------------------------------------------
@@ -154,6 +165,11 @@ def apply_application_setting(topology: Topology, config: Any) -> None:
     rebuild: dict[str, Callable[[], StoreBuilder]] = getattr(topology, "dsl_default_stores", {})
     if not rebuild:
         return
+    given = config.given_keys
+    if DEFAULT_DSL_STORE in given and DSL_STORE_SUPPLIERS_CLASS not in given and config[DEFAULT_DSL_STORE] == IN_MEMORY:
+        _warn_once(f"{DEFAULT_DSL_STORE}={IN_MEMORY} in the application's config does not reach stores the "
+                   f"StreamsBuilder already made: as in Kafka Streams it counts in StreamsBuilder(config) only; set "
+                   f"{DSL_STORE_SUPPLIERS_CLASS}={IN_MEMORY_SUPPLIERS} for the application instead")
     in_memory = application_in_memory(config)
     token = _CURRENT.set(_Choice(in_memory, application=True))
     try:
