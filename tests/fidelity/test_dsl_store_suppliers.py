@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.fidelity.harness import KafkaStreamsReference, difference, java_available
-from tests.fidelity.topology import Case, run_streamlet
+from tests.fidelity.topology import Case, Result, run_streamlet
 
 pytestmark = pytest.mark.skipif(not java_available(), reason="the differential suite needs Java 17 and Maven")
 
@@ -73,34 +73,36 @@ _JOINS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("config", list(_CONFIGS), ids=list(_CONFIGS))
-def test_dsl_store_settings_as_kafka_streams(kafka_streams: KafkaStreamsReference, config: str) -> None:
-    differences: list[str] = []
-    for kind, join in itertools.product(["join", "left_join", "outer_join"], ["no suppliers", "this side in memory"]):
-        case = _case(kind, _CONFIGS[config], **_JOINS[join])
+def _compared(kafka_streams: KafkaStreamsReference, cases: dict[str, Case]) -> list[Result]:
+    """Run each case on both sides; fail with every difference. Kafka Streams' results, for more checks."""
+    differences, results = [], []
+    for label, case in cases.items():
         theirs = kafka_streams.run(case)
         assert "build_error" not in theirs, theirs["build_error"]
         report = difference(case, theirs, run_streamlet(case))
         if report is not None:
-            differences.append(f"{kind}, {join}:\n{report}")
+            differences.append(f"{label}:\n{report}")
+        results.append(theirs)
     assert not differences, "\n\n".join(differences)
+    return results
+
+
+_KINDS = ["join", "left_join", "outer_join"]
+
+
+@pytest.mark.parametrize("config", list(_CONFIGS), ids=list(_CONFIGS))
+def test_dsl_store_settings_as_kafka_streams(kafka_streams: KafkaStreamsReference, config: str) -> None:
+    _compared(kafka_streams, {f"{kind}, {join}": _case(kind, _CONFIGS[config], **_JOINS[join])
+                              for kind, join in itertools.product(_KINDS, ["no suppliers", "this side in memory"])})
 
 
 @pytest.mark.parametrize("join", list(_JOINS), ids=list(_JOINS))
 def test_join_store_suppliers_as_kafka_streams(kafka_streams: KafkaStreamsReference, join: str) -> None:
-    differences: list[str] = []
-    in_memory = 0
-    for kind, config in itertools.product(["join", "left_join", "outer_join"], ["none", "app suppliers in-memory"]):
-        case = _case(kind, _CONFIGS[config], **_JOINS[join])
-        theirs = kafka_streams.run(case)
-        assert "build_error" not in theirs, theirs["build_error"]
-        report = difference(case, theirs, run_streamlet(case))
-        if report is not None:
-            differences.append(f"{kind}, {config}:\n{report}")
-        in_memory += list(theirs["stores"].values()).count("M")
-        assert any(r[1].endswith("-changelog") for r in theirs["records"])  # changelogs compared, not absent
-    assert not differences, "\n\n".join(differences)
-    assert in_memory > 0  # every variant keeps some store in memory in one of the configs
+    results = _compared(kafka_streams, {
+        f"{kind}, {config}": _case(kind, _CONFIGS[config], **_JOINS[join])
+        for kind, config in itertools.product(_KINDS, ["none", "app suppliers in-memory"])})
+    assert all(any(r[1].endswith("-changelog") for r in theirs["records"]) for theirs in results)  # compared too
+    assert any("M" in theirs["stores"].values() for theirs in results)  # each variant has an in-memory store
 
 
 _REFUSED = {
@@ -150,11 +152,7 @@ def _fk_case(config: dict[str, Any]) -> Case:
 @pytest.mark.parametrize("config", ["none", "app suppliers in-memory", "builder default.dsl.store in_memory",
                                     "builder rocksDB over app in-memory"])
 def test_foreign_key_join_stores_as_kafka_streams(kafka_streams: KafkaStreamsReference, config: str) -> None:
-    case = _fk_case(_CONFIGS[config])
-    theirs = kafka_streams.run(case)
-    assert "build_error" not in theirs, theirs["build_error"]
-    report = difference(case, theirs, run_streamlet(case))
-    assert report is None, report
+    [theirs] = _compared(kafka_streams, {config: _fk_case(_CONFIGS[config])})
     assert any(name.endswith("-subscription-store") or "SUBSCRIPTION-STATE-STORE" in name for name in theirs["stores"])
 
 
@@ -171,10 +169,10 @@ def test_windowed_aggregation_stores_as_kafka_streams(kafka_streams: KafkaStream
     window, emit = _WINDOWED[windowed]
     key = ({"session_windowed": True} if window.get("type") == "session"
            else {"time_windowed": window.get("size", window.get("diff"))})
-    differences = []
+    cases: dict[str, Case] = {}
     for config in ["none", "app suppliers in-memory", "builder default.dsl.store in_memory",
                    "builder rocksDB over app in-memory"]:
-        case: Case = {
+        cases[config] = {
             "config": {"cache_max_bytes": 0, **_CONFIGS[config]},
             "ops": [{"op": "stream", "topic": "in"}, {"op": "group_by_key"}, {"op": "windowed_by", "window": window},
                     *([{"op": "emit_strategy", "kind": emit}] if emit else []), {"op": "count", "store": None},
@@ -184,9 +182,4 @@ def test_windowed_aggregation_stores_as_kafka_streams(kafka_streams: KafkaStream
             "all_topics": True,
             "stores": True,
         }
-        theirs = kafka_streams.run(case)
-        assert "build_error" not in theirs, theirs["build_error"]
-        report = difference(case, theirs, run_streamlet(case))
-        if report is not None:
-            differences.append(f"{config}:\n{report}")
-    assert not differences, "\n\n".join(differences)
+    _compared(kafka_streams, cases)

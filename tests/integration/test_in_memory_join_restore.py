@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from streamlet import Consumed, JoinWindows, KafkaStreams, Produced, Serdes, Stores, StreamJoined, StreamsBuilder
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import Topology
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.integration.kafka_helpers import create_topics, decoded, produce_in_order, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -64,23 +63,11 @@ def _expected() -> tuple[Records, Records]:
         return first, first + [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
 
 
-async def _produce(bootstrap: str, topic: str, records: Records) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
-    await producer.start()
-    try:
-        for key, value, ts in records:
-            await (await producer.send(topic, key=key.encode(), value=value.encode(), timestamp_ms=ts))
-    finally:
-        await producer.stop()
-
 
 def _settings(bootstrap: str, app_id: str, state_dir: Path) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "application.id": app_id, "state.dir": state_dir,
             "commit.interval.ms": 200, "dsl.store.suppliers.class": IN_MEMORY}
 
-
-def _decoded(records: list[Any]) -> Records:
-    return sorted((r.key.decode(), r.value.decode(), r.timestamp) for r in records)
 
 
 async def test_in_memory_join_stores_restore_from_their_changelogs(kafka_broker: Any, tmp_path: Path) -> None:
@@ -96,16 +83,16 @@ async def test_in_memory_join_stores_restore_from_their_changelogs(kafka_broker:
         assert {name: streams.topology.store_builders[name].build().persistent
                 for name in streams.topology.store_builders} == {
             "left-side": False, "pairs-outer-other-join-store": False, "left-side-outer-shared-join-store": False}
-        await _produce(bootstrap, left, LEFT)
-        await _produce(bootstrap, right, RIGHT_FIRST)
+        await produce_in_order(bootstrap, left, LEFT)
+        await produce_in_order(bootstrap, right, RIGHT_FIRST)
         got_first = await read_until(bootstrap, out, lambda rs: len(rs) >= len(first), timeout=90)
         await read_until(bootstrap, f"{app_id}-left-side-changelog", lambda rs: len(rs) >= len(LEFT), timeout=90)
-    assert _decoded(got_first) == sorted(first)
+    assert decoded(got_first) == sorted(first)
     assert not any(state_dir.rglob("*.ldb")) and not any(state_dir.rglob("*.log"))  # nothing kept on disk
 
     async with KafkaStreams(topology, _settings(bootstrap, app_id, state_dir)):  # only the changelogs remain
-        await _produce(bootstrap, right, RIGHT_SECOND)
+        await produce_in_order(bootstrap, right, RIGHT_SECOND)
         got = await read_until(bootstrap, out, lambda rs: len(rs) >= len(everything), timeout=90)
-    results = _decoded(got)
+    results = decoded(got)
     assert results == sorted(everything)  # each record once, joined as without the restart
     assert any(v.startswith("l0+r30") for _k, v, _t in results)  # a left record of the first run was restored
