@@ -149,8 +149,29 @@ def _fk_case(config: dict[str, Any]) -> Case:
     }
 
 
-@pytest.mark.parametrize("config", ["none", "app suppliers in-memory", "builder default.dsl.store in_memory",
-                                    "builder rocksDB over app in-memory"])
+_FOUR_CONFIGS = ["none", "app suppliers in-memory", "builder default.dsl.store in_memory",
+                 "builder rocksDB over app in-memory"]
+
+
+@pytest.mark.parametrize("config", _FOUR_CONFIGS)
+def test_global_table_store_as_kafka_streams(kafka_streams: KafkaStreamsReference, config: str) -> None:
+    events = [("glb", "k", "g1", 100), ("in", "k", "a", 101), ("glb", "j", "g2", 102), ("in", "j", "b", 103),
+              ("glb", "k", None, 104), ("in", "k", "c", 105)]
+    case: Case = {
+        "config": {"cache_max_bytes": 0, **_CONFIGS[config]},
+        "ops": [{"op": "stream", "topic": "in"},
+                {"op": "global_join", "kind": "left_join", "topic": "glb", "store": None, "key_fn": "key",
+                 "fn": "pair"},
+                {"op": "to", "topic": "out", "key": "string", "value": "string"}],
+        "inputs": [{"topic": t, "key": k, "value": v, "ts": ts} for t, k, v, ts in events],
+        "outputs": ["out"],
+        "stores": True,
+    }
+    [theirs] = _compared(kafka_streams, {config: case})
+    assert theirs["stores"]  # the global store is among the stores compared
+
+
+@pytest.mark.parametrize("config", _FOUR_CONFIGS)
 def test_foreign_key_join_stores_as_kafka_streams(kafka_streams: KafkaStreamsReference, config: str) -> None:
     [theirs] = _compared(kafka_streams, {config: _fk_case(_CONFIGS[config])})
     assert any(name.endswith("-subscription-store") or "SUBSCRIPTION-STATE-STORE" in name for name in theirs["stores"])
@@ -170,8 +191,7 @@ def test_windowed_aggregation_stores_as_kafka_streams(kafka_streams: KafkaStream
     key = ({"session_windowed": True} if window.get("type") == "session"
            else {"time_windowed": window.get("size", window.get("diff"))})
     cases: dict[str, Case] = {}
-    for config in ["none", "app suppliers in-memory", "builder default.dsl.store in_memory",
-                   "builder rocksDB over app in-memory"]:
+    for config in _FOUR_CONFIGS:
         cases[config] = {
             "config": {"cache_max_bytes": 0, **_CONFIGS[config]},
             "ops": [{"op": "stream", "topic": "in"}, {"op": "group_by_key"}, {"op": "windowed_by", "window": window},
