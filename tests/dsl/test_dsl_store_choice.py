@@ -77,3 +77,11 @@ def test_in_memory_join_through_the_driver_joins_and_emits_unmatched_records() -
         right.pipe_input("z", "y", 200)  # closes both windows: "b" goes out unmatched
         assert _persistence(driver, topology) == {False}
         assert [(r.key, r.value) for r in out.read_records_to_list()] == [("k", 1), ("j", 1)]
+
+
+def test_the_applications_default_dsl_store_is_said_to_have_no_effect(caplog: pytest.LogCaptureFixture) -> None:
+    topology = _joined_counts()
+    with caplog.at_level("WARNING"), TopologyTestDriver(topology, {**BASE, "default.dsl.store": "in_memory"}) as driver:
+        assert _persistence(driver, topology) == {True}  # as Kafka Streams: only TopologyConfig reads it
+    assert any("counts in StreamsBuilder(config) only" in r.getMessage() and "dsl.store.suppliers.class" in
+               r.getMessage() for r in caplog.records)
