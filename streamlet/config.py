@@ -75,6 +75,11 @@ DEFAULTS: dict[str, Any] = {
     # Read by StreamsBuilder(config) (Kafka Streams' TopologyConfig): refuse a topology whose stores,
     # changelog or repartition topics have generated names (KIP-1111).
     "ensure.explicit.internal.resource.naming": False,
+    # The backend of DSL stores whose operation names none (streamlet/dsl/store_suppliers.py): Kafka
+    # Streams' built-in RocksDB (LevelDB here) or in-memory suppliers class; the older default.dsl.store
+    # (rocksDB | in_memory) counts only in StreamsBuilder(config), as in Kafka Streams.
+    "dsl.store.suppliers.class": "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers",
+    "default.dsl.store": "rocksDB",
     # At start-up, whether the internal topics the cluster already holds for the application id must be
     # the topology's (kafka/internal_topic_check.py): existing | exact | none.
     "internal.topics.check": "existing",
@@ -154,6 +159,14 @@ DESCRIPTIONS: dict[str, str] = {
                                                 "changelog or repartition topics have generated names fails, "
                                                 "naming them (KIP-1111); generated names change when the "
                                                 "topology changes, orphaning the state kept under them.",
+    "dsl.store.suppliers.class": "Where DSL stores whose operation names no store type or supplier live: "
+                                 "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers "
+                                 "(default; LevelDB here) or ...$InMemoryDslStoreSuppliers (in memory, restored "
+                                 "from the changelogs on every start). Read by StreamsBuilder(config) and by the "
+                                 "application (KafkaStreams, the test driver); the builder's wins.",
+    "default.dsl.store": "The deprecated form of dsl.store.suppliers.class: rocksDB (default) or in_memory. As in "
+                         "Kafka Streams it counts only in StreamsBuilder(config), and dsl.store.suppliers.class "
+                         "wins there when both are set.",
     "internal.topics.check": "At start-up, before any topic is created: existing (every internal topic the "
                              "cluster already holds for the application id, changelog or repartition, must be "
                              "one of the topology's, else the start is refused naming the first difference; a "
@@ -218,6 +231,9 @@ class StreamsConfig(Mapping[str, Any]):
             raise ConfigError(f"internal.topics.check must be one of {', '.join(INTERNAL_TOPICS_CHECKS)}, "
                               f"got {values['internal.topics.check']!r}")
         values["internal.topics.check"] = check
+        from streamlet.dsl.store_suppliers import check_settings  # the DSL package imports this module
+
+        check_settings(values)
         if not values["state.dir"]:
             values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
             given.discard("state.dir")

@@ -100,6 +100,9 @@ class Topology:
         """Node names whose source topics must be co-partitioned (the two inputs of each DSL join)."""
         self.global_stores: dict[str, str] = {}
         """Global store name -> the topic it is kept from (`add_global_store`)."""
+        self.dsl_default_stores: dict[str, Callable[[], StoreBuilder]] = {}
+        """DSL stores that follow the application's `dsl.store.suppliers.class`, each with how to build it
+        again (`streamlet.dsl.store_suppliers`); empty for a Processor API topology."""
         self._sub_topologies: list[SubTopology] | None = None
         self._global_sub_topologies: list[SubTopology] = []
 

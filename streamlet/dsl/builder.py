@@ -13,6 +13,7 @@ from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable, table_source
 from streamlet.dsl.options import Consumed, Materialized
+from streamlet.dsl.store_suppliers import building, topology_in_memory
 from streamlet.errors import TopologyError
 from streamlet.processor import ProcessorSupplier
 from streamlet.stores.api import StoreBuilder
@@ -41,12 +42,15 @@ class StreamsBuilder:
     `config` holds the settings Kafka Streams reads while building (its `TopologyConfig`):
     `ensure.explicit.internal.resource.naming` (default False) makes `build()` raise a `TopologyError`
     naming every state store, changelog and repartition topic whose name was generated (KIP-1111);
-    without it they are only logged."""
+    without it they are only logged. `dsl.store.suppliers.class` (or the deprecated `default.dsl.store`:
+    `rocksDB` / `in_memory`) picks the backend of every DSL store whose operation chose none, over the
+    application's `dsl.store.suppliers.class` (`streamlet.dsl.store_suppliers`)."""
 
     def __init__(self, config: StreamsConfig | Mapping[str, Any] | None = None) -> None:
         self._internal = InternalBuilder()
-        setting = StreamsConfig.of(config).get("ensure.explicit.internal.resource.naming")
-        self._ensure_explicit_names = str(setting).lower() == "true"
+        settings = StreamsConfig.of(config)
+        self._ensure_explicit_names = str(settings.get("ensure.explicit.internal.resource.naming")).lower() == "true"
+        self._dsl_in_memory = topology_in_memory(settings)
 
     def stream(self, topics: str | Iterable[str], consumed: Consumed | None = None) -> KStream:
         """A `KStream` of the records of `topics` (one topic name or several)."""
@@ -134,4 +138,7 @@ class StreamsBuilder:
                 raise TopologyError("Invalid topology: " + unprovided)
             log.info("internal resources with generated names (set ensure.explicit.internal.resource.naming "
                      "to refuse them; renaming them later needs an application reset):\n%s", unprovided)
-        return self._internal.write()
+        with building(self._dsl_in_memory) as follow_application:
+            topology = self._internal.write()
+        topology.dsl_default_stores = follow_application
+        return topology

@@ -135,13 +135,10 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[...,
     receive = SubscriptionReceiveSupplier(store_name, subscription_topic, fk_serde, pk_serde)
 
     def write_receive(topology: Topology, parents: list[str]) -> None:
-        from streamlet.serdes import Serdes
-        from streamlet.stores.factory import Stores
+        from streamlet.dsl.materialize import subscription_store_builder
 
         topology.add_processor(receive_name, receive, *parents)
-        store = Stores.timestamped_key_value_store_builder(
-            Stores.persistent_timestamped_key_value_store(store_name), Serdes.Bytes(), Serdes.Bytes())
-        topology.add_state_store(store.with_caching_disabled(), receive_name)
+        topology.add_state_store(subscription_store_builder(store_name), receive_name)
 
     receive_node = builder.add(GraphNode(receive_name, write_receive), source_node)
 

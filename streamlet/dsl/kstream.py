@@ -18,7 +18,12 @@ from streamlet.dsl.global_ktable import GlobalKTable
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.join_grace import BUFFER_SUFFIX, GRACE_NEEDS_VERSIONED, JoinBufferSpec, join_buffer_builder
 from streamlet.dsl.join_windows import JoinWindows
-from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
+from streamlet.dsl.materialize import (
+    check_join_store_suppliers,
+    is_versioned,
+    stream_join_stores,
+    timestamped_store_builder,
+)
 from streamlet.dsl.options import Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined
 from streamlet.dsl.processors.fixed_key import FixedKeyProcessorAdapter
 from streamlet.dsl.processors.stateless import (
@@ -410,16 +415,25 @@ class KStream:
         other_join = other_generated if base is None else base + other_suffix
         merge = names.suffixed_or_generate(base, "-merge", naming.MERGE)
         store_base = options.store_name
-        this_store = (this_generated if store_base is None else store_base + this_suffix) + "-store"
-        other_store = (other_generated if store_base is None else store_base + other_suffix) + "-store"
+        this_supplier, other_supplier = options.this_store_supplier, options.other_store_supplier
+        check_join_store_suppliers(options, windows)
+        this_store = this_supplier.name if this_supplier is not None else (
+            (this_generated if store_base is None else store_base + this_suffix) + "-store")
+        other_store = other_supplier.name if other_supplier is not None else (
+            (other_generated if store_base is None else store_base + other_suffix) + "-store")
         outer_store = None
         if left_outer:
             shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
             prefix_length = len(naming.OUTERTHIS if right_outer else naming.JOINTHIS)
-            outer_store = (store_base + shared_suffix if store_base is not None
-                           else naming.OUTERSHARED + this_generated[prefix_length:]) + "-store"
+            if this_supplier is not None and this_supplier.name:
+                outer_store = this_supplier.name + shared_suffix + "-store"
+            else:
+                outer_store = (store_base + shared_suffix if store_base is not None
+                               else naming.OUTERSHARED + this_generated[prefix_length:]) + "-store"
         if store_base is None:  # Kafka Streams' KStreamImplJoin records the generated store names
-            for store in (this_store, other_store, outer_store):
+            generated = ((None if this_supplier else this_store), (None if other_supplier else other_store),
+                         (None if this_supplier is not None and this_supplier.name else outer_store))
+            for store in generated:
                 if store is not None:
                     names.implicit_store(store, options.logging)
         trackers = TimeTrackers()
@@ -431,7 +445,6 @@ class KStream:
         this_parent, other_parent = this.name, that.name
 
         def write(topology: Topology, _parents: list[str]) -> None:
-            from streamlet.dsl.materialize import stream_join_stores
 
             topology.add_processor(this_windowed, partial(JoinWindowNode, this_store), this_parent)
             topology.add_processor(other_windowed, partial(JoinWindowNode, other_store), other_parent)

@@ -15,10 +15,12 @@ one (`global_ktable.py`), windowed aggregations want a window store supplier, as
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl.options import Materialized, StreamJoined
+from streamlet.dsl.store_suppliers import application_default_in_memory, default_in_memory, follows_default
 from streamlet.errors import TopologyError
+from streamlet.serdes import Serde
 from streamlet.stores.api import StoreBuilder
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
 from streamlet.stores.window.api import WindowBytesStoreSupplier
@@ -38,6 +40,7 @@ def is_versioned(materialized: Materialized | None) -> bool:
     return materialized is not None and isinstance(materialized.store_supplier, VersionedBytesStoreSupplier)
 
 
+@follows_default
 def timestamped_store_builder(materialized: Materialized, store_name: str) -> StoreBuilder:
     """The store of a key-value table: timestamped, or versioned when the supplier is."""
     from streamlet.stores.factory import Stores
@@ -53,7 +56,7 @@ def timestamped_store_builder(materialized: Materialized, store_name: str) -> St
         raise TopologyError(f"store {store_name!r}: a key-value table needs a key-value store supplier, "
                             f"got the window store supplier {supplier!r}")
     if supplier is None:
-        supplier = (Stores.in_memory_key_value_store(store_name) if materialized.in_memory
+        supplier = (Stores.in_memory_key_value_store(store_name) if _in_memory(materialized)
                     else Stores.persistent_timestamped_key_value_store(store_name))
     builder: StoreBuilder = Stores.timestamped_key_value_store_builder(
         supplier, materialized.key_serde, materialized.value_serde
@@ -73,6 +76,7 @@ def window_retention_ms(materialized: Materialized, windows: TimeWindows, store_
     return retention
 
 
+@follows_default
 def timestamped_window_store_builder(materialized: Materialized, store_name: str, windows: TimeWindows,
                                      emit_final: bool = False) -> StoreBuilder:
     """The window store of a windowed aggregation (its own supplier, or LevelDB / memory by `store_type`;
@@ -85,7 +89,7 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
                             f"got {supplier!r}")
     if supplier is None:
         retention = window_retention_ms(materialized, windows, store_name)
-        factory = (Stores.in_memory_window_store if materialized.in_memory
+        factory = (Stores.in_memory_window_store if _in_memory(materialized)
                    else Stores.persistent_timestamped_window_store)
         supplier = _time_first(factory(store_name, retention, windows.size_ms, False), emit_final)
     elif supplier.window_size_ms != windows.size_ms:
@@ -108,6 +112,7 @@ def sliding_window_retention_ms(materialized: Materialized, windows: SlidingWind
     return retention
 
 
+@follows_default
 def sliding_window_store_builder(materialized: Materialized, store_name: str, windows: SlidingWindows,
                                  emit_final: bool) -> StoreBuilder:
     """The window store of a sliding-window aggregation: window size = the time difference; never cached
@@ -120,7 +125,7 @@ def sliding_window_store_builder(materialized: Materialized, store_name: str, wi
                             f"got {supplier!r}")
     if supplier is None:
         retention = sliding_window_retention_ms(materialized, windows, store_name)
-        factory = (Stores.in_memory_window_store if materialized.in_memory
+        factory = (Stores.in_memory_window_store if _in_memory(materialized)
                    else Stores.persistent_timestamped_window_store)
         supplier = _time_first(factory(store_name, retention, windows.time_difference_ms, False), emit_final)
     plain = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
@@ -128,6 +133,7 @@ def sliding_window_store_builder(materialized: Materialized, store_name: str, wi
     return builder.with_caching_disabled() if emit_final else builder
 
 
+@follows_default
 def session_store_builder(materialized: Materialized, store_name: str, windows: SessionWindows,
                           emit_final: bool = False) -> StoreBuilder:
     """The session store of a session aggregation (its own supplier, or LevelDB / memory by `store_type`);
@@ -141,7 +147,7 @@ def session_store_builder(materialized: Materialized, store_name: str, windows: 
                             f"got {supplier!r}")
     if supplier is None:
         retention = session_retention_ms(materialized, windows, store_name)
-        factory = Stores.in_memory_session_store if materialized.in_memory else Stores.persistent_session_store
+        factory = Stores.in_memory_session_store if _in_memory(materialized) else Stores.persistent_session_store
         supplier = factory(store_name, retention)
     builder = _logging_and_caching(
         Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde), materialized)
@@ -164,32 +170,96 @@ def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: 
                        outer_store: str | None) -> tuple[StoreBuilder, StoreBuilder, StoreBuilder | None]:
     """A stream-stream join's stores, as Kafka Streams makes them: one window store per side (retaining
     duplicates, window = before + after, retention = that + grace, changelog `cleanup.policy=delete`,
-    no cache) and, for left/outer joins, the shared outer store (a list-valued key-value store)."""
+    no cache) and, for left/outer joins, the shared outer store (a list-valued key-value store). A side
+    given its own supplier (`StreamJoined(this_store_supplier=...)`) gets it, checked and change-logged
+    with the builder's defaults, as in Kafka Streams."""
+    from streamlet.stores.factory import Stores
+
+    sides: list[StoreBuilder] = []
+    for name, supplier, value_serde in ((this_store, options.this_store_supplier, options.value_serde),
+                                        (other_store, options.other_store_supplier, options.other_value_serde)):
+        if supplier is None:
+            sides.append(_join_window_store(options, windows, name, value_serde))
+        else:
+            sides.append(Stores.window_store_builder(supplier, options.key_serde, value_serde))
+    outer = None if outer_store is None else _outer_join_store(options, outer_store)
+    return sides[0], sides[1], outer
+
+
+@follows_default
+def subscription_store_builder(store_name: str) -> StoreBuilder:
+    """A foreign-key join's subscription store: bytes in, never cached, on the application's DSL backend
+    (Kafka Streams' SubscriptionStoreFactory, which `StreamsBuilder(config)` does not reach)."""
+    from streamlet.serdes import Serdes
+    from streamlet.stores.factory import Stores
+
+    supplier = (Stores.in_memory_key_value_store(store_name) if application_default_in_memory()
+                else Stores.persistent_timestamped_key_value_store(store_name))
+    builder = Stores.timestamped_key_value_store_builder(supplier, Serdes.Bytes(), Serdes.Bytes())
+    return builder.with_caching_disabled()
+
+
+def check_join_store_suppliers(options: StreamJoined, windows: JoinWindows) -> None:
+    """Kafka Streams' checks of a join's own window store suppliers (KStreamImplJoin), its messages."""
+    this, other = options.this_store_supplier, options.other_store_supplier
+    if this is not None and other is not None and this.name == other.name:
+        raise TopologyError("Both StoreSuppliers have the same name.  StoreSuppliers must provide unique names")
+    for supplier in (this, other):
+        if supplier is None:
+            continue
+        if not supplier.retain_duplicates:
+            raise TopologyError("The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false")
+        if supplier.retention_ms != windows.size() + windows.grace_ms or supplier.window_size_ms != windows.size():
+            raise TopologyError(
+                f"Window settings mismatch. WindowBytesStoreSupplier settings {supplier!r} must match JoinWindows "
+                f"settings {windows!r} for the window size and retention period")
+
+
+@follows_default
+def _join_window_store(options: StreamJoined, windows: JoinWindows, name: str,
+                       value_serde: Serde[Any] | None) -> StoreBuilder:
+    from streamlet.stores.factory import Stores
+
+    size, retention = windows.size(), windows.size() + windows.grace_ms
+    in_memory = options.in_memory if options.in_memory is not None else default_in_memory()
+    factory = Stores.in_memory_window_store if in_memory else Stores.persistent_window_store
+    builder = Stores.window_store_builder(factory(name, retention, size, retain_duplicates=True),
+                                          options.key_serde, value_serde)
+    log_config = {**options.log_config, "cleanup.policy": "delete"}
+    return builder.with_logging_enabled(log_config) if options.logging else builder.with_logging_disabled()
+
+
+@follows_default
+def _outer_join_store(options: StreamJoined, name: str) -> StoreBuilder:
+    """The shared store of a left/outer join: the join's own store type, else the type of this side's
+    supplier, else the DSL default (Kafka Streams' OuterStreamJoinStoreFactory)."""
     from streamlet.dsl.processors.stream_stream_join import OuterJoinStore
     from streamlet.stores.builders import ConfigurableStoreBuilder
     from streamlet.stores.factory import Stores
 
-    size, retention = windows.size(), windows.size() + windows.grace_ms
-    log_config = {**options.log_config, "cleanup.policy": "delete"}
-    sides = []
-    for name, value_serde in ((this_store, options.value_serde), (other_store, options.other_value_serde)):
-        supplier = Stores.persistent_window_store(name, retention, size, retain_duplicates=True)
-        builder = Stores.window_store_builder(supplier, options.key_serde, value_serde)
-        sides.append(builder.with_logging_enabled(log_config) if options.logging else builder.with_logging_disabled())
-    outer: StoreBuilder | None = None
-    if outer_store is not None:
-        class _OuterBuilder(ConfigurableStoreBuilder):
-            def build(self) -> OuterJoinStore:
-                return OuterJoinStore(Stores.persistent_key_value_store(self.name).get(), options.key_serde,
-                                      options.value_serde, options.other_value_serde,
-                                      logging_enabled=self.logging_enabled)
+    if options.in_memory is not None:
+        in_memory = options.in_memory
+    elif options.this_store_supplier is not None:
+        in_memory = not options.this_store_supplier.persistent
+    else:
+        in_memory = default_in_memory()
+    factory = Stores.in_memory_key_value_store if in_memory else Stores.persistent_key_value_store
 
-        outer_builder = _OuterBuilder()
-        outer_builder.name = outer_store
-        outer_builder.caching_enabled = False
-        outer = (outer_builder.with_logging_enabled(options.log_config) if options.logging
-                 else outer_builder.with_logging_disabled())
-    return sides[0], sides[1], outer
+    class _OuterBuilder(ConfigurableStoreBuilder):
+        def build(self) -> OuterJoinStore:
+            return OuterJoinStore(factory(self.name).get(), options.key_serde, options.value_serde,
+                                  options.other_value_serde, logging_enabled=self.logging_enabled)
+
+    outer_builder = _OuterBuilder()
+    outer_builder.name = name
+    outer_builder.caching_enabled = False
+    return (outer_builder.with_logging_enabled(options.log_config) if options.logging
+            else outer_builder.with_logging_disabled())
+
+
+def _in_memory(materialized: Materialized) -> bool:
+    """The operation's own store type, else the DSL default (`dsl.store.suppliers.class`, store_suppliers.py)."""
+    return materialized.in_memory if materialized.store_type is not None else default_in_memory()
 
 
 def _time_first(supplier: WindowBytesStoreSupplier, emit_final: bool) -> WindowBytesStoreSupplier:

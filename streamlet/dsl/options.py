@@ -162,11 +162,25 @@ class Joined:
 class StreamJoined:
     """Options of a stream-stream join: serdes of the key and both sides' values (for its window stores
     and any repartition), `name` (processor and repartition names), `store_name` (the base name of its
-    stores), and whether the stores are change-logged."""
+    stores), and whether the stores are change-logged.
+
+    `this_store_supplier` / `other_store_supplier` (Kafka Streams' `withThisStoreSupplier` /
+    `withOtherStoreSupplier`) give either side its own window store, e.g.
+    `Stores.in_memory_window_store(name, retention, window_size, retain_duplicates=True)`: it must retain
+    duplicates, its window size must be the join window's size (before + after) and its retention that
+    plus the grace period; the two must have different names. A side's store then has the supplier's name
+    and is change-logged with the supplier's defaults (`logging` and `log_config` apply to the stores
+    the join makes itself), and a left/outer join's shared store is named after this side's supplier and
+    kept in memory when that supplier is. `store_type` (`"in_memory"` or `"leveldb"`; Kafka Streams'
+    `withDslStoreSuppliers`) picks the backend of every store the join makes itself, instead of
+    `dsl.store.suppliers.class`."""
 
     def __init__(self, key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None,
                  name: str | None = None, store_name: str | None = None, logging: bool = True,
-                 log_config: Mapping[str, Any] | None = None) -> None:
+                 log_config: Mapping[str, Any] | None = None,
+                 this_store_supplier: WindowBytesStoreSupplier | None = None,
+                 other_store_supplier: WindowBytesStoreSupplier | None = None,
+                 store_type: str | None = None) -> None:
         self.key_serde: Serde[Any] | None = resolve_serde(key_serde)
         self.value_serde: Serde[Any] | None = resolve_serde(value_serde)
         self.other_value_serde: Serde[Any] | None = resolve_serde(other_value_serde)
@@ -174,14 +188,56 @@ class StreamJoined:
         self.store_name = _optional_name(store_name)
         self.logging = bool(logging)
         self.log_config: dict[str, str] = {str(k): str(v) for k, v in (log_config or {}).items()}
+        for which, supplier in (("this_store_supplier", this_store_supplier),
+                                ("other_store_supplier", other_store_supplier)):
+            if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
+                raise TopologyError(f"{which} must be a window store supplier (Stores.persistent_window_store or "
+                                    f"Stores.in_memory_window_store), got {supplier!r}")
+        self.this_store_supplier = this_store_supplier
+        self.other_store_supplier = other_store_supplier
+        self.store_type = _store_type(store_type)
+
+    @property
+    def in_memory(self) -> bool | None:
+        """The join's own store type: True in memory, False LevelDB, None the DSL default."""
+        return None if self.store_type is None else self.store_type.lower() in _IN_MEMORY_TYPES
+
+    def with_this_store_supplier(self, supplier: WindowBytesStoreSupplier) -> StreamJoined:
+        """A copy whose this-side (left) window store comes from `supplier`."""
+        return self._copy(this_store_supplier=supplier)
+
+    def with_other_store_supplier(self, supplier: WindowBytesStoreSupplier) -> StreamJoined:
+        """A copy whose other-side (right) window store comes from `supplier`."""
+        return self._copy(other_store_supplier=supplier)
+
+    def with_store_type(self, store_type: str) -> StreamJoined:
+        """A copy whose own stores are `store_type` ("in_memory" or "leveldb"): `withDslStoreSuppliers`."""
+        return self._copy(store_type=store_type)
+
+    def _copy(self, **changes: Any) -> StreamJoined:
+        fields = {"key_serde": self.key_serde, "value_serde": self.value_serde,
+                  "other_value_serde": self.other_value_serde, "name": self.name, "store_name": self.store_name,
+                  "logging": self.logging, "log_config": self.log_config,
+                  "this_store_supplier": self.this_store_supplier, "other_store_supplier": self.other_store_supplier,
+                  "store_type": self.store_type}
+        return StreamJoined(**{**fields, **changes})
 
     def __repr__(self) -> str:
         return (f"StreamJoined(key_serde={self.key_serde!r}, value_serde={self.value_serde!r}, "
-                f"other_value_serde={self.other_value_serde!r}, name={self.name!r}, store_name={self.store_name!r})")
+                f"other_value_serde={self.other_value_serde!r}, name={self.name!r}, store_name={self.store_name!r}, "
+                f"this_store_supplier={self.this_store_supplier!r}, "
+                f"other_store_supplier={self.other_store_supplier!r}, store_type={self.store_type!r})")
 
 
 _PERSISTENT_TYPES = ("leveldb", "rocksdb", "persistent")
 _IN_MEMORY_TYPES = ("in_memory", "in-memory", "memory")
+
+
+def _store_type(store_type: str | None) -> str | None:
+    if store_type is not None and (not isinstance(store_type, str)
+                                   or store_type.lower() not in _PERSISTENT_TYPES + _IN_MEMORY_TYPES):
+        raise TopologyError(f"store_type must be 'leveldb' or 'in_memory', got {store_type!r}")
+    return store_type
 
 
 class Materialized:
@@ -221,9 +277,7 @@ class Materialized:
         self.logging = bool(logging)
         self.caching = bool(caching)
         self.log_config: dict[str, str] = {str(k): str(v) for k, v in (log_config or {}).items()}
-        if store_type is not None and store_type.lower() not in _PERSISTENT_TYPES + _IN_MEMORY_TYPES:
-            raise TopologyError(f"store_type must be 'leveldb' or 'in_memory', got {store_type!r}")
-        self.store_type = store_type
+        self.store_type = _store_type(store_type)
         self.retention_ms = None if retention is None else to_millis(retention)
         if self.retention_ms is not None and self.retention_ms < 0:
             raise TopologyError(f"retention must not be negative, got {retention!r}")

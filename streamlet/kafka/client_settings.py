@@ -163,7 +163,7 @@ _CONTROLLED = {
 _STREAMS_NOT_IMPLEMENTED = frozenset({
     "topology.optimization", "rocksdb.config.setter", "state.cleanup.delay.ms",
     "acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms",
-    "cache.max.bytes.buffering", "default.dsl.store", "dsl.store.suppliers.class", "upgrade.from",
+    "cache.max.bytes.buffering", "upgrade.from",
     "built.in.metrics.version", "default.client.supplier", "window.size.ms", "windowed.inner.class.serde",
     "rack.aware.assignment.strategy", "rack.aware.assignment.tags", "rack.aware.assignment.traffic_cost",
     "rack.aware.assignment.non_overlap_cost", "client.tag", "window.store.change.log.additional.retention.ms",

@@ -29,6 +29,7 @@ from typing import Any
 
 from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
+from streamlet.dsl.store_suppliers import apply_application_setting
 from streamlet.error_remedies import noise_traceback, unreachable_remedy
 from streamlet.errors import (
     ApplicationShutdownError,
@@ -174,6 +175,7 @@ class KafkaStreams:
         self.topology = topology
         self.config = StreamsConfig.of(config)
         self.config.application_id  # noqa: B018 - fail fast when missing
+        apply_application_setting(topology, self.config)  # dsl.store.suppliers.class
         topology.validate()
         self.application_server  # noqa: B018 - a malformed application.server fails here, with its value
         # As Kafka Streams' constructor: a state directory that cannot be created or written is a

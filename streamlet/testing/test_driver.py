@@ -22,6 +22,7 @@ from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import ProducedRecord, RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, StreamsConfig
+from streamlet.dsl.store_suppliers import apply_application_setting
 from streamlet.errors import StreamsError
 from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
@@ -223,6 +224,7 @@ class TopologyTestDriver:
             base["state.dir"] = self._tmp_state
         self.config = StreamsConfig(base)
         self.topology = topology
+        apply_application_setting(topology, self.config)  # dsl.store.suppliers.class
         wall = _to_ms(initial_wall_clock_time)
         self._wall_ms = int(time.time() * 1000) if wall is None else wall
         app_id = self.config.application_id

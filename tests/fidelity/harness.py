@@ -146,6 +146,8 @@ def difference(case: Case, java: Result, python: Result) -> str | None:
         lines += [f"    {_row(r)}" for r in jr[max(0, first - 2):first + 6]]
         lines.append("  streamlet:")
         lines += [f"    {_row(r)}" for r in pr[max(0, first - 2):first + 6]]
+    if java.get("stores") != python.get("stores"):  # cases asking which stores are persistent
+        lines.append(f"stores differ: Kafka Streams {java.get('stores')}, streamlet {python.get('stores')}")
     if java.get("printed") != python.get("printed"):  # print(Printed.to_file(...)) ops
         lines.append(f"printed lines differ:\n--- Kafka Streams\n{java.get('printed')}\n--- streamlet\n"
                      f"{python.get('printed')}")

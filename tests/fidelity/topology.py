@@ -183,7 +183,10 @@ def apply(builder: StreamsBuilder, current: Any, op: dict[str, Any]) -> Any:
             windows = windows.before(w["before"])
         if w.get("after") is not None:
             windows = windows.after(w["after"])
-        joined = StreamJoined(name=op.get("name"), store_name=op.get("store_name"))
+        joined = StreamJoined(name=op.get("name"), store_name=op.get("store_name"),
+                              this_store_supplier=_window_supplier(op.get("this_store")),
+                              other_store_supplier=_window_supplier(op.get("other_store")),
+                              store_type=op.get("store_type"), logging=op.get("logging", True))
         join = {"join": current.join, "left_join": current.left_join, "outer_join": current.outer_join}[op["kind"]]
         return join(other, fn.JOINERS[op["fn"]], windows, joined)
     if name == "split":
@@ -328,13 +331,22 @@ def _compared(topic: str) -> bool:
     return "KTABLE-SUPPRESS-STATE-STORE" not in topic and not topic.endswith("-sup-store-changelog")
 
 
+def _window_supplier(spec: dict[str, Any] | None) -> Any:
+    """As `Runner.windowSupplier`: a join side's own window store supplier, or None."""
+    if spec is None:
+        return None
+    factory = Stores.in_memory_window_store if spec["kind"] == "in_memory" else Stores.persistent_window_store
+    return factory(spec["name"], spec["retention"], spec["size"], retain_duplicates=spec["dup"])
+
+
 def run_streamlet(case: Case) -> Result:
     """The case on streamlet's TopologyTestDriver, as `Runner.runCase` runs it on Kafka Streams'."""
-    builder = StreamsBuilder()
+    settings = case.get("config", {})
     for path in _PRINT_FILES:
         os.unlink(path)
     _PRINT_FILES.clear()
     try:
+        builder = StreamsBuilder(settings["builder"]) if "builder" in settings else StreamsBuilder()
         current: Any = None
         for op in case["ops"]:
             current = apply(builder, current, op)
@@ -349,11 +361,15 @@ def run_streamlet(case: Case) -> Result:
         "default.key.serde": "String",
         "default.value.serde": "String",
         "statestore.cache.max.bytes": case.get("config", {}).get("cache_max_bytes", 0),
+        **settings.get("app", {}),
     }
     try:  # as Runner.runCase: a driver that cannot start (or close) fails the whole case
         driver = TopologyTestDriver(topology, config, initial_wall_clock_time=0)
     except Exception as e:
         return {"build_error": _error(e)}
+    if case.get("stores"):  # which stores are persistent (P) or in memory (M)
+        result["stores"] = {name: "P" if driver.get_state_store(name).persistent else "M"
+                            for name in sorted(topology.store_builders)}
     try:
         _pipe_all(case, driver, result, records)
     finally:

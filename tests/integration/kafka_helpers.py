@@ -31,6 +31,23 @@ async def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, 
         await producer.stop()
 
 
+async def produce_in_order(bootstrap: str, topic: str, records: list[tuple[str, str, int]]) -> None:
+    """(key, value, timestamp) string records, each acknowledged before the next is sent: when their order
+    is the point of the test."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
+    await producer.start()
+    try:
+        for key, value, ts in records:
+            await (await producer.send(topic, key=key.encode(), value=value.encode(), timestamp_ms=ts))
+    finally:
+        await producer.stop()
+
+
+def decoded(records: list[Any]) -> list[tuple[str, str, int]]:
+    """Consumed string records as sorted (key, value, timestamp)."""
+    return sorted((r.key.decode(), r.value.decode(), r.timestamp) for r in records)
+
+
 async def read_until(
     bootstrap: str,
     topic: str,

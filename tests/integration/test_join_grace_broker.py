@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from streamlet import Consumed, Joined, KafkaStreams, Materialized, Produced, Serdes, Stores, StreamsBuilder, Topology
 from streamlet.testing import TopologyTestDriver
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.integration.kafka_helpers import create_topics, decoded, produce_in_order, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -71,23 +70,11 @@ def _expected() -> tuple[Records, Records]:
         return first, first + [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
 
 
-async def _produce(bootstrap: str, topic: str, records: Records) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
-    await producer.start()
-    try:
-        for key, value, ts in records:  # one at a time: the order is the point
-            await (await producer.send(topic, key=key.encode(), value=value.encode(), timestamp_ms=ts))
-    finally:
-        await producer.stop()
-
 
 def _settings(bootstrap: str, app_id: str, state_dir: Path) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "application.id": app_id, "state.dir": state_dir,
             "commit.interval.ms": 200, "default.key.serde": "String", "default.value.serde": "String"}
 
-
-def _decoded(records: list[Any]) -> Records:
-    return sorted((r.key.decode(), r.value.decode(), r.timestamp) for r in records)
 
 
 @pytest.mark.parametrize("in_memory", [False, True], ids=["leveldb", "in-memory"])
@@ -104,21 +91,21 @@ async def test_buffered_records_survive_a_clean_restart_and_see_late_table_updat
     state_dir = tmp_path / "state"
 
     async with KafkaStreams(topology, _settings(bootstrap, app_id, state_dir)):
-        await _produce(bootstrap, tbl, TABLE_FIRST)
+        await produce_in_order(bootstrap, tbl, TABLE_FIRST)
         await read_until(bootstrap, versions_log, lambda rs: len(rs) >= len(TABLE_FIRST), timeout=90)
-        await _produce(bootstrap, inp, STREAM_FIRST)
+        await produce_in_order(bootstrap, inp, STREAM_FIRST)
         got_first = await read_until(bootstrap, out, lambda rs: len(rs) >= len(first), timeout=90)
         await read_until(bootstrap, buffer_log, lambda rs: len(rs) >= buffered_first + len(KEYS), timeout=90)
-        await _produce(bootstrap, tbl, TABLE_LATE)
+        await produce_in_order(bootstrap, tbl, TABLE_LATE)
         await read_until(bootstrap, versions_log, lambda rs: len(rs) >= len(TABLE_FIRST) + len(TABLE_LATE),
                          timeout=90)
-    assert _decoded(got_first) == sorted(first)
+    assert decoded(got_first) == sorted(first)
     assert all(not v.startswith(("s50|", "s60|", "s45|")) for _k, v, _t in first)  # still buffered at the close
 
     async with KafkaStreams(topology, _settings(bootstrap, app_id, state_dir)):  # the same state directory
-        await _produce(bootstrap, inp, STREAM_SECOND)
+        await produce_in_order(bootstrap, inp, STREAM_SECOND)
         got = await read_until(bootstrap, out, lambda rs: len(rs) >= len(everything), timeout=90)
-    results = _decoded(got)
+    results = decoded(got)
     assert results == sorted(everything)  # each record once, joined as without the restart
     assert {v for _k, v, _t in results if v.startswith(("s45|", "s50|"))} == {"s45|v42", "s50|v42"}
     assert {v for _k, v, _t in results if v.startswith("s60|")} == {"s60|v55"}  # the late versions were seen

@@ -32,6 +32,7 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyConfig;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Aggregator;
 import org.apache.kafka.streams.kstream.Branched;
@@ -65,6 +66,9 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.ValueMapper;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
@@ -110,6 +114,26 @@ public final class Runner {
         }
     }
 
+    /** A case's raw settings (application id and bootstrap servers filled in), for StreamsConfig. */
+    private static Properties settings(final JsonNode values) {
+        final Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "fidelity");
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
+        values.fields().forEachRemaining(e -> props.put(e.getKey(), e.getValue().asText()));
+        return props;
+    }
+
+    /** A join side's own window store supplier: {"kind": "in_memory"|"persistent", name, retention, size, dup}. */
+    private static WindowBytesStoreSupplier windowSupplier(final JsonNode spec) {
+        final String name = spec.get("name").asText();
+        final Duration retention = Duration.ofMillis(spec.get("retention").asLong());
+        final Duration size = Duration.ofMillis(spec.get("size").asLong());
+        final boolean dup = spec.get("dup").asBoolean();
+        return "in_memory".equals(spec.get("kind").asText())
+            ? Stores.inMemoryWindowStore(name, retention, size, dup)
+            : Stores.persistentWindowStore(name, retention, size, dup);
+    }
+
     private static String describeError(final Throwable e) {
         Throwable root = e;
         while (root.getCause() != null && root.getCause() != root) {
@@ -119,7 +143,9 @@ public final class Runner {
     }
 
     static ObjectNode runCase(final JsonNode c, final Path stateDir) {
-        final StreamsBuilder builder = new StreamsBuilder();
+        final StreamsBuilder builder = c.path("config").has("builder")
+            ? new StreamsBuilder(new TopologyConfig(new StreamsConfig(settings(c.path("config").get("builder")))))
+            : new StreamsBuilder();
         SmallOps.startCase();
         Object current = null;
         for (final JsonNode op : c.get("ops")) {
@@ -136,8 +162,16 @@ public final class Runner {
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         final JsonNode config = c.path("config");
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, config.path("cache_max_bytes").asLong(0));
+        if (config.has("app")) {
+            props.putAll(settings(config.get("app")));
+        }
         final ArrayNode records = result.putArray("records");
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            if (c.path("stores").asBoolean(false)) {  // which stores are persistent (P) or in memory (M)
+                final ObjectNode stores = result.putObject("stores");
+                new java.util.TreeMap<>(driver.getAllStateStores()).forEach(
+                    (name, store) -> stores.put(name, store.persistent() ? "P" : "M"));
+            }
             final Map<String, TestInputTopic<String, String>> inputs = new LinkedHashMap<>();
             final Map<String, TestOutputTopic<byte[], byte[]>> outputs = new LinkedHashMap<>();
             for (final JsonNode topic : c.get("outputs")) {
@@ -295,6 +329,19 @@ public final class Runner {
                     }
                     if (text(op.get("store_name")) != null) {
                         joined = joined.withStoreName(text(op.get("store_name")));
+                    }
+                    if (op.hasNonNull("this_store")) {
+                        joined = joined.withThisStoreSupplier(windowSupplier(op.get("this_store")));
+                    }
+                    if (op.hasNonNull("other_store")) {
+                        joined = joined.withOtherStoreSupplier(windowSupplier(op.get("other_store")));
+                    }
+                    if (op.hasNonNull("store_type")) {
+                        joined = joined.withDslStoreSuppliers("in_memory".equals(op.get("store_type").asText())
+                            ? BuiltInDslStoreSuppliers.IN_MEMORY : BuiltInDslStoreSuppliers.ROCKS_DB);
+                    }
+                    if (op.has("logging") && !op.get("logging").asBoolean()) {
+                        joined = joined.withLoggingDisabled();
                     }
                     final ValueJoiner joiner = Functions.joiner(op.get("fn").asText());
                     final KStream left = (KStream) current;

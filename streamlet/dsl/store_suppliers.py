@@ -1,0 +1,180 @@
+"""Which backend a DSL store gets when the operation names none: `dsl.store.suppliers.class` and `default.dsl.store`.
+
+Kafka Streams lets an application pick the stores its DSL builds without a supplier (KIP-954): the
+class `BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers` (the default) or `$InMemoryDslStoreSuppliers`,
+or the older `default.dsl.store` (`rocksDB` / `in_memory`, deprecated in 4.x). Persistent is LevelDB here.
+The rules, each checked against Kafka Streams 4.4.0:
+
+- an operation's own supplier or store type (`Materialized(store_type=...)`, `StreamJoined(store_type=...)`,
+  a supplier) wins;
+- then `StreamsBuilder(config)` (Kafka Streams' `TopologyConfig`): `dsl.store.suppliers.class` when set,
+  else `default.dsl.store` when set;
+- then the application's `dsl.store.suppliers.class` (KafkaStreams / the test driver config). The
+  application's `default.dsl.store` has no effect there: Kafka Streams reads it through `TopologyConfig` only.
+- a foreign-key join's subscription store follows the application's `dsl.store.suppliers.class` only
+  (Kafka Streams 4.4.0 configures it from the application's config, never from `TopologyConfig`).
+
+The DSL decides while `StreamsBuilder.build()` writes the topology, but the application's setting is only
+known when the topology is run; so every store that took the default is recorded with how to build it
+again (`DslDefaultStores`), and the runtime rebuilds those when its config asks for in-memory stores.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from functools import wraps
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from streamlet.errors import ConfigError
+
+if TYPE_CHECKING:
+    from streamlet.stores.api import StoreBuilder
+    from streamlet.topology import Topology
+
+DSL_STORE_SUPPLIERS_CLASS = "dsl.store.suppliers.class"
+DEFAULT_DSL_STORE = "default.dsl.store"
+ROCKS_DB = "rocksDB"
+IN_MEMORY = "in_memory"
+ROCKS_DB_SUPPLIERS = "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers"
+IN_MEMORY_SUPPLIERS = "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers"
+_CLASSES = {ROCKS_DB_SUPPLIERS: False, IN_MEMORY_SUPPLIERS: True}
+_STORE_TYPES = {ROCKS_DB: False, IN_MEMORY: True}
+log = logging.getLogger("streamlet.dsl")
+
+
+def check_settings(values: Mapping[str, Any]) -> None:
+    """Refuse a value Kafka Streams' StreamsConfig refuses (its messages); called when a config is made."""
+    store = values.get(DEFAULT_DSL_STORE)
+    if store is not None and store not in _STORE_TYPES:
+        raise ConfigError(f"Invalid value {store} for configuration {DEFAULT_DSL_STORE}: String must be one of: "
+                          f"{ROCKS_DB}, {IN_MEMORY}")
+    suppliers = values.get(DSL_STORE_SUPPLIERS_CLASS)
+    if suppliers is not None and (not isinstance(suppliers, str) or suppliers.strip() not in _CLASSES):
+        raise ConfigError(f"Invalid value {suppliers} for configuration {DSL_STORE_SUPPLIERS_CLASS}: Class "
+                          f"{suppliers} could not be found. streamlet has Kafka Streams' two built-in ones: "
+                          f"{ROCKS_DB_SUPPLIERS} (LevelDB here) and {IN_MEMORY_SUPPLIERS}")
+
+
+def topology_in_memory(config: Any) -> bool | None:
+    """`StreamsBuilder(config)`'s choice (Kafka Streams' `TopologyConfig.resolveDslStoreSuppliers`): the
+    suppliers class when set, else `default.dsl.store` when set, else None (the application decides)."""
+    given = config.given_keys
+    if DSL_STORE_SUPPLIERS_CLASS in given:
+        return _CLASSES[str(config[DSL_STORE_SUPPLIERS_CLASS]).strip()]
+    if DEFAULT_DSL_STORE in given:
+        return _STORE_TYPES[str(config[DEFAULT_DSL_STORE])]
+    return None
+
+
+def application_in_memory(config: Any) -> bool:
+    """The application's choice for stores nothing else decided: only `dsl.store.suppliers.class` counts."""
+    value = config.get(DSL_STORE_SUPPLIERS_CLASS)
+    return value is not None and _CLASSES[str(value).strip()]
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
+
+
+# -- the DSL's side ---------------------------------------------------------------------------------------------
+@dataclass
+class _Choice:
+    in_memory: bool | None
+    """The builder's choice (None: the application's, recorded in `rebuild`)."""
+    rebuild: dict[str, Callable[[], StoreBuilder]] = field(default_factory=dict)
+    took_default: bool = False
+    application: bool = False
+    """True while the runtime rebuilds stores for the application's setting."""
+    took_application_default: bool = False
+
+
+_CURRENT: ContextVar[_Choice | None] = ContextVar("streamlet_dsl_store_choice", default=None)
+
+
+@contextmanager
+def building(in_memory: bool | None) -> Iterator[dict[str, Callable[[], StoreBuilder]]]:
+    """While a StreamsBuilder writes its topology: DSL stores without their own choice take `in_memory`,
+    or (None) the persistent default, each recorded in the mapping yielded for the runtime to rebuild."""
+    choice = _Choice(in_memory)
+    token = _CURRENT.set(choice)
+    try:
+        yield choice.rebuild
+    finally:
+        _CURRENT.reset(token)
+
+
+def default_in_memory() -> bool:
+    """For a DSL store whose operation chose nothing: in memory or not, as the builder (or later the
+    application) says. Marks the store being made as following the default."""
+    choice = _CURRENT.get()
+    if choice is None:
+        return False
+    choice.took_default = True
+    return bool(choice.in_memory)
+
+
+def application_default_in_memory() -> bool:
+    """For the one DSL store Kafka Streams builds on the application's setting alone, whatever
+    `StreamsBuilder(config)` says: a foreign-key join's subscription store (its SubscriptionStoreFactory is
+    configured from the application's config only, Kafka Streams 4.4.0)."""
+    choice = _CURRENT.get()
+    if choice is None:
+        return False
+    choice.took_application_default = True
+    return bool(choice.in_memory) if choice.application else False
+
+
+P = ParamSpec("P")
+B = TypeVar("B", bound="StoreBuilder")
+
+
+def follows_default(make: Callable[P, B]) -> Callable[P, B]:
+    """Wrap a function making one DSL store: when it took the default and the builder left the choice to
+    the application, remember how to make the store again."""
+
+    @wraps(make)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> B:
+        choice = _CURRENT.get()
+        if choice is None:
+            return make(*args, **kwargs)
+        outer = choice.took_default, choice.took_application_default
+        choice.took_default = choice.took_application_default = False
+        try:
+            builder = make(*args, **kwargs)
+            if (choice.took_default and choice.in_memory is None) or choice.took_application_default:
+                choice.rebuild[builder.name] = lambda: make(*args, **kwargs)
+        finally:
+            choice.took_default, choice.took_application_default = outer
+        return builder
+
+    return wrapper
+
+
+def apply_application_setting(topology: Topology, config: Any) -> None:
+    """Rebuild the topology's DSL stores that follow the application's `dsl.store.suppliers.class`
+    (KafkaStreams and the test driver call this when they take the topology)."""
+    rebuild: dict[str, Callable[[], StoreBuilder]] = getattr(topology, "dsl_default_stores", {})
+    if not rebuild:
+        return
+    given = config.given_keys
+    if DEFAULT_DSL_STORE in given and DSL_STORE_SUPPLIERS_CLASS not in given and config[DEFAULT_DSL_STORE] == IN_MEMORY:
+        _warn_once(f"{DEFAULT_DSL_STORE}={IN_MEMORY} in the application's config does not reach stores the "
+                   f"StreamsBuilder already made: as in Kafka Streams it counts in StreamsBuilder(config) only; set "
+                   f"{DSL_STORE_SUPPLIERS_CLASS}={IN_MEMORY_SUPPLIERS} for the application instead")
+    in_memory = application_in_memory(config)
+    token = _CURRENT.set(_Choice(in_memory, application=True))
+    try:
+        for name, make in rebuild.items():
+            if name in topology.store_builders:
+                topology.store_builders[name] = make()
+    finally:
+        _CURRENT.reset(token)
