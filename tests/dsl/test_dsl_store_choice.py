@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from streamlet import JoinWindows, Serdes, Stores, StreamJoined, StreamsBuilder, StreamsConfig
+from streamlet.dsl import store_suppliers
 from streamlet.errors import ConfigError, TopologyError
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import Topology
@@ -79,7 +80,10 @@ def test_in_memory_join_through_the_driver_joins_and_emits_unmatched_records() -
         assert [(r.key, r.value) for r in out.read_records_to_list()] == [("k", 1), ("j", 1)]
 
 
-def test_the_applications_default_dsl_store_is_said_to_have_no_effect(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_applications_default_dsl_store_is_said_to_have_no_effect(caplog: pytest.LogCaptureFixture,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # The warning is given once per process: an earlier test (tests/fidelity's) may have had it already.
+    monkeypatch.setattr(store_suppliers, "_warned", set())
     topology = _joined_counts()
     with caplog.at_level("WARNING"), TopologyTestDriver(topology, {**BASE, "default.dsl.store": "in_memory"}) as driver:
         assert _persistence(driver, topology) == {True}  # as Kafka Streams: only TopologyConfig reads it
