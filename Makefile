@@ -127,12 +127,15 @@ soak: compile broker-jars toxiproxy
 # Issue #16's differential suite at length: CASES generated topologies and inputs, each run on Kafka Streams
 # 4.4.0's own TopologyTestDriver (tests/fidelity/java, built with Maven on first use; FIDELITY_KAFKA_VERSION=3.9.1
 # for the older line) and on streamlet's, record for record (`make test` runs 2,000 of them). A case is a round
-# trip between the JVM and streamlet that keeps under half a core busy, so the cases run in LANES shards side by
-# side, each on its own pytest-xdist worker and JVM (tests/fidelity/shards.py): about 50 min on 2 cores.
+# trip between the JVM and streamlet that keeps under half a core busy, so the cases run in shards on LANES
+# pytest-xdist workers side by side, each worker with its own JVM (tests/fidelity/shards.py). Twice as many shards
+# as lanes, and idle workers steal queued shards (`worksteal`: `load` queued two long shards behind each other on
+# one worker while others sat idle).
 CASES ?= 50000
 LANES ?= 4
 fidelity: compile $(INSTALLED)
-	FIDELITY_CASES=$(CASES) FIDELITY_SHARDS=$(LANES) $(BIN)/pytest -q -p no:cacheprovider -n $(LANES) tests/fidelity
+	FIDELITY_CASES=$(CASES) FIDELITY_SHARDS=$$(( $(LANES) * 2 )) $(BIN)/pytest -q -p no:cacheprovider -n $(LANES) \
+	  --dist worksteal tests/fidelity
 
 # Issue 23's restart differential suite at length (tests/fidelity_restart/README.md): CASES generated cases (given
 # on the command line; else RESTART_CASES, 300) from seed RESTART_SEED (random when empty), each run on Kafka
