@@ -122,6 +122,12 @@ class ProcessorStateManager(StateStoreContext):
     def set_record_context(self, context: RecordContext) -> None:
         self._set_record_context(context)
 
+    def record_context_reader(self) -> Callable[[], RecordContext]:
+        return self._record_context  # the task's C `partial`: no Python frame per store write
+
+    def record_context_writer(self) -> Callable[[RecordContext], None]:
+        return self._set_record_context
+
     def cache_budget_bytes(self, store_name: str) -> int:
         return self._cache_budget(store_name)
 

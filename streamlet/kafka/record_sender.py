@@ -94,24 +94,32 @@ class RecordSender:
         producer = self.producer
         pump = self._pump
         limit = self.MAX_RECORD_BYTES
+        no_headers = _NO_HEADERS
         for (topic, partition), records in drained.items():
             builder, count = pump.open_batch(producer, topic, partition)
-            append = _appender(builder, count)
+            direct = _direct_append(builder, count)
             before = count
             try:
                 for r in records:
-                    key, value = r[0], r[1]
+                    key, value, timestamp, headers = r
                     if (len(value) if value else 0) + (len(key) if key else 0) > limit:
                         self._oversized(topic, partition, r)
                         continue
-                    if append(builder, count, r) is None:
+                    # The common case inline: straight into the record-batch builder (see `_direct_append`).
+                    if direct is not None:
+                        appended = direct(count, timestamp, key, value, list(headers) if headers else no_headers)
+                        if appended is None:
+                            builder.close()
+                    else:
+                        appended = _append(builder, r)
+                    if appended is None:  # the batch is full: seal it and start the next one with `r`
                         if count:
                             self.sent += count - before
                             _settle(builder, count)
                             builder = pump.seal(producer, topic, partition, count)
-                            append = _appender(builder, 0)
+                            direct = _direct_append(builder, 0)
                             count = before = 0
-                        if append(builder, count, r) is None:
+                        if _append(builder, r) is None:  # alone in an empty batch and still too large
                             self._oversized(topic, partition, r)
                             continue
                     count += 1
@@ -185,36 +193,32 @@ class RecordSender:
 _NO_HEADERS: list[tuple[str, bytes]] = []  # only read by the batch builder, never kept or changed
 
 
-def _append(builder: Any, offset: int, r: ProducedRecord) -> Any:
-    """Append through aiokafka's `BatchBuilder.append` (None when the batch is full)."""
+def _append(builder: Any, r: ProducedRecord) -> Any:
+    """Append through aiokafka's `BatchBuilder.append` (None when the batch is full). Also the direct path's
+    retry of a record that did not fit a full batch: it counts the batch's records itself."""
     return builder.append(key=r[0], value=r[1], timestamp=r[2], headers=list(r[3]))
 
 
-def _append_directly(builder: Any, offset: int, r: ProducedRecord) -> Any:
-    """Append straight into the record-batch builder under aiokafka's `BatchBuilder` (None when full).
+def _direct_append(builder: Any, count: int) -> Callable[[int, int, Any, Any, Any], Any] | None:
+    """The `append(offset, timestamp, key, value, headers)` of the record-batch builder under aiokafka's
+    own `BatchBuilder`, when that builder has no serializers and holds `count` records; else None (go
+    through `_append`).
 
     `BatchBuilder.append` only applies the producer's serializers (streamlet's records are bytes already,
-    and streamlet's producers have none) and counts the records; here `offset` is that count, which
-    `_settle` writes back whenever the batch leaves the sender's hands. Two Python calls less per record."""
-    headers = r[3]
-    metadata = builder._builder.append(offset, r[2], r[0], r[1], list(headers) if headers else _NO_HEADERS)
-    if metadata is None:
-        builder.close()
-    return metadata
-
-
-def _appender(builder: Any, count: int) -> Callable[[Any, int, ProducedRecord], Any]:
-    """`_append_directly` for aiokafka's own `BatchBuilder` without serializers holding `count` records,
-    else `_append`."""
+    and streamlet's producers have none) and counts the records; the sender passes its own count as the
+    offset instead, and `_settle` writes it back whenever the batch leaves the sender's hands. That saves
+    two Python calls per record; `_send` makes this call inline, the one per record left (a full batch
+    returns None, and is then closed as `BatchBuilder.append` would close it)."""
     if (type(builder) is _BatchBuilder and getattr(builder, "_key_serializer", 0) is None
             and getattr(builder, "_value_serializer", 0) is None
             and getattr(builder, "_relative_offset", -1) == count and hasattr(builder, "_builder")):
-        return _append_directly
-    return _append
+        append: Callable[[int, int, Any, Any, Any], Any] = builder._builder.append
+        return append
+    return None
 
 
 def _settle(builder: Any, count: int) -> None:
-    """Make the batch's own record count right (`_append_directly` does not keep it) before the batch
+    """Make the batch's own record count right (the direct path does not keep it) before the batch
     goes to the pump, which may hand it to the producer at any time after."""
     if getattr(builder, "_relative_offset", count) != count:
         builder._relative_offset = count

@@ -11,13 +11,16 @@ result waiting in that consumer's buffer (its `PartitionRecords` instances, neve
 other consumer is touched): they then hand out the decoded records unchanged. Everything else, the
 CRC checks, skipping aborted transactions and control batches, positions, stays aiokafka's. Results
 fetched after the call are handed out as `ConsumerRecord`s, which have the same attributes; with an
-aiokafka whose internals differ nothing is marked and every record is a `ConsumerRecord`.
+aiokafka whose internals differ nothing is marked and every record is a `ConsumerRecord`. A marked result
+not yet started also hands its records out a whole record batch at a time (`batched_fetch`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from typing import Any
+
+from streamlet.kafka.batched_fetch import take_batches
 
 
 def _as_decoded(_tp: Any, record: Any) -> Any:
@@ -31,6 +34,7 @@ def _mark(result: Any) -> bool:
     if vars(records).get("_consumer_record") is _as_decoded:
         return False
     records._consumer_record = _as_decoded  # looked up on the instance for every record
+    take_batches(result)  # and, when its records are not being handed out yet, a batch at a time
     return True
 
 

@@ -110,6 +110,15 @@ class StateStoreContext(ABC):
     def set_record_context(self, context: RecordContext) -> None:
         """Used by a cache flush so that downstream nodes see the flushed entry's record context."""
 
+    def record_context_reader(self) -> Callable[[], RecordContext]:
+        """A callable equal to `record_context`, for a store to bind once at `init` and call per write. The
+        runtime's context returns the task's own getter, so a write costs no forwarding frame."""
+        return self.record_context
+
+    def record_context_writer(self) -> Callable[[RecordContext], None]:
+        """A callable equal to `set_record_context`, bound once like `record_context_reader`."""
+        return self.set_record_context
+
     @abstractmethod
     def cache_budget_bytes(self, store_name: str) -> int:
         """How many bytes this store's cache may hold; 0 disables caching (every update emitted)."""

@@ -19,7 +19,13 @@ from typing import Any
 
 from streamlet.dsl.change import Change
 from streamlet.dsl.emit_strategy import EmitStrategy
-from streamlet.dsl.processors.aggregate import Aggregator, Initializer, StreamAggregateSupplier
+from streamlet.dsl.processors.aggregate import (
+    Aggregator,
+    Initializer,
+    StreamAggregateSupplier,
+    count_aggregator,
+    count_initializer,
+)
 from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, log_skipped
 from streamlet.dsl.processors.window_emit import NO_TIMESTAMP, FinalResultEmitter, time_ordered
 from streamlet.dsl.time_windows import TimeWindows
@@ -31,6 +37,7 @@ from streamlet.stores.window.api import TimestampedWindowStore
 from streamlet.windowed import TimeWindow, Windowed
 
 log = logging.getLogger("streamlet.dsl")
+_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 
 
 def reduce_initializer() -> Any:
@@ -170,27 +177,37 @@ class WindowAggregate(WindowedAggregation):
         self._windows = windows
         self._initializer = initializer
         self._aggregator = aggregator
+        # `count()`: the fold inline (0, then +1) instead of two Python calls per record and window.
+        self._counting = initializer is count_initializer and aggregator is count_aggregator
+        self._sends_updates = False
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        # Whether `_forward_update` would send anything: not with `on_window_close`, nor when the store's cache
+        # forwards at flush (the default). When it would not, the per-record updates are not even built.
+        self._sends_updates = not self._emit_final and not self._forwarder.caching
 
     def process(self, record: Record) -> None:
         if not self._observe(record):
             return
         key, timestamp = record.key, record.timestamp
         close_time = self._observed_stream_time - self._windows.grace_ms
-        store, forward = self._store, self._forward_update
+        store, forward, sends, counting = self._store, self._forward_update, self._sends_updates, self._counting
         for window in self._windows.windows_for(timestamp):
             if window.end <= close_time:
                 self._log_expired(record, window, close_time)
                 continue
             stored = store.fetch(key, window.start)
             if stored is None:
-                old = self._initializer()
+                old = 0 if counting else self._initializer()
                 new_timestamp = timestamp
             else:
                 old = stored.value
                 new_timestamp = max(timestamp, stored.timestamp)
-            new = self._aggregator(key, record.value, old)
-            store.put(key, ValueAndTimestamp(new, new_timestamp), window.start)
-            forward(Record(Windowed(key, window), Change(new, old), new_timestamp, record.headers))
+            new = old + 1 if counting else self._aggregator(key, record.value, old)
+            store.put(key, _new(ValueAndTimestamp, (new, new_timestamp)), window.start)
+            if sends:
+                forward(Record(Windowed(key, window), Change(new, old), new_timestamp, record.headers))
         self._emit_closed(record, close_time)
 
     def _emit_range_lower_bound(self, last_emit_close_time: int) -> int:

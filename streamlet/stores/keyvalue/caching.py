@@ -51,8 +51,8 @@ class CachedAccess:
         self._listener: FlushListener | None = None
         self._send_old_values = False
         self._typical_value_size: int | None = None
-        self._record_context = context.record_context
-        self._set_record_context = context.set_record_context
+        self._record_context = context.record_context_reader()
+        self._set_record_context = context.record_context_writer()
 
     # -- reads --------------------------------------------------------------------------------------
     def get(self, key: bytes, key_obj: Any) -> Any:

@@ -22,9 +22,10 @@ class ChangeLoggingKeyValueBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueB
         self.inner = inner
         self._context = context
         self._log_change = context.log_change
+        self._record_context = context.record_context_reader()
 
     def log(self, key: bytes, value: bytes | None) -> None:
-        self._log_change(self.name, key, value, self._context.record_context().timestamp)
+        self._log_change(self.name, key, value, self._record_context().timestamp)
 
     def get(self, key: bytes) -> bytes | None:
         return self.inner.get(key)
@@ -57,7 +58,7 @@ class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore
 
     def log(self, key: bytes, value: bytes | None) -> None:
         if value is None:
-            self._log_change(self.name, key, None, self._context.record_context().timestamp)
+            self._log_change(self.name, key, None, self._record_context().timestamp)
         elif len(value) >= TIMESTAMP_SIZE:  # `split_timestamped` inlined (once per logged write)
             self._log_change(self.name, key, value[TIMESTAMP_SIZE:], unpack_timestamp(value)[0])
         else:

@@ -50,6 +50,7 @@ class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
         self._listener: WindowFlushListener | None = None
         self._send_old_values = False
         self._observed = -1
+        self._record_context = context.record_context_reader()
 
     def set_flush_listener(self, listener: WindowFlushListener, send_old_values: bool) -> None:
         self._listener = listener
@@ -58,7 +59,7 @@ class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
     # -- writes -------------------------------------------------------------------------------------
     def put(self, key: bytes, window_start: int, seqnum: int, value: bytes | None) -> None:
         store_key = to_store_key(key, window_start, seqnum)
-        context = self._context.record_context()
+        context = self._record_context()
         self._cache.put(store_key, CacheEntry((key, window_start, seqnum), value, True, context,
                                               _entry_size(store_key, value, context)))
         if window_start > self._observed:

@@ -30,11 +30,12 @@ class ChangeLoggingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesSt
         self.inner = inner
         self._context = context
         self._log_change = context.log_change
+        self._record_context = context.record_context_reader()
         self._retain_duplicates = retain_duplicates
         self._seqnum = 0
 
     def log(self, key: bytes, value: bytes | None) -> None:
-        self._log_change(self.name, key, value, self._context.record_context().timestamp)
+        self._log_change(self.name, key, value, self._record_context().timestamp)
 
     def put(self, key: bytes, window_start: int, seqnum: int, value: bytes | None) -> None:
         if self._retain_duplicates:
