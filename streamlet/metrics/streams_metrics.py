@@ -125,9 +125,9 @@ class StreamsMetrics:
         if thread is None:
             return totals, maxima, minima
         totals.update({"polls": thread.polls, "poll_ns": thread.poll_ns, "polled": thread.polled_records,
-                       "commits": thread.commits, "commit_ns": thread.commit_ns})
+                       "commits": thread.commits, "commit_ns": thread.commit_ns, "iterations": thread.iterations})
         maxima.update({"poll_ns": thread.poll_max_ns, "commit_ns": thread.commit_max_ns,
-                       "poll_records": thread.poll_records_max})
+                       "poll_records": thread.poll_records_max, "iteration_records": thread.iteration_records_max})
         thread.reset_extremes()
         if sup.tasks is not None:
             totals.update({"tasks_created": sup.tasks.tasks_created, "tasks_closed": sup.tasks.tasks_closed})
@@ -236,6 +236,13 @@ class StreamsMetrics:
         add("commit-ratio", t, thread_tags, s.delta("commit_ns") / span_ns if span_ns else 0.0,
             description="fraction of time spent committing")
         add("thread-start-time", t, thread_tags, sup.counters.started_ms, description="start time (epoch ms)")
+        add("process-records-avg", t, thread_tags, s.ratio("processed", "iterations"),
+            description="records processed per poll-loop round")
+        add("process-records-max", t, thread_tags, s.maximum("iteration_records"),
+            description="most records processed in one poll-loop round")
+        add("blocked-time-ns-total", t, thread_tags, sup.counters.blocked_ns,
+            description="time spent awaiting Kafka (polls and commits), in nanoseconds")
+        found.extend(self._thread_state_metrics(sup))
         _punctuate_metrics(add, t, thread_tags, s, lambda what: what)
         add("punctuate-ratio", t, thread_tags, s.delta("punctuate_ns") / span_ns if span_ns else 0.0,
             description="fraction of time spent punctuating")
@@ -272,6 +279,7 @@ class StreamsMetrics:
                     description="average processing time of a record (ms)")
                 add("process-latency-max", g, tags, s.maximum(key("record_ns")) * ms,
                     description="longest average per-record time of one batch (ms)")
+            found.extend(self._topic_metrics(actor))
             source = next(iter(actor.task.sources_by_topic.values()), None)
             if source is not None:
                 node_tags = (("processor-node-id", source.name), ("task-id", task_id), ("thread-id", self.thread_id))
@@ -309,6 +317,50 @@ class StreamsMetrics:
                 description="records in the partition not yet handed to its task")
         return found
 
+
+    def _topic_metrics(self, actor: Any) -> list[Metric]:
+        """`stream-topic-metrics` (KIP-846) of one task: records and bytes consumed per source node and topic,
+        produced per sink node and topic (see `topic_counters`). Output whose sink is not known (dead letters)
+        is not reported."""
+        task, counters = actor.task, actor.topics
+        found: list[Metric] = []
+        g = "stream-topic-metrics"
+
+        def add(node: str, topic: str, what: str, counts: list[int]) -> None:
+            tags = (("processor-node-id", node), ("task-id", task.task_id), ("thread-id", self.thread_id),
+                    ("topic", topic))
+            found.append(Metric(MetricName(f"records-{what}-total", g, tags, f"records {what} (topic {topic})"),
+                                float(counts[0]), True))
+            found.append(Metric(MetricName(f"bytes-{what}-total", g, tags, f"bytes {what} (topic {topic})"),
+                                float(counts[1]), True))
+
+        for topic, counts in sorted(counters.consumed.items()):
+            source = task.sources_by_topic.get(topic)
+            if source is not None:
+                add(source.name, topic, "consumed", counts)
+        if counters.produced:
+            sinks = _sink_names(task)
+            for topic, counts in sorted(counters.produced.items()):
+                node = sinks.get(topic, sinks.get(None))
+                if node is not None:
+                    add(node, topic, "produced", counts)
+        return found
+
+    def _thread_state_metrics(self, sup: Any) -> list[Metric]:
+        """KIP-1091's thread state, as Kafka Streams 4.x reports it: `thread-state` (the ordinal of its
+        StreamThread.State, tagged with the process id too) and `state` (the state's name, a text gauge)."""
+        tracker = getattr(sup, "thread_state", None)
+        if tracker is None:
+            return []
+        process_id = str(getattr(self._client, "process_id", "") or "")
+        g = "stream-thread-metrics"
+        return [
+            Metric(MetricName("thread-state", g, (("process-id", process_id), ("thread-id", self.thread_id)),
+                              "The current state of the thread (Kafka Streams' StreamThread.State ordinal)"),
+                   float(tracker.state.value)),
+            Metric(MetricName("state", g, (("thread-id", self.thread_id),), "The current state of the thread"),
+                   0.0, text=tracker.state.name),
+        ]
 
     def _client_metrics(self) -> list[Metric]:
         """`stream-metrics`, the client level, as Kafka Streams 4.x reports it (KIP-1091 added `client-state`,
@@ -351,6 +403,21 @@ class StreamsMetrics:
                    float(getattr(client, "failed_members", 0))),  # a gauge: Prometheus wants counters named *_total
         ]
         return found
+
+
+def _sink_names(task: Any) -> dict[str | None, str]:
+    """A task's sink node names by topic; under None, the one dynamically routed sink's (when there is one),
+    which owns every topic no static sink names."""
+    from streamlet.actors.processor_node import DynamicSinkNode, SinkNode
+
+    names: dict[str | None, str] = {}
+    dynamic = [node.name for node in task.nodes.values() if isinstance(node, DynamicSinkNode)]
+    for node in task.nodes.values():
+        if isinstance(node, SinkNode) and not isinstance(node, DynamicSinkNode):
+            names[node.topic] = node.name  # resolved already (an internal topic's full name)
+    if len(dynamic) == 1:
+        names[None] = dynamic[0]
+    return names
 
 
 def _punctuate_metrics(add: Callable[..., None], group: str, tags: tuple[tuple[str, str], ...], s: Sampler,

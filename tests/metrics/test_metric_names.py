@@ -49,26 +49,18 @@ _STORE_OP_NAMES = _words(
     "put-all-rate put-if-absent-latency-avg put-if-absent-latency-max put-if-absent-rate range-latency-avg "
     "range-latency-max range-rate restore-latency-avg restore-latency-max record-e2e-latency-avg "
     "record-e2e-latency-max record-e2e-latency-min uncommitted-bytes")
-_THREAD_NOT_YET = _words(
-    "blocked-time-ns-total process-records-avg process-records-max state")
 _TASK_NOT_YET = _words(
     "active-process-ratio cache-size-bytes-total enforced-processing-rate "
     "enforced-processing-total record-lateness-avg record-lateness-max restore-remaining-records-total")
-_TOPIC = "processor-node-id,task-id,thread-id,topic"
 
 ONLY_KAFKA_STREAMS: dict[str, str] = {
     **{f"stream-state-metrics {n} {_STATE}": _ROCKSDB for n in _ROCKSDB_NAMES},
     **{f"stream-state-metrics {n} {_STATE}": _STORE_OPS for n in _STORE_OP_NAMES},
-    **{f"stream-thread-metrics {n} thread-id": _NOT_YET for n in _THREAD_NOT_YET},
-    "stream-thread-metrics thread-state process-id,thread-id": _NOT_YET + " (streamlet's group member has no "
-                                                              "StreamThread state machine to report)",
     **{f"stream-task-metrics {n} task-id,thread-id": _NOT_YET for n in _TASK_NOT_YET},
     "stream-processor-node-metrics process-rate processor-node-id,task-id,thread-id":
         "streamlet hands records from node to node by direct calls: counting them per node would cost every hop",
     "stream-processor-node-metrics process-total processor-node-id,task-id,thread-id":
         "as process-rate: per-node counts are not kept",
-    **{f"stream-topic-metrics {n} {_TOPIC}": _NOT_YET for n in (
-        "bytes-consumed-total", "bytes-produced-total", "records-consumed-total", "records-produced-total")},
 }
 """Kafka Streams 4.4.0's names streamlet does not report, and why."""
 
