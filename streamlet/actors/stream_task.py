@@ -102,6 +102,12 @@ class StreamTask:
         """The topic and partition of `current_raw`."""
         self.consumed_offsets: dict[tuple[str, int], int] = {}
         self.processed = 0
+        self.lateness_sum = 0
+        """Kafka Streams' record lateness (stream time minus the timestamp of a record taken at or behind it),
+        summed over the records processed; `lateness_max` the largest since the metrics last read it. Only a
+        record behind stream time adds to them: an in-order record's lateness is 0, so the average is the sum
+        over `processed`."""
+        self.lateness_max = 0
         self.punctuations = 0
         """Punctuations run (Kafka Streams' punctuate-total); `punctuate_ns` their time, `punctuate_max_ns` the
         longest since the metrics last read it."""
@@ -297,6 +303,11 @@ class StreamTask:
                         queue.partition_time = ts
                     if ts > pg.stream_time:
                         pg.stream_time = ts
+                    elif ts < pg.stream_time:  # late: the only records that cost the lateness metrics anything
+                        late = pg.stream_time - ts
+                        self.lateness_sum += late
+                        if late > self.lateness_max:
+                            self.lateness_max = late
                     self.record_ctx = _new(RecordContext, (ts, record.headers, topic, partition, offset))
                     self.current_raw = raw
                     try:

@@ -147,6 +147,9 @@ class StreamsMetrics:
             if counters.e2e_count and counters.e2e_min_ms != float("inf"):
                 minima[(key, "e2e")] = counters.e2e_min_ms
             totals.update({(key, "punctuations"): task.punctuations, (key, "punctuate_ns"): task.punctuate_ns})
+            totals[(key, "lateness")] = task.lateness_sum
+            maxima[(key, "lateness")] = task.lateness_max
+            task.lateness_max = 0
             maxima[(key, "punctuate_ns")] = task.punctuate_max_ns
             task.punctuate_max_ns = 0
             punctuations += task.punctuations
@@ -262,6 +265,10 @@ class StreamsMetrics:
                 "records dropped: skipped by a handler, dead-lettered, or with an invalid timestamp")
             add("dropped-records-rate", "stream-task-metrics", tags, s.rate(key("dropped")),
                 description="records dropped per second")
+            all_tasks_ns = s.delta("process_ns")
+            add("active-process-ratio", "stream-task-metrics", tags,
+                s.delta(key("process_ns")) / all_tasks_ns if all_tasks_ns else 0.0,
+                description="the task's share of the time the member spent processing its active tasks")
             if self.level >= _LEVELS["DEBUG"]:
                 _punctuate_metrics(add, "stream-task-metrics", tags, s, key)
             if self.level >= _LEVELS["DEBUG"]:
@@ -279,6 +286,10 @@ class StreamsMetrics:
                     description="average processing time of a record (ms)")
                 add("process-latency-max", g, tags, s.maximum(key("record_ns")) * ms,
                     description="longest average per-record time of one batch (ms)")
+                add("record-lateness-avg", g, tags, s.ratio(key("lateness"), key("processed")),
+                    description="average lateness of the records (stream time minus record timestamp, ms)")
+                add("record-lateness-max", g, tags, s.maximum(key("lateness")),
+                    description="largest lateness of a record (stream time minus record timestamp, ms)")
             found.extend(self._topic_metrics(actor))
             source = next(iter(actor.task.sources_by_topic.values()), None)
             if source is not None:

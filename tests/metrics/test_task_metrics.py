@@ -1,0 +1,61 @@
+"""The values of Kafka Streams 4.x's task metrics that streamlet added late, on a real broker:
+`record-lateness-avg/max` (DEBUG: stream time minus the timestamp of a record taken at or behind it, 0 for
+one ahead of it) from out-of-order input, and `active-process-ratio` (INFO: a task's share of the member's
+processing time) with one task busy and one idle."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from streamlet import Consumed, Produced, Serdes, StreamsBuilder
+from streamlet.runtime.kafka_streams import KafkaStreams
+from tests.integration.kafka_helpers import create_topics, read_until
+
+pytestmark = [pytest.mark.anyio, pytest.mark.broker]
+
+_TIMESTAMPS = [1000, 5000, 2000, 6000, 5500, 6000]
+"""Lateness 0, 0, 3000, 0, 500, 0: the maximum 3000, the average 3500 / 6."""
+
+
+def _task_metrics(streams: KafkaStreams, name: str) -> dict[str, float]:
+    return {m.name.tag("task-id") or "": m.value for m in streams.streams_metrics.metrics()
+            if m.name.group == "stream-task-metrics" and m.name.name == name}
+
+
+async def test_record_lateness_and_active_process_ratio(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    source, sink = f"late-in-{sfx}", f"late-out-{sfx}"
+    await create_topics(bootstrap, {source: 2, sink: 1})
+    builder = StreamsBuilder()
+    (builder.stream(source, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
+     .map_values(str.upper).to(sink, Produced(key_serde=Serdes.String(), value_serde=Serdes.String())))
+    streams = KafkaStreams(builder.build(), {"application.id": f"task-metrics-{sfx}", "bootstrap.servers": bootstrap,
+                                             "state.dir": str(tmp_path), "commit.interval.ms": 100,
+                                             "metrics.recording.level": "DEBUG"})
+    await streams.start()
+    try:
+        with anyio.fail_after(60):
+            while streams.state.name != "RUNNING":
+                await anyio.sleep(0.1)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        await producer.start()
+        try:
+            for ts in _TIMESTAMPS:  # all to partition 0: task 0_0 is busy, task 0_1 idle
+                await producer.send_and_wait(source, b"v", key=b"k", partition=0, timestamp_ms=ts)
+        finally:
+            await producer.stop()
+        await read_until(bootstrap, sink, lambda rs: len(rs) >= len(_TIMESTAMPS), timeout=60)
+        assert _task_metrics(streams, "record-lateness-max") == {"0_0": 3000.0, "0_1": 0.0}
+        lateness = _task_metrics(streams, "record-lateness-avg")
+        assert lateness["0_0"] == pytest.approx(3500 / len(_TIMESTAMPS))
+        assert lateness["0_1"] == 0.0
+        assert _task_metrics(streams, "active-process-ratio") == {"0_0": 1.0, "0_1": 0.0}
+    finally:
+        await streams.close()
