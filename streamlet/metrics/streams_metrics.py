@@ -43,7 +43,7 @@ from typing import Any
 
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.metrics.sampler import Sampler, Snapshot
-from streamlet.metrics.store_timing import StoreCounters, instrument_task
+from streamlet.metrics.store_timing import StoreCounters, instrument_task, task_cache_bytes
 
 _LEVELS = {"INFO": 0, "DEBUG": 1, "TRACE": 2}
 
@@ -286,6 +286,8 @@ class StreamsMetrics:
                     description="average processing time of a record (ms)")
                 add("process-latency-max", g, tags, s.maximum(key("record_ns")) * ms,
                     description="longest average per-record time of one batch (ms)")
+                add("cache-size-bytes-total", g, tags, task_cache_bytes(actor.task),
+                    description="bytes held by the task's record caches")
                 add("record-lateness-avg", g, tags, s.ratio(key("lateness"), key("processed")),
                     description="average lateness of the records (stream time minus record timestamp, ms)")
                 add("record-lateness-max", g, tags, s.maximum(key("lateness")),

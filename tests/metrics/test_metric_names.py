@@ -50,7 +50,7 @@ _STORE_OP_NAMES = _words(
     "range-latency-max range-rate restore-latency-avg restore-latency-max record-e2e-latency-avg "
     "record-e2e-latency-max record-e2e-latency-min uncommitted-bytes")
 _TASK_NOT_YET = _words(
-    "cache-size-bytes-total enforced-processing-rate enforced-processing-total restore-remaining-records-total")
+    "enforced-processing-rate enforced-processing-total restore-remaining-records-total")
 
 ONLY_KAFKA_STREAMS: dict[str, str] = {
     **{f"stream-state-metrics {n} {_STATE}": _ROCKSDB for n in _ROCKSDB_NAMES},

@@ -59,3 +59,42 @@ async def test_record_lateness_and_active_process_ratio(kafka_broker: Any, tmp_p
         assert _task_metrics(streams, "active-process-ratio") == {"0_0": 1.0, "0_1": 0.0}
     finally:
         await streams.close()
+
+
+async def test_cache_size_bytes_grows_with_cached_keys(kafka_broker: Any, tmp_path: Path) -> None:
+    """cache-size-bytes-total (DEBUG): the bytes in the task's record cache, which every new key adds its key
+    bytes and the per-entry overhead to (no commit empties it: the commit interval outlasts the test)."""
+    from streamlet import Materialized
+    from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES
+    from tests.integration.kafka_helpers import produce
+
+    bootstrap = kafka_broker.bootstrap_servers
+    sfx = uuid.uuid4().hex[:8]
+    source, sink = f"cache-in-{sfx}", f"cache-out-{sfx}"
+    await create_topics(bootstrap, {source: 1, sink: 1})
+    builder = StreamsBuilder()
+    (builder.stream(source, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
+     .group_by_key().count(Materialized("counts")).to_stream()
+     .to(sink, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
+    streams = KafkaStreams(builder.build(), {"application.id": f"cache-metrics-{sfx}", "bootstrap.servers": bootstrap,
+                                             "state.dir": str(tmp_path), "commit.interval.ms": 600_000,
+                                             "metrics.recording.level": "DEBUG"})
+
+    async def processed(n: int) -> float:
+        with anyio.fail_after(60):
+            while _task_metrics(streams, "process-total").get("0_0", 0) < n:
+                await anyio.sleep(0.1)
+        return _task_metrics(streams, "cache-size-bytes-total")["0_0"]
+
+    await streams.start()
+    try:
+        assert _task_metrics(streams, "cache-size-bytes-total") in ({}, {"0_0": 0.0})
+        await produce(bootstrap, source, [(f"key-{i:02}".encode(), b"x") for i in range(10)])
+        first = await processed(10)
+        assert first >= 10 * (6 + ENTRY_OVERHEAD_BYTES)
+        await produce(bootstrap, source, [(f"key-{i:02}".encode(), b"x") for i in range(10)])  # the same keys
+        assert await processed(20) == first
+        await produce(bootstrap, source, [(f"key-{i:02}".encode(), b"x") for i in range(10, 30)])
+        assert await processed(40) >= first + 20 * (6 + ENTRY_OVERHEAD_BYTES)
+    finally:
+        await streams.close()
