@@ -149,7 +149,8 @@ class StreamsMetrics:
             totals.update({(key, "punctuations"): task.punctuations, (key, "punctuate_ns"): task.punctuate_ns})
             totals[(key, "lateness")] = task.lateness_sum
             maxima[(key, "lateness")] = task.lateness_max
-            task.lateness_max = 0
+            if task.lateness_max:
+                task.lateness_max = 0
             maxima[(key, "punctuate_ns")] = task.punctuate_max_ns
             task.punctuate_max_ns = 0
             punctuations += task.punctuations
@@ -186,9 +187,11 @@ class StreamsMetrics:
         return totals, maxima, minima
 
     def instrument(self, task: Any) -> None:
-        """A new active task: at DEBUG level, time its stores (Supervisor.on_task_created)."""
+        """A new active task: at DEBUG level, time its stores and measure its records' lateness
+        (Supervisor.on_task_created)."""
         if self.level >= _LEVELS["DEBUG"]:
             self._stores[task.task_id] = instrument_task(task)
+            task.record_lateness = True
 
     def maybe_sample(self) -> None:
         """Called from the poll loop: a snapshot at most once a second, and a point of `history`."""
