@@ -6,15 +6,24 @@ in Prometheus form, see `prometheus`):
 * `stream-thread-metrics` {thread-id}: process-rate/total, process-latency-avg/max, poll-rate/total,
   poll-latency-avg/max, poll-records-avg/max, poll-ratio, process-ratio, commit-rate/total,
   commit-latency-avg/max, commit-ratio, punctuate-rate/total, punctuate-latency-avg/max,
-  punctuate-ratio, task-created-rate/total, task-closed-rate/total, thread-start-time. A "thread" is
-  one group member: the client itself, or worker i of `streamlet run --workers N` (thread id
+  punctuate-ratio, task-created-rate/total, task-closed-rate/total, thread-start-time,
+  process-records-avg/max (records processed per poll-loop round), blocked-time-ns-total (time awaiting
+  Kafka: polls and commits), state (text) and thread-state {process-id, thread-id} (KIP-1091: the
+  member's state as Kafka Streams' StreamThread.State names it, and its ordinal; see `thread_state`). A
+  "thread" is one group member: the client itself, or worker i of `streamlet run --workers N` (thread id
   `<client>-StreamThread-<i+1>`).
 * `stream-metrics` {client-id} (the client): version, commit-id, application-id, topology-description,
   state (text), client-state, recording-level, alive-stream-threads, failed-stream-threads (Kafka Streams
   4.x's client level; see `_client_metrics`).
-* `stream-task-metrics` {thread-id, task-id}: dropped-records-rate/total (info); process-rate/total,
-  process-latency-avg/max, punctuate-rate/total, punctuate-latency-avg/max, restore-rate/total (debug;
-  Kafka Streams 4.x counts restoration per task), active-buffer-count (debug).
+* `stream-task-metrics` {thread-id, task-id}: dropped-records-rate/total, active-process-ratio (the task's
+  share of the member's processing time) (info); process-rate/total, process-latency-avg/max,
+  punctuate-rate/total, punctuate-latency-avg/max, restore-rate/total (debug; Kafka Streams 4.x counts
+  restoration per task), active-buffer-count, record-lateness-avg/max (stream time minus the timestamp
+  of a record behind it), cache-size-bytes-total (the bytes in the task's key-value record caches) (debug).
+* `stream-topic-metrics` {thread-id, task-id, processor-node-id, topic} (info, KIP-846):
+  records-consumed-total and bytes-consumed-total per source node and input topic,
+  records-produced-total and bytes-produced-total per sink node and output topic (changelogs excluded),
+  sizes reckoned as Kafka Streams does (see `topic_counters`).
 * `stream-processor-node-metrics` {thread-id, task-id, processor-node-id}: record-e2e-latency-avg/min/max
   of each task's source node (info), the wall-clock time at processing minus the record timestamp.
 * `stream-state-metrics` {thread-id, task-id, <type>-state-id} (debug): put-rate, put-latency-avg/max,
