@@ -6,16 +6,14 @@ reason; a name Kafka Streams gains or streamlet loses fails the test.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder
-from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.integration.kafka_helpers import produce, read_until
+from tests.metrics.small_app import small_app
 from tests.streams4_java import run_check
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
@@ -79,16 +77,8 @@ def _lines(metrics: Any) -> set[str]:
 async def test_metric_names_match_kafka_streams(kafka_broker: Any, tmp_path: Path) -> None:
     java = set(run_check("MetricsCheck").split("\n")) - {""}
     bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    words, counted = f"mwords-{sfx}", f"mcounted-{sfx}"
-    await create_topics(bootstrap, {words: 1, counted: 1})
-    builder = StreamsBuilder()
-    (builder.stream(words, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .group_by_key().count(Materialized("counts")).to_stream()
-     .to(counted, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
-    streams = KafkaStreams(builder.build(), {"application.id": f"metric-names-{sfx}", "bootstrap.servers": bootstrap,
-                                             "state.dir": str(tmp_path), "metrics.recording.level": "DEBUG",
-                                             "commit.interval.ms": 100})
+    app = await small_app(bootstrap, tmp_path, "metric-names", counting=True, **{"metrics.recording.level": "DEBUG"})
+    streams, words, counted = app.streams, app.source, app.sink
     await streams.start()
     try:
         await produce(bootstrap, words, [(b"a", b"x"), (b"b", b"y"), (b"a", b"z")])

@@ -5,7 +5,6 @@ processing time) with one task busy and one idle."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,9 @@ import anyio
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.integration.kafka_helpers import read_until
+from tests.metrics.small_app import small_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -30,15 +29,8 @@ def _task_metrics(streams: KafkaStreams, name: str) -> dict[str, float]:
 
 async def test_record_lateness_and_active_process_ratio(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    source, sink = f"late-in-{sfx}", f"late-out-{sfx}"
-    await create_topics(bootstrap, {source: 2, sink: 1})
-    builder = StreamsBuilder()
-    (builder.stream(source, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .map_values(str.upper).to(sink, Produced(key_serde=Serdes.String(), value_serde=Serdes.String())))
-    streams = KafkaStreams(builder.build(), {"application.id": f"task-metrics-{sfx}", "bootstrap.servers": bootstrap,
-                                             "state.dir": str(tmp_path), "commit.interval.ms": 100,
-                                             "metrics.recording.level": "DEBUG"})
+    app = await small_app(bootstrap, tmp_path, "late", partitions=2, **{"metrics.recording.level": "DEBUG"})
+    streams, source, sink = app.streams, app.source, app.sink
     await streams.start()
     try:
         with anyio.fail_after(60):
@@ -64,21 +56,13 @@ async def test_record_lateness_and_active_process_ratio(kafka_broker: Any, tmp_p
 async def test_cache_size_bytes_grows_with_cached_keys(kafka_broker: Any, tmp_path: Path) -> None:
     """cache-size-bytes-total (DEBUG): the bytes in the task's record cache, which every new key adds its key
     bytes and the per-entry overhead to (no commit empties it: the commit interval outlasts the test)."""
-    from streamlet import Materialized
     from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES
     from tests.integration.kafka_helpers import produce
 
     bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    source, sink = f"cache-in-{sfx}", f"cache-out-{sfx}"
-    await create_topics(bootstrap, {source: 1, sink: 1})
-    builder = StreamsBuilder()
-    (builder.stream(source, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .group_by_key().count(Materialized("counts")).to_stream()
-     .to(sink, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
-    streams = KafkaStreams(builder.build(), {"application.id": f"cache-metrics-{sfx}", "bootstrap.servers": bootstrap,
-                                             "state.dir": str(tmp_path), "commit.interval.ms": 600_000,
-                                             "metrics.recording.level": "DEBUG"})
+    app = await small_app(bootstrap, tmp_path, "cache", counting=True,
+                          **{"commit.interval.ms": 600_000, "metrics.recording.level": "DEBUG"})
+    streams, source = app.streams, app.source
 
     async def processed(n: int) -> float:
         with anyio.fail_after(60):

@@ -6,17 +6,16 @@ time spent awaiting Kafka, which an idle member spends nearly all its time doing
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.thread_state import ThreadState
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.integration.kafka_helpers import produce, read_until
+from tests.metrics.small_app import small_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -31,14 +30,8 @@ def _thread_metric(streams: KafkaStreams, name: str) -> Any:
 
 async def test_thread_state_process_records_and_blocked_time(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    source, sink = f"tin-{sfx}", f"tout-{sfx}"
-    await create_topics(bootstrap, {source: 1, sink: 1})
-    builder = StreamsBuilder()
-    (builder.stream(source, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .map_values(str.upper).to(sink, Produced(key_serde=Serdes.String(), value_serde=Serdes.String())))
-    streams = KafkaStreams(builder.build(), {"application.id": f"thread-metrics-{sfx}", "bootstrap.servers": bootstrap,
-                                             "state.dir": str(tmp_path), "commit.interval.ms": 100})
+    app = await small_app(bootstrap, tmp_path, "thread")
+    streams, source, sink = app.streams, app.source, app.sink
     await streams.start()
     try:
         with anyio.fail_after(60):
