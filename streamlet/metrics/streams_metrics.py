@@ -255,8 +255,8 @@ class StreamsMetrics:
             description="records processed per poll-loop round")
         add("process-records-max", t, thread_tags, s.maximum("iteration_records"),
             description="most records processed in one poll-loop round")
-        add("blocked-time-ns-total", t, thread_tags, sup.counters.blocked_ns,
-            description="time spent awaiting Kafka (polls and commits), in nanoseconds")
+        add("blocked-time-ns-total", t, thread_tags, sup.counters.blocked_ns, True,
+            "time spent awaiting Kafka (polls and commits), in nanoseconds")
         found.extend(self._thread_state_metrics(sup))
         _punctuate_metrics(add, t, thread_tags, s, lambda what: what)
         add("punctuate-ratio", t, thread_tags, s.delta("punctuate_ns") / span_ns if span_ns else 0.0,

@@ -22,6 +22,13 @@ from tests.integration.kafka_helpers import produce
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 
+_KAFKA_STREAMS_OWN_NAMES = {
+    "kafka_streams_stream_thread_metrics_blocked_time_ns_total metric names should not contain abbreviated units",
+}
+"""promtool's advice about names that are Kafka Streams' own (KIP-761's blocked-time-ns-total): the JMX
+exporter gives dashboards this very series name, so it stays."""
+
+
 def _require(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
@@ -94,7 +101,9 @@ async def test_prometheus_scrapes_process_rate_and_partition_lag(kafka_broker: A
 
         exposition = await asyncio.to_thread(_get, f"http://127.0.0.1:{app_port}/metrics")
         check = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, check=False)
-        assert check.returncode == 0 and not check.stdout.strip() and not check.stderr.strip(), check
+        complaints = [line for line in (check.stdout + check.stderr).decode().splitlines()
+                      if line.strip() and line.strip() not in _KAFKA_STREAMS_OWN_NAMES]
+        assert not complaints and (check.returncode == 0 or check.stderr.strip()), check
     finally:
         server.terminate()
         server.wait(30)
