@@ -18,15 +18,9 @@ import pytest
 
 from tests.http.served_apps import free_ports, served_wordcount
 from tests.integration.kafka_helpers import produce
+from tests.metrics.promtool_check import promtool_complaints
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
-
-
-_KAFKA_STREAMS_OWN_NAMES = {
-    "kafka_streams_stream_thread_metrics_blocked_time_ns_total metric names should not contain abbreviated units",
-}
-"""promtool's advice about names that are Kafka Streams' own (KIP-761's blocked-time-ns-total): the JMX
-exporter gives dashboards this very series name, so it stays."""
 
 
 def _require(tool: str) -> str:
@@ -100,10 +94,7 @@ async def test_prometheus_scrapes_process_rate_and_partition_lag(kafka_broker: A
         assert {s["metric"]["record_cache_id"] for s in hits} == {"counts-store"}
 
         exposition = await asyncio.to_thread(_get, f"http://127.0.0.1:{app_port}/metrics")
-        check = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, check=False)
-        complaints = [line for line in (check.stdout + check.stderr).decode().splitlines()
-                      if line.strip() and line.strip() not in _KAFKA_STREAMS_OWN_NAMES]
-        assert not complaints and (check.returncode == 0 or check.stderr.strip()), check
+        assert promtool_complaints(promtool, exposition) == []
     finally:
         server.terminate()
         server.wait(30)
