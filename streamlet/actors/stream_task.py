@@ -66,6 +66,17 @@ def _build_store(builder: StoreBuilder) -> StateStore:
 
 
 class StreamTask:
+    record_lateness = False
+    """Whether to measure Kafka Streams' record lateness (its metrics record it at DEBUG level only): the stream
+    time minus the timestamp of each record taken at or behind it, summed in `lateness_sum` (an in-order
+    record's lateness is 0, so the average is the sum over `processed`), the largest since the metrics last
+    read it in `lateness_max`. Measured per run, in a pass over the run's timestamps before it is processed,
+    so the per-record loop pays nothing for it. Class-level defaults, which a task sets on itself only at DEBUG
+    level: as instance attributes set in `__init__` the three cost WordCount's pure-Python hot path 0.4% more
+    instructions per line (benchmarks.hot_path under callgrind), though the loop never touched them."""
+    lateness_sum = 0
+    lateness_max = 0
+
     def __init__(
         self,
         topology: Topology,
@@ -279,6 +290,7 @@ class StreamTask:
         so processors and stream-time punctuations see exactly what per-record merging would show."""
         pg = self.partition_group
         offsets = self.consumed_offsets
+        lateness = self.record_lateness
         n = 0
         while n < max_records:
             taken = pg.next_run(max_records - n)
@@ -290,6 +302,8 @@ class StreamTask:
             process = source.deliver
             self._raw_from = (topic, partition)
             done = 0
+            if lateness:
+                self._measure_lateness(run, pg.stream_time)
             try:
                 for record, offset, raw in run:
                     ts = record.timestamp
@@ -312,6 +326,22 @@ class StreamTask:
                     offsets[(topic, partition)] = run[done - 1][1] + 1
         self.processed += n
         return n
+
+    def _measure_lateness(self, run: list[Any], stream_time: int) -> None:
+        """Record lateness of the records of `run`, about to be taken from stream time `stream_time` on."""
+        total = most = 0
+        for record, _offset, _raw in run:
+            ts = record.timestamp
+            if ts > stream_time:
+                stream_time = ts
+            elif ts < stream_time:
+                late = stream_time - ts
+                total += late
+                if late > most:
+                    most = late
+        self.lateness_sum += total
+        if most > self.lateness_max:
+            self.lateness_max = most
 
     # -- punctuation --------------------------------------------------------------------------------
     def schedule(self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Any,

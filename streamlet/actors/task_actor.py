@@ -30,6 +30,7 @@ from streamlet.actors.task_progress import CommitTimes
 from streamlet.errors import StrayCancellationError, StreamsError
 from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import TaskCounters
+from streamlet.metrics.topic_counters import TopicCounters
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ class TaskActor:
         self.error: BaseException | None = None
         self._urgent: list[Commit] = []  # commit requests handled before the next queued message
         self.counters = TaskCounters()  # per-batch measurements behind the task metrics
+        self.topics = TopicCounters()  # per-batch records and bytes behind the topic metrics
 
     @property
     def task_id(self) -> str:
@@ -235,6 +237,7 @@ class TaskActor:
         if isinstance(message, Records):
             if message.records:
                 task.add_records(message.topic, message.partition, message.records)
+                self.topics.record_consumed(message.topic, message.records)
             if message.caught_up is not None:
                 task.partition_group.set_caught_up(message.topic, message.partition, message.caught_up)
             records = message.records
@@ -304,7 +307,9 @@ class TaskActor:
                     raise StreamsError(f"task {self.task.task_id} wrote to unknown topics {sorted(unknown)}")
                 await self.resolve_topics(unknown)
                 collector.place_deferred()
-            await self._deliver(collector.drain())
+            output = collector.drain()
+            self.topics.record_produced(output)
+            await self._deliver(output)
 
     async def stop(self) -> None:
         """Close the mailbox without a Close message (used when the actor already failed)."""

@@ -62,6 +62,24 @@ class ThreadCounters:
     commits: int = 0
     commit_ns: int = 0
     commit_max_ns: int = 0  # since the last sample
+    iterations: int = 0  # poll-loop rounds (Kafka Streams' runOnce)
+    iteration_records_max: int = 0  # since the last sample: the most records processed in one round
+    processed_seen: int = 0  # the tasks' processed count at the end of the last round
+
+    def record_iteration(self, processed: int) -> None:
+        """One poll-loop round ended with the tasks' processed count at `processed`: what they processed
+        since the last round counts as this round's (Kafka Streams' process-records, recorded per runOnce)."""
+        self.iterations += 1
+        grown = processed - self.processed_seen
+        self.processed_seen = processed
+        if grown > self.iteration_records_max:
+            self.iteration_records_max = grown
+
+    @property
+    def blocked_ns(self) -> int:
+        """Time spent awaiting Kafka: in polls and in commits (the producer's flush, transaction and offset
+        commit requests), Kafka Streams' blocked-time-ns-total."""
+        return self.poll_ns + self.commit_ns
 
     def record_poll(self, elapsed_ns: int, records: int) -> None:
         """One consumer poll that took `elapsed_ns` and returned `records` records."""
@@ -85,3 +103,4 @@ class ThreadCounters:
         self.poll_max_ns = 0
         self.poll_records_max = 0
         self.commit_max_ns = 0
+        self.iteration_records_max = 0

@@ -5,8 +5,9 @@
 `kafka_consumer_` prefix, so dashboards built on Kafka Streams' JMX metrics find the same series.
 Counters (`*-total`) are typed `counter`, everything else `gauge`. A gauge whose name ends in a suffix
 Prometheus reserves for histograms and summaries (`-count`, `-sum`, `-bucket`; e.g. Kafka Streams'
-`active-buffer-count`) gets `_value` appended, so that scrapers and `promtool check metrics` do not take it
-for part of a histogram.
+`active-buffer-count`) or for counters (`-total`: Kafka Streams' `cache-size-bytes-total` goes down as well
+as up) gets `_value` appended, so that scrapers and `promtool check metrics` do not take it for part of a
+histogram or for a counter.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def prometheus_name(name: MetricName) -> str:
     return _INVALID.sub("_", f"{domain}_{name.group}_{name.name}")
 
 
-_RESERVED_SUFFIXES = ("_count", "_sum", "_bucket")
+_RESERVED_SUFFIXES = ("_count", "_sum", "_bucket", "_total")
 
 
 def _series_name(metric: Metric) -> str:

@@ -93,3 +93,17 @@ def instrument_task(task: Any) -> dict[str, tuple[str, StoreCounters]]:
         store._access = _TimedAccess(access, counters)
         found[name] = ("rocksdb" if store.persistent else "in-memory", counters)
     return found
+
+
+def task_cache_bytes(task: Any) -> int:
+    """The bytes held by the record caches of `task`'s key-value stores (Kafka Streams' task-level
+    cache-size-bytes-total): the caches' own running sizes, key and value bytes plus the per-entry overhead
+    they count against `statestore.cache.max.bytes` (see `streamlet.stores.cache`)."""
+    total = 0
+    for store in task.stores.values():
+        access = getattr(store, "_access", None)
+        if isinstance(access, _TimedAccess):
+            access = access._inner
+        if isinstance(access, CachedAccess):
+            total += access._cache.size_bytes
+    return total

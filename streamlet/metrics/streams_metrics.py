@@ -6,15 +6,24 @@ in Prometheus form, see `prometheus`):
 * `stream-thread-metrics` {thread-id}: process-rate/total, process-latency-avg/max, poll-rate/total,
   poll-latency-avg/max, poll-records-avg/max, poll-ratio, process-ratio, commit-rate/total,
   commit-latency-avg/max, commit-ratio, punctuate-rate/total, punctuate-latency-avg/max,
-  punctuate-ratio, task-created-rate/total, task-closed-rate/total, thread-start-time. A "thread" is
-  one group member: the client itself, or worker i of `streamlet run --workers N` (thread id
+  punctuate-ratio, task-created-rate/total, task-closed-rate/total, thread-start-time,
+  process-records-avg/max (records processed per poll-loop round), blocked-time-ns-total (time awaiting
+  Kafka: polls and commits), state (text) and thread-state {process-id, thread-id} (KIP-1091: the
+  member's state as Kafka Streams' StreamThread.State names it, and its ordinal; see `thread_state`). A
+  "thread" is one group member: the client itself, or worker i of `streamlet run --workers N` (thread id
   `<client>-StreamThread-<i+1>`).
 * `stream-metrics` {client-id} (the client): version, commit-id, application-id, topology-description,
   state (text), client-state, recording-level, alive-stream-threads, failed-stream-threads (Kafka Streams
   4.x's client level; see `_client_metrics`).
-* `stream-task-metrics` {thread-id, task-id}: dropped-records-rate/total (info); process-rate/total,
-  process-latency-avg/max, punctuate-rate/total, punctuate-latency-avg/max, restore-rate/total (debug;
-  Kafka Streams 4.x counts restoration per task), active-buffer-count (debug).
+* `stream-task-metrics` {thread-id, task-id}: dropped-records-rate/total, active-process-ratio (the task's
+  share of the member's processing time) (info); process-rate/total, process-latency-avg/max,
+  punctuate-rate/total, punctuate-latency-avg/max, restore-rate/total (debug; Kafka Streams 4.x counts
+  restoration per task), active-buffer-count, record-lateness-avg/max (stream time minus the timestamp
+  of a record behind it), cache-size-bytes-total (the bytes in the task's key-value record caches) (debug).
+* `stream-topic-metrics` {thread-id, task-id, processor-node-id, topic} (info, KIP-846):
+  records-consumed-total and bytes-consumed-total per source node and input topic,
+  records-produced-total and bytes-produced-total per sink node and output topic (changelogs excluded),
+  sizes reckoned as Kafka Streams does (see `topic_counters`).
 * `stream-processor-node-metrics` {thread-id, task-id, processor-node-id}: record-e2e-latency-avg/min/max
   of each task's source node (info), the wall-clock time at processing minus the record timestamp.
 * `stream-state-metrics` {thread-id, task-id, <type>-state-id} (debug): put-rate, put-latency-avg/max,
@@ -43,7 +52,7 @@ from typing import Any
 
 from streamlet.metrics.counters import ThreadCounters
 from streamlet.metrics.sampler import Sampler, Snapshot
-from streamlet.metrics.store_timing import StoreCounters, instrument_task
+from streamlet.metrics.store_timing import StoreCounters, instrument_task, task_cache_bytes
 
 _LEVELS = {"INFO": 0, "DEBUG": 1, "TRACE": 2}
 
@@ -125,9 +134,9 @@ class StreamsMetrics:
         if thread is None:
             return totals, maxima, minima
         totals.update({"polls": thread.polls, "poll_ns": thread.poll_ns, "polled": thread.polled_records,
-                       "commits": thread.commits, "commit_ns": thread.commit_ns})
+                       "commits": thread.commits, "commit_ns": thread.commit_ns, "iterations": thread.iterations})
         maxima.update({"poll_ns": thread.poll_max_ns, "commit_ns": thread.commit_max_ns,
-                       "poll_records": thread.poll_records_max})
+                       "poll_records": thread.poll_records_max, "iteration_records": thread.iteration_records_max})
         thread.reset_extremes()
         if sup.tasks is not None:
             totals.update({"tasks_created": sup.tasks.tasks_created, "tasks_closed": sup.tasks.tasks_closed})
@@ -147,6 +156,10 @@ class StreamsMetrics:
             if counters.e2e_count and counters.e2e_min_ms != float("inf"):
                 minima[(key, "e2e")] = counters.e2e_min_ms
             totals.update({(key, "punctuations"): task.punctuations, (key, "punctuate_ns"): task.punctuate_ns})
+            totals[(key, "lateness")] = task.lateness_sum
+            maxima[(key, "lateness")] = task.lateness_max
+            if task.lateness_max:
+                task.lateness_max = 0
             maxima[(key, "punctuate_ns")] = task.punctuate_max_ns
             task.punctuate_max_ns = 0
             punctuations += task.punctuations
@@ -183,9 +196,11 @@ class StreamsMetrics:
         return totals, maxima, minima
 
     def instrument(self, task: Any) -> None:
-        """A new active task: at DEBUG level, time its stores (Supervisor.on_task_created)."""
+        """A new active task: at DEBUG level, time its stores and measure its records' lateness
+        (Supervisor.on_task_created)."""
         if self.level >= _LEVELS["DEBUG"]:
             self._stores[task.task_id] = instrument_task(task)
+            task.record_lateness = True
 
     def maybe_sample(self) -> None:
         """Called from the poll loop: a snapshot at most once a second, and a point of `history`."""
@@ -236,6 +251,13 @@ class StreamsMetrics:
         add("commit-ratio", t, thread_tags, s.delta("commit_ns") / span_ns if span_ns else 0.0,
             description="fraction of time spent committing")
         add("thread-start-time", t, thread_tags, sup.counters.started_ms, description="start time (epoch ms)")
+        add("process-records-avg", t, thread_tags, s.ratio("processed", "iterations"),
+            description="records processed per poll-loop round")
+        add("process-records-max", t, thread_tags, s.maximum("iteration_records"),
+            description="most records processed in one poll-loop round")
+        add("blocked-time-ns-total", t, thread_tags, sup.counters.blocked_ns, True,
+            "time spent awaiting Kafka (polls and commits), in nanoseconds")
+        found.extend(self._thread_state_metrics(sup))
         _punctuate_metrics(add, t, thread_tags, s, lambda what: what)
         add("punctuate-ratio", t, thread_tags, s.delta("punctuate_ns") / span_ns if span_ns else 0.0,
             description="fraction of time spent punctuating")
@@ -255,6 +277,10 @@ class StreamsMetrics:
                 "records dropped: skipped by a handler, dead-lettered, or with an invalid timestamp")
             add("dropped-records-rate", "stream-task-metrics", tags, s.rate(key("dropped")),
                 description="records dropped per second")
+            all_tasks_ns = s.delta("process_ns")
+            add("active-process-ratio", "stream-task-metrics", tags,
+                s.delta(key("process_ns")) / all_tasks_ns if all_tasks_ns else 0.0,
+                description="the task's share of the time the member spent processing its active tasks")
             if self.level >= _LEVELS["DEBUG"]:
                 _punctuate_metrics(add, "stream-task-metrics", tags, s, key)
             if self.level >= _LEVELS["DEBUG"]:
@@ -272,6 +298,13 @@ class StreamsMetrics:
                     description="average processing time of a record (ms)")
                 add("process-latency-max", g, tags, s.maximum(key("record_ns")) * ms,
                     description="longest average per-record time of one batch (ms)")
+                add("cache-size-bytes-total", g, tags, task_cache_bytes(actor.task),
+                    description="bytes held by the task's record caches")
+                add("record-lateness-avg", g, tags, s.ratio(key("lateness"), key("processed")),
+                    description="average lateness of the records (stream time minus record timestamp, ms)")
+                add("record-lateness-max", g, tags, s.maximum(key("lateness")),
+                    description="largest lateness of a record (stream time minus record timestamp, ms)")
+            found.extend(self._topic_metrics(actor))
             source = next(iter(actor.task.sources_by_topic.values()), None)
             if source is not None:
                 node_tags = (("processor-node-id", source.name), ("task-id", task_id), ("thread-id", self.thread_id))
@@ -309,6 +342,50 @@ class StreamsMetrics:
                 description="records in the partition not yet handed to its task")
         return found
 
+
+    def _topic_metrics(self, actor: Any) -> list[Metric]:
+        """`stream-topic-metrics` (KIP-846) of one task: records and bytes consumed per source node and topic,
+        produced per sink node and topic (see `topic_counters`). Output whose sink is not known (dead letters)
+        is not reported."""
+        task, counters = actor.task, actor.topics
+        found: list[Metric] = []
+        g = "stream-topic-metrics"
+
+        def add(node: str, topic: str, what: str, counts: list[int]) -> None:
+            tags = (("processor-node-id", node), ("task-id", task.task_id), ("thread-id", self.thread_id),
+                    ("topic", topic))
+            found.append(Metric(MetricName(f"records-{what}-total", g, tags, f"records {what} (topic {topic})"),
+                                float(counts[0]), True))
+            found.append(Metric(MetricName(f"bytes-{what}-total", g, tags, f"bytes {what} (topic {topic})"),
+                                float(counts[1]), True))
+
+        for topic, counts in sorted(counters.consumed.items()):
+            source = task.sources_by_topic.get(topic)
+            if source is not None:
+                add(source.name, topic, "consumed", counts)
+        if counters.produced:
+            sinks = _sink_names(task)
+            for topic, counts in sorted(counters.produced.items()):
+                node = sinks.get(topic, sinks.get(None))
+                if node is not None:
+                    add(node, topic, "produced", counts)
+        return found
+
+    def _thread_state_metrics(self, sup: Any) -> list[Metric]:
+        """KIP-1091's thread state, as Kafka Streams 4.x reports it: `thread-state` (the ordinal of its
+        StreamThread.State, tagged with the process id too) and `state` (the state's name, a text gauge)."""
+        tracker = getattr(sup, "thread_state", None)
+        if tracker is None:
+            return []
+        process_id = str(getattr(self._client, "process_id", "") or "")
+        g = "stream-thread-metrics"
+        return [
+            Metric(MetricName("thread-state", g, (("process-id", process_id), ("thread-id", self.thread_id)),
+                              "The current state of the thread (Kafka Streams' StreamThread.State ordinal)"),
+                   float(tracker.state.value)),
+            Metric(MetricName("state", g, (("thread-id", self.thread_id),), "The current state of the thread"),
+                   0.0, text=tracker.state.name),
+        ]
 
     def _client_metrics(self) -> list[Metric]:
         """`stream-metrics`, the client level, as Kafka Streams 4.x reports it (KIP-1091 added `client-state`,
@@ -351,6 +428,21 @@ class StreamsMetrics:
                    float(getattr(client, "failed_members", 0))),  # a gauge: Prometheus wants counters named *_total
         ]
         return found
+
+
+def _sink_names(task: Any) -> dict[str | None, str]:
+    """A task's sink node names by topic; under None, the one dynamically routed sink's (when there is one),
+    which owns every topic no static sink names."""
+    from streamlet.actors.processor_node import DynamicSinkNode, SinkNode
+
+    names: dict[str | None, str] = {}
+    dynamic = [node.name for node in task.nodes.values() if isinstance(node, DynamicSinkNode)]
+    for node in task.nodes.values():
+        if isinstance(node, SinkNode) and not isinstance(node, DynamicSinkNode):
+            names[node.topic] = node.name  # resolved already (an internal topic's full name)
+    if len(dynamic) == 1:
+        names[None] = dynamic[0]
+    return names
 
 
 def _punctuate_metrics(add: Callable[..., None], group: str, tags: tuple[tuple[str, str], ...], s: Sampler,

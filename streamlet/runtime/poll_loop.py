@@ -136,6 +136,7 @@ class PollLoop:
                 if latency_trace.TRACE is not None:
                     latency_trace.TRACE.duration("loop.dispatch", dispatched_at)
             await self._committer.maybe_commit()
+            self._counters.record_iteration(sum(actor.task.processed for actor in tasks.actors.values()))
 
     async def _restore_step(self) -> None:
         """Restore a slice; tasks that completed start at their committed offsets (see ChangelogReader)."""

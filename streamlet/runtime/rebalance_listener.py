@@ -92,8 +92,11 @@ class StreamsRebalanceListener(ConsumerRebalanceListener):
     def __init__(self, *, app_id: str, tasks: TaskManager, standbys: StandbyTasks | None, assignor: AssignmentSource,
                  positions: PartitionPositions, membership: Membership, committer: Committer,
                  dispatch_lock: anyio.Lock, on_rebalance: Callable[[bool], None],
-                 request_shutdown: Callable[[], None], fail: Callable[[BaseException], None]) -> None:
+                 request_shutdown: Callable[[], None], fail: Callable[[BaseException], None],
+                 on_assigned: Callable[[], None] = lambda: None) -> None:
         self._app_id = app_id
+        self._on_assigned = on_assigned
+        """Told once an assignment was taken over (Kafka Streams' thread: PARTITIONS_ASSIGNED)."""
         self._tasks = tasks
         self._standbys = standbys
         self._assignor = assignor
@@ -164,6 +167,7 @@ class StreamsRebalanceListener(ConsumerRebalanceListener):
                 self._membership.request_rejoin()
                 return
             self._positions.assign(parts)
+            self._on_assigned()
         if not self._tasks.restoring:
             self._on_rebalance(True)
 

@@ -65,6 +65,7 @@ from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.streams_membership import StreamsGroupMembership, request_group_shutdown
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.task_offsets import last_applied, local_task_offsets, offset_sum
+from streamlet.runtime.thread_state import ThreadState, ThreadStateTracker
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,9 @@ class Supervisor:
         self.topology = topology
         self.config = config
         self.app_id = config.application_id
-        self._on_rebalance = on_rebalance or (lambda _running: None)
+        self._on_client_rebalance = on_rebalance or (lambda _running: None)
+        self.thread_state = ThreadStateTracker()
+        """The member's state as Kafka Streams' StreamThread names it (the `thread-state` metric)."""
         self._stop = anyio.Event()
         self._dispatch_lock = anyio.Lock()  # the poll loop's dispatch and the rebalance callbacks take turns
         self.plan: TopicPlan | None = None
@@ -152,6 +155,16 @@ class Supervisor:
         self.on_task_created: Callable[[Any], None] = lambda _task: None  # see TaskManager.on_task_created
         self.view = MemberView(self)
 
+    def _on_rebalance(self, running: bool) -> None:
+        """A rebalance began (False: Kafka Streams' thread goes PARTITIONS_REVOKED) or every task is restored
+        (True: RUNNING); the client is told too."""
+        self.thread_state.set(ThreadState.RUNNING if running else ThreadState.PARTITIONS_REVOKED)
+        self._on_client_rebalance(running)
+
+    def _on_assigned(self) -> None:
+        """An assignment was taken over (its tasks may still restore): PARTITIONS_ASSIGNED."""
+        self.thread_state.set(ThreadState.PARTITIONS_ASSIGNED)
+
     def _fail(self, exc: BaseException) -> None:
         """End the member with `exc` (the global thread failed)."""
         self._fatal = self._fatal or exc
@@ -161,6 +174,7 @@ class Supervisor:
         """End the member with `exc`, an error retrying cannot help (the rebalance listener met a missing ACL,
         the broker refused a streams group member)."""
         self._fatal = exc
+        self.thread_state.set(ThreadState.PENDING_SHUTDOWN)
         self._stop.set()
         if self._loop is not None:
             self._loop.interrupt()  # a poll may be waiting for a first assignment that will not come
@@ -236,6 +250,7 @@ class Supervisor:
         """Ask the member to stop: `run()` then commits, closes its tasks and returns, leaving the group
         unless `leave_group` is False (see `CloseOptions`)."""
         self._leave_group = leave_group
+        self.thread_state.set(ThreadState.PENDING_SHUTDOWN)
         self._stop.set()
         if self._loop is not None:
             self._loop.interrupt()
@@ -250,8 +265,13 @@ class Supervisor:
         Every resource is released through one exit stack, in the reverse order of acquisition, so a
         start-up that fails half-way (the broker went away, a store could not open) still stops the
         clients it started and releases the instance id it claimed."""
-        async with AsyncExitStack() as resources:
-            await self._run(resources, task_status)
+        self.thread_state.set(ThreadState.STARTING)
+        try:
+            async with AsyncExitStack() as resources:
+                await self._run(resources, task_status)
+        finally:
+            self.thread_state.set(ThreadState.PENDING_SHUTDOWN)  # a failure ends the member too
+            self.thread_state.set(ThreadState.DEAD)
 
     async def _run(self, resources: AsyncExitStack, task_status: Any) -> None:
         config = self.config
@@ -442,7 +462,8 @@ class Supervisor:
         listener = StreamsRebalanceListener(
             app_id=self.app_id, tasks=tasks, standbys=self.standbys, assignor=assignor, positions=positions,
             membership=membership, committer=committer, dispatch_lock=self._dispatch_lock,
-            on_rebalance=self._on_rebalance, request_shutdown=self._end_on_shutdown_request, fail=self._end_with)
+            on_rebalance=self._on_rebalance, request_shutdown=self._end_on_shutdown_request, fail=self._end_with,
+            on_assigned=self._on_assigned)
         self._loop = PollLoop(
             consumer=self.consumer, config=self.config, tasks=tasks, standbys=self.standbys, positions=positions,
             membership=membership, committer=committer, counters=self.counters, dispatch_lock=self._dispatch_lock,

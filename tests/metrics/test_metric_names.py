@@ -6,16 +6,14 @@ reason; a name Kafka Streams gains or streamlet loses fails the test.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder
-from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.integration.kafka_helpers import produce, read_until
+from tests.metrics.small_app import small_app
 from tests.streams4_java import run_check
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
@@ -49,26 +47,17 @@ _STORE_OP_NAMES = _words(
     "put-all-rate put-if-absent-latency-avg put-if-absent-latency-max put-if-absent-rate range-latency-avg "
     "range-latency-max range-rate restore-latency-avg restore-latency-max record-e2e-latency-avg "
     "record-e2e-latency-max record-e2e-latency-min uncommitted-bytes")
-_THREAD_NOT_YET = _words(
-    "blocked-time-ns-total process-records-avg process-records-max state")
 _TASK_NOT_YET = _words(
-    "active-process-ratio cache-size-bytes-total enforced-processing-rate "
-    "enforced-processing-total record-lateness-avg record-lateness-max restore-remaining-records-total")
-_TOPIC = "processor-node-id,task-id,thread-id,topic"
+    "enforced-processing-rate enforced-processing-total restore-remaining-records-total")
 
 ONLY_KAFKA_STREAMS: dict[str, str] = {
     **{f"stream-state-metrics {n} {_STATE}": _ROCKSDB for n in _ROCKSDB_NAMES},
     **{f"stream-state-metrics {n} {_STATE}": _STORE_OPS for n in _STORE_OP_NAMES},
-    **{f"stream-thread-metrics {n} thread-id": _NOT_YET for n in _THREAD_NOT_YET},
-    "stream-thread-metrics thread-state process-id,thread-id": _NOT_YET + " (streamlet's group member has no "
-                                                              "StreamThread state machine to report)",
     **{f"stream-task-metrics {n} task-id,thread-id": _NOT_YET for n in _TASK_NOT_YET},
     "stream-processor-node-metrics process-rate processor-node-id,task-id,thread-id":
         "streamlet hands records from node to node by direct calls: counting them per node would cost every hop",
     "stream-processor-node-metrics process-total processor-node-id,task-id,thread-id":
         "as process-rate: per-node counts are not kept",
-    **{f"stream-topic-metrics {n} {_TOPIC}": _NOT_YET for n in (
-        "bytes-consumed-total", "bytes-produced-total", "records-consumed-total", "records-produced-total")},
 }
 """Kafka Streams 4.4.0's names streamlet does not report, and why."""
 
@@ -88,16 +77,8 @@ def _lines(metrics: Any) -> set[str]:
 async def test_metric_names_match_kafka_streams(kafka_broker: Any, tmp_path: Path) -> None:
     java = set(run_check("MetricsCheck").split("\n")) - {""}
     bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    words, counted = f"mwords-{sfx}", f"mcounted-{sfx}"
-    await create_topics(bootstrap, {words: 1, counted: 1})
-    builder = StreamsBuilder()
-    (builder.stream(words, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .group_by_key().count(Materialized("counts")).to_stream()
-     .to(counted, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
-    streams = KafkaStreams(builder.build(), {"application.id": f"metric-names-{sfx}", "bootstrap.servers": bootstrap,
-                                             "state.dir": str(tmp_path), "metrics.recording.level": "DEBUG",
-                                             "commit.interval.ms": 100})
+    app = await small_app(bootstrap, tmp_path, "metric-names", counting=True, **{"metrics.recording.level": "DEBUG"})
+    streams, words, counted = app.streams, app.source, app.sink
     await streams.start()
     try:
         await produce(bootstrap, words, [(b"a", b"x"), (b"b", b"y"), (b"a", b"z")])

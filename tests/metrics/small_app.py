@@ -1,0 +1,40 @@
+"""The small applications the metrics tests run on the broker: input -> upper-cased values -> output, or a
+count per key into a cached persistent store ("counts") -> output."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder
+from streamlet.runtime.kafka_streams import KafkaStreams
+from tests.integration.kafka_helpers import create_topics
+
+
+@dataclass(frozen=True)
+class SmallApp:
+    """A created (not started) client and its input and output topics."""
+
+    streams: KafkaStreams
+    source: str
+    sink: str
+
+
+async def small_app(bootstrap: str, tmp_path: Path, name: str, *, counting: bool = False, partitions: int = 1,
+                    **config: object) -> SmallApp:
+    """Creates `name`-in-<suffix> (`partitions` partitions) and `name`-out-<suffix>, and a client reading one
+    into the other (upper-casing values, or `counting` per key), a 100 ms commit interval and `config` on top."""
+    sfx = uuid.uuid4().hex[:8]
+    source, sink = f"{name}-in-{sfx}", f"{name}-out-{sfx}"
+    await create_topics(bootstrap, {source: partitions, sink: 1})
+    builder = StreamsBuilder()
+    stream = builder.stream(source, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
+    if counting:
+        (stream.group_by_key().count(Materialized("counts")).to_stream()
+         .to(sink, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
+    else:
+        stream.map_values(str.upper).to(sink, Produced(key_serde=Serdes.String(), value_serde=Serdes.String()))
+    settings = {"application.id": f"{name}-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
+                "commit.interval.ms": 100, **config}
+    return SmallApp(KafkaStreams(builder.build(), settings), source, sink)
