@@ -45,6 +45,9 @@ class LevelDBWindowBytesStore(WindowBytesStore):
         self.retention_ms = retention_ms
         self._time_first = time_first
         self._interval = segment_interval(retention_ms)
+        self.segment_interval_ms = self._interval
+        """The span of window starts one segment holds (Kafka Streams' caching layer above a time-ordered store
+        walks its cache segment by segment in the same spans)."""
         self._clock = RetentionClock(retention_ms)
         self._segments: list[int] = []
         self._db: Any = None
@@ -117,6 +120,11 @@ class LevelDBWindowBytesStore(WindowBytesStore):
             with self._db.write_batch() as batch, self._db.iterator(prefix=prefix, include_value=False) as keys:
                 for local in keys:
                     batch.delete(local)
+
+    @property
+    def time_ordered(self) -> bool:
+        """Whether this is the time-ordered store of an `on_window_close` aggregation (see the class docstring)."""
+        return self._time_first
 
     # -- reads --------------------------------------------------------------------------------------
     def _read_floor(self) -> int:

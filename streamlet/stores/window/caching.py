@@ -137,6 +137,27 @@ class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
         for store_key, _entry in sorted(cache.between(None, None), key=lambda kv: order(kv[1].key)):
             cache.get(store_key)
 
+    def refresh_time_ordered(self, time_from: int, time_to: int, segment_interval_ms: int) -> None:
+        """Refresh the cached windows Kafka Streams' time-ordered caching store reads for `fetchAll(time_from,
+        time_to)`, in its order (start, key, seqnum): the windows starting at `time_from` or later, segment by
+        segment up to the segment of `time_to` (or of the latest start put, if earlier; the first segment
+        always), until and including the first one past `time_to`, which its range filter reads before it
+        stops. Each read makes that entry the most recently used, which decides what a later put evicts:
+        windows before `time_from`, and past the first one beyond `time_to`, keep their places."""
+        first_segment = time_from // segment_interval_ms
+        last_segment = max(first_segment, min(time_to, self._observed) // segment_interval_ms)
+        cache = self._cache
+        for store_key, entry in sorted(cache.between(None, None), key=lambda kv: (kv[1].key[1], kv[1].key[0],
+                                                                                  kv[1].key[2])):
+            start = entry.key[1]
+            if start < time_from:
+                continue
+            if start // segment_interval_ms > last_segment:
+                break
+            cache.get(store_key)
+            if start > time_to:
+                break
+
     @staticmethod
     def _merged(below: Iterator[WindowEntry], cached: dict[tuple[bytes, int, int], bytes | None],
                 order: Callable[[WindowEntry], tuple[object, ...]]) -> Iterator[WindowEntry]:

@@ -200,13 +200,19 @@ class TypedWindowStore(WindowStore):
 
     def fetch_all_time_ordered(self, time_from: int, time_to: int) -> list[KeyValue]:
         """The windows starting in [time_from, time_to] by start, then key bytes: as Kafka Streams' time-ordered
-        window store answers `fetchAll` for an `on_window_close` aggregation; like its cache iterator, this
-        refreshes every cached window, in that order."""
+        window store answers `fetchAll` for an `on_window_close` aggregation. Its cache iterator makes the
+        cached windows it reads the most recently used: above a persistent (time-ordered) store only those
+        from `time_from` to the first past `time_to` (`refresh_time_ordered`); above an in-memory store,
+        which Kafka Streams caches with its plain window cache, every cached window."""
         found = list(self._windowed(self._below.fetch_all(time_from, time_to)))
         serialize = self._key
         found.sort(key=lambda kv: (kv.key.window.start, serialize(kv.key.key)))
         if self._cache is not None:
-            self._cache.refresh_all(lambda entry: (entry[1], entry[0], entry[2]))
+            interval = getattr(self._bytes, "segment_interval_ms", None)
+            if interval is not None and getattr(self._bytes, "time_ordered", False):
+                self._cache.refresh_time_ordered(time_from, time_to, int(interval))
+            else:
+                self._cache.refresh_all(lambda entry: (entry[1], entry[0], entry[2]))
         return found
 
     def _windowed(self, entries: Iterator[WindowEntry]) -> Iterator[KeyValue]:
