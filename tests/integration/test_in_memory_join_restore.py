@@ -21,7 +21,13 @@ import pytest
 from streamlet import Consumed, JoinWindows, KafkaStreams, Produced, Serdes, Stores, StreamJoined, StreamsBuilder
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import Topology
-from tests.integration.kafka_helpers import create_topics, decoded, produce_in_order, read_until
+from tests.integration.kafka_helpers import (
+    create_topics,
+    decoded,
+    driver_output_in_two_phases,
+    produce_in_order,
+    read_until,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -53,14 +59,8 @@ def _expected() -> tuple[Records, Records]:
     config = {"application.id": "in-memory-join-expected", "dsl.store.suppliers.class": IN_MEMORY}
     with TopologyTestDriver(_topology("left", "right", "out"), config) as driver:
         left, right = driver.create_input_topic("left", S, S), driver.create_input_topic("right", S, S)
-        out = driver.create_output_topic("out", S, S)
-        for topic, records in ((left, LEFT), (right, RIGHT_FIRST)):
-            for key, value, ts in records:
-                topic.pipe_input(key, value, ts)
-        first = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
-        for key, value, ts in RIGHT_SECOND:
-            right.pipe_input(key, value, ts)
-        return first, first + [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+        return driver_output_in_two_phases(driver.create_output_topic("out", S, S),
+                                           [(left, LEFT), (right, RIGHT_FIRST)], [(right, RIGHT_SECOND)])
 
 
 

@@ -21,7 +21,13 @@ import pytest
 
 from streamlet import Consumed, Joined, KafkaStreams, Materialized, Produced, Serdes, Stores, StreamsBuilder, Topology
 from streamlet.testing import TopologyTestDriver
-from tests.integration.kafka_helpers import create_topics, decoded, produce_in_order, read_until
+from tests.integration.kafka_helpers import (
+    create_topics,
+    decoded,
+    driver_output_in_two_phases,
+    produce_in_order,
+    read_until,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -59,15 +65,9 @@ def _expected() -> tuple[Records, Records]:
     """One TopologyTestDriver run without a restart: what the first batch gives, and everything."""
     with TopologyTestDriver(_topology("tbl", "in", "out", False), {"application.id": "grace-expected"}) as driver:
         tbl, inp = driver.create_input_topic("tbl", S, S), driver.create_input_topic("in", S, S)
-        out = driver.create_output_topic("out", S, S)
-        for topic, records in ((tbl, TABLE_FIRST), (inp, STREAM_FIRST)):
-            for key, value, ts in records:
-                topic.pipe_input(key, value, ts)
-        first = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
-        for topic, records in ((tbl, TABLE_LATE), (inp, STREAM_SECOND)):
-            for key, value, ts in records:
-                topic.pipe_input(key, value, ts)
-        return first, first + [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+        return driver_output_in_two_phases(driver.create_output_topic("out", S, S),
+                                           [(tbl, TABLE_FIRST), (inp, STREAM_FIRST)],
+                                           [(tbl, TABLE_LATE), (inp, STREAM_SECOND)])
 
 
 
