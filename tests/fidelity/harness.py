@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from tests.fidelity.topology import Case, Result
+from tests.fidelity.topology import Case, Result, run_streamlet
 
 JAVA_DIR = Path(__file__).parent / "java"
 KAFKA_STREAMS_VERSION = os.environ.get("FIDELITY_KAFKA_VERSION", "4.4.0")
@@ -156,3 +156,8 @@ def difference(case: Case, java: Result, python: Result) -> str | None:
     inputs = [f"  {i}: {e}" for i, e in enumerate(case["inputs"])]
     return "\n".join([*lines, "ops: " + json.dumps(case["ops"]), "config: " + json.dumps(case.get("config")),
                       "inputs:", *inputs])
+
+
+def difference_on_both(kafka_streams: KafkaStreamsReference, case: Case) -> str | None:
+    """`case` run on Kafka Streams (`kafka_streams`) and on streamlet: the report of `difference`, None if equal."""
+    return difference(case, kafka_streams.run(case), run_streamlet(case))

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.fidelity.harness import KafkaStreamsReference, difference, java_available
-from tests.fidelity.topology import Case, run_streamlet
+from tests.fidelity.harness import KafkaStreamsReference, difference_on_both, java_available
+from tests.fidelity.topology import Case
 
 pytestmark = pytest.mark.skipif(not java_available(), reason="the differential suite needs Java 17 and Maven")
 
@@ -63,5 +63,5 @@ def _session_cogroup_with_a_small_cache() -> Case:
                                        "(KAFKA_STREAMS_4_DIFFERENCES.md, 'Open')")
 def test_session_windowed_cogroup_with_a_small_cache(kafka_streams: KafkaStreamsReference) -> None:
     case = _session_cogroup_with_a_small_cache()
-    report = difference(case, kafka_streams.run(case), run_streamlet(case))
+    report = difference_on_both(kafka_streams, case)
     assert report is None, report

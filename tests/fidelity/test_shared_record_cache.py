@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.fidelity.harness import KafkaStreamsReference, difference, java_available
-from tests.fidelity.topology import Case, run_streamlet
+from tests.fidelity.harness import KafkaStreamsReference, difference_on_both, java_available
+from tests.fidelity.topology import Case
 
 pytestmark = pytest.mark.skipif(not java_available(), reason="the differential suite needs Java 17 and Maven")
 
@@ -57,8 +57,7 @@ def _case(cache_max_bytes: int) -> Case:
 def test_a_small_cache_is_shared_by_all_stores_as_in_kafka_streams(kafka_streams: KafkaStreamsReference,
                                                                    cache_max_bytes: int) -> None:
     case = _case(cache_max_bytes)
-    theirs = kafka_streams.run(case)
-    report = difference(case, theirs, run_streamlet(case))
+    report = difference_on_both(kafka_streams, case)
     assert report is None, report
 
 
@@ -99,6 +98,5 @@ def _global_case(cache_max_bytes: int) -> Case:
 def test_the_global_stores_share_the_drivers_one_cache(kafka_streams: KafkaStreamsReference,
                                                        cache_max_bytes: int) -> None:
     case = _global_case(cache_max_bytes)
-    theirs = kafka_streams.run(case)
-    report = difference(case, theirs, run_streamlet(case))
+    report = difference_on_both(kafka_streams, case)
     assert report is None, report

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fidelity.harness import KafkaStreamsReference, difference, java_available
-from tests.fidelity.topology import Case, run_streamlet
+from tests.fidelity.harness import KafkaStreamsReference, difference_on_both, java_available
+from tests.fidelity.topology import Case
 
 pytestmark = pytest.mark.skipif(not java_available(), reason="the differential suite needs Java 17 and Maven")
 
@@ -58,5 +58,5 @@ def _left_join_then_final_count(cache_max_bytes: int) -> Case:
 def test_final_windows_behind_a_left_join_with_a_small_cache(kafka_streams: KafkaStreamsReference,
                                                              cache_max_bytes: int) -> None:
     case = _left_join_then_final_count(cache_max_bytes)
-    report = difference(case, kafka_streams.run(case), run_streamlet(case))
+    report = difference_on_both(kafka_streams, case)
     assert report is None, report
