@@ -45,9 +45,6 @@ class LevelDBWindowBytesStore(WindowBytesStore):
         self.retention_ms = retention_ms
         self._time_first = time_first
         self._interval = segment_interval(retention_ms)
-        self.segment_interval_ms = self._interval
-        """The span of window starts one segment holds (Kafka Streams' caching layer above a time-ordered store
-        walks its cache segment by segment in the same spans)."""
         self._clock = RetentionClock(retention_ms)
         self._segments: list[int] = []
         self._db: Any = None
@@ -120,6 +117,12 @@ class LevelDBWindowBytesStore(WindowBytesStore):
             with self._db.write_batch() as batch, self._db.iterator(prefix=prefix, include_value=False) as keys:
                 for local in keys:
                     batch.delete(local)
+
+    @property
+    def segment_interval_ms(self) -> int:
+        """The span of window starts one segment holds (Kafka Streams' caching layer above a time-ordered store
+        walks its cache segment by segment in the same spans)."""
+        return self._interval
 
     @property
     def time_ordered(self) -> bool:

@@ -130,11 +130,15 @@ class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
         cached = self._cached(lambda _k, start: time_from <= start <= time_to)
         return self._merged(self.inner.fetch_all(time_from, time_to), cached, lambda e: (e[1], e[0], e[2]))
 
-    def refresh_all(self, order: Callable[[tuple[bytes, int, int]], tuple[object, ...]]) -> None:
-        """Refresh every cached window in LRU order, in `order` of (key, start, seqnum): what Kafka Streams'
-        iterator over a store's whole cache does (each entry it reads becomes the most recently used)."""
+    def _in_time_order(self) -> list[tuple[bytes, CacheEntry]]:
+        """The cached windows by start, then key bytes, then seqnum: a time-ordered cache iterator's order."""
+        return sorted(self._cache.between(None, None), key=lambda kv: (kv[1].key[1], kv[1].key[0], kv[1].key[2]))
+
+    def refresh_all(self) -> None:
+        """Refresh every cached window, by start, then key, then seqnum: what Kafka Streams' iterator over a
+        store's whole cache does (each entry it reads becomes the most recently used)."""
         cache = self._cache
-        for store_key, _entry in sorted(cache.between(None, None), key=lambda kv: order(kv[1].key)):
+        for store_key, _entry in self._in_time_order():
             cache.get(store_key)
 
     def refresh_time_ordered(self, time_from: int, time_to: int, segment_interval_ms: int) -> None:
@@ -147,8 +151,7 @@ class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
         first_segment = time_from // segment_interval_ms
         last_segment = max(first_segment, min(time_to, self._observed) // segment_interval_ms)
         cache = self._cache
-        for store_key, entry in sorted(cache.between(None, None), key=lambda kv: (kv[1].key[1], kv[1].key[0],
-                                                                                  kv[1].key[2])):
+        for store_key, entry in self._in_time_order():
             start = entry.key[1]
             if start < time_from:
                 continue

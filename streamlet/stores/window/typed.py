@@ -212,7 +212,7 @@ class TypedWindowStore(WindowStore):
             if interval is not None and getattr(self._bytes, "time_ordered", False):
                 self._cache.refresh_time_ordered(time_from, time_to, int(interval))
             else:
-                self._cache.refresh_all(lambda entry: (entry[1], entry[0], entry[2]))
+                self._cache.refresh_all()
         return found
 
     def _windowed(self, entries: Iterator[WindowEntry]) -> Iterator[KeyValue]:
