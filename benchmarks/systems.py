@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.spark_cluster import CLUSTER
+
 REPO = Path(__file__).resolve().parents[1]
 JAVA_DIR = REPO / "benchmarks" / "java"
 PEER_VENVS = REPO / ".cache" / "bench-venvs"
@@ -181,9 +183,9 @@ def provision_spark() -> None:
     ensure_spark_jars()
 
 
-SPARK_CLUSTER = "spark-cluster"
-"""A standalone master and two one-core workers on loopback, started by the run itself from pyspark's own
-`spark-class` (benchmarks/spark_cluster.py): as many cores as `local[2]`, but executors in JVMs of their own."""
+# `--master spark-cluster` (benchmarks.spark_cluster.CLUSTER): a standalone master and two one-core workers on
+# loopback, started by the run itself from pyspark's own `spark-class`: as many cores as `local[2]`, but
+# executors in JVMs of their own.
 SPARK_CLUSTER_LABEL = "standalone cluster, 2 one-core workers"
 
 
@@ -196,7 +198,9 @@ SPARK_EOS_ELSEWHERE = "exactly-once on the Spark engine is the streamlet-spark-e
 SPARK_EOS_ONLY = "streamlet-spark-eos is the Spark engine under exactly_once_v2: WordCount exactly-once only"
 SPARK_WORKLOADS = "issue #12 compares the Spark engine on WordCount, the window count and the join"
 NATIVE_SPARK_ONLY = "the hand-written Spark anchor is WordCount only"
-SPARK_CLUSTER_WORDCOUNT = "the standalone cluster pair measures WordCount at-least-once, beside native Spark"
+SPARK_CLUSTER_NA = dict.fromkeys(("pipe", "wordcount_eos", "window_count", "join", "session_count", "stream_join"),
+                                 "the standalone cluster pair measures WordCount at-least-once, beside native Spark")
+SPARK_SINK_NO_TIMESTAMPS = "Spark's Kafka sink cannot set record timestamps, which the latency measure reads"
 
 STATELESS_ONLY = "a hand-written consume→produce pipe keeps no state; it is the ceiling for `pipe` only"
 STATEFUL = ("wordcount_alos", "wordcount_eos", "window_count", "join", "session_count", "stream_join")
@@ -245,20 +249,14 @@ SYSTEMS: dict[str, System] = {s.key: s for s in [
            not_applicable={w: NATIVE_SPARK_ONLY for w in ("pipe", "wordcount_eos", "window_count", "join",
                                                            "session_count", "stream_join")},
            max_records=250_000,
-           latency_na="Spark's Kafka sink cannot set record timestamps, which the latency measure reads"),
+           latency_na=SPARK_SINK_NO_TIMESTAMPS),
     # The same two on a real standalone cluster (issue 27), WordCount at-least-once: the engine beside native
     # Spark where the shuffle, the state stores and the Python workers live in executor JVMs of their own.
     System("streamlet-spark-cluster", f"streamlet on Spark ({SPARK_CLUSTER_LABEL})",
-           spark_command("streamlet", SPARK_CLUSTER), provision_spark,
-           not_applicable={w: SPARK_CLUSTER_WORDCOUNT for w in ("pipe", "wordcount_eos", "window_count", "join",
-                                                                 "session_count", "stream_join")},
-           max_records=250_000),
+           spark_command("streamlet", CLUSTER), provision_spark, not_applicable=SPARK_CLUSTER_NA, max_records=250_000),
     System("native-spark-cluster", f"native Spark WordCount ({SPARK_CLUSTER_LABEL})",
-           spark_command("native", SPARK_CLUSTER), provision_spark,
-           not_applicable={w: SPARK_CLUSTER_WORDCOUNT for w in ("pipe", "wordcount_eos", "window_count", "join",
-                                                                 "session_count", "stream_join")},
-           max_records=250_000,
-           latency_na="Spark's Kafka sink cannot set record timestamps, which the latency measure reads"),
+           spark_command("native", CLUSTER), provision_spark, not_applicable=SPARK_CLUSTER_NA, max_records=250_000,
+           latency_na=SPARK_SINK_NO_TIMESTAMPS),
 ]}
 
 
