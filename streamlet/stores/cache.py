@@ -18,8 +18,25 @@ from typing import Any
 from streamlet.stores.api import RecordContext
 from streamlet.stores.sorted_keys import SortedKeyIndex
 
-ENTRY_OVERHEAD_BYTES = 48
-"""Added to key and value bytes per entry, for the bookkeeping the budget should also cover."""
+_ENTRY_FIXED_BYTES = 3 * 8 + 1 + 8 + 8 + 4
+"""What Kafka Streams adds to every cache entry's estimate besides key, value, topic and headers: the LRU
+node's three references, the dirty flag, and the record context's timestamp, offset and partition."""
+
+SEGMENT_ID_BYTES = 8
+"""Kafka Streams' window and session caches key each entry by its segment id, then the store key."""
+
+
+def entry_size(cache_key_size: int, value_size: int, context: RecordContext) -> int:
+    """Kafka Streams' estimate of a cache entry's bytes (its `NamedCache` node over an `LRUCacheEntry`),
+    which decides when a cache evicts: so a small cache evicts the same entries at the same writes as Kafka
+    Streams'. The record context counts its topic name's characters and its headers' keys and values; a
+    clean entry read from the store below has no topic and no headers."""
+    topic = context.topic
+    size = cache_key_size + value_size + _ENTRY_FIXED_BYTES + (0 if topic is None else len(topic))
+    headers = context.headers
+    if headers:
+        size += sum(len(k) + (0 if v is None else len(v)) for k, v in headers)
+    return size
 
 NO_CONTEXT = RecordContext(-1, (), None, -1, -1)
 """The context of clean entries: they are never forwarded, so they need none."""
@@ -92,11 +109,6 @@ class NamedCache:
     def peek(self, key: bytes) -> CacheEntry | None:
         """The entry without refreshing it in LRU order."""
         return self._entries.get(key)
-
-    def resize(self, entry: CacheEntry, size: int) -> None:
-        """Correct an entry's size once its value bytes are known (at flush)."""
-        self.size_bytes += size - entry.size
-        entry.size = size
 
     def remove(self, key: bytes) -> CacheEntry | None:
         entry = self._entries.pop(key, None)

@@ -12,13 +12,20 @@ import struct
 from typing import Any
 
 from streamlet.errors import SerializationError
-from streamlet.serdes import Serde, fast_serializer
+from streamlet.serdes import DoubleSerde, FloatSerde, IntegerSerde, LongSerde, Serde, ShortSerde, fast_serializer
 from streamlet.stores.api import ChangelogEntry, ValueAndTimestamp
 
 _TIMESTAMP = struct.Struct(">q")
 TIMESTAMP_SIZE = _TIMESTAMP.size
 unpack_timestamp = _TIMESTAMP.unpack_from
 """`(timestamp,)` from the first 8 bytes of a timestamped local value (no length check)."""
+
+_FIXED_WIDTHS: dict[type, int] = {ShortSerde: 2, IntegerSerde: 4, LongSerde: 8, FloatSerde: 4, DoubleSerde: 8}
+"""The built-in serdes whose every non-null value has the same byte length."""
+
+
+def _fixed_width(serde: Serde[Any]) -> int | None:
+    return _FIXED_WIDTHS.get(type(serde))
 
 
 def split_timestamped(value: bytes) -> tuple[int, bytes]:
@@ -37,6 +44,9 @@ class PlainValueFormat:
         self._serialize = serde.serializer.serialize
         self._deserialize = serde.deserializer.deserialize
         self._topic = topic
+        self.fixed_size: int | None = _fixed_width(serde)
+        """The byte length of every non-null value's local bytes when the serde fixes it, else None (a cache
+        then encodes a value to learn its size)."""
 
     def encode(self, value: Any) -> bytes | None:
         return self._serialize(self._topic, value)
@@ -62,6 +72,9 @@ class TimestampedValueFormat:
         self._deserialize = serde.deserializer.deserialize
         self._topic = topic
         self._value_type, self._encode_value = fast_serializer(serde.serializer)
+        width = _fixed_width(serde)
+        self.fixed_size: int | None = None if width is None else TIMESTAMP_SIZE + width
+        """As `PlainValueFormat.fixed_size`, the timestamp prefix included."""
 
     def encode(self, value: Any) -> bytes | None:
         if value is None:

@@ -56,13 +56,15 @@ async def test_record_lateness_and_active_process_ratio(kafka_broker: Any, tmp_p
 async def test_cache_size_bytes_grows_with_cached_keys(kafka_broker: Any, tmp_path: Path) -> None:
     """cache-size-bytes-total (DEBUG): the bytes in the task's record cache, which every new key adds its key
     bytes and the per-entry overhead to (no commit empties it: the commit interval outlasts the test)."""
-    from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES
+    from streamlet.stores.api import RecordContext
+    from streamlet.stores.cache import entry_size
     from tests.integration.kafka_helpers import produce
 
     bootstrap = kafka_broker.bootstrap_servers
     app = await small_app(bootstrap, tmp_path, "cache", counting=True,
                           **{"commit.interval.ms": 600_000, "metrics.recording.level": "DEBUG"})
     streams, source = app.streams, app.source
+    least_per_key = entry_size(6, 0, RecordContext(0, (), None, 0, 0))  # a 6-byte key, before value and topic
 
     async def processed(n: int) -> float:
         with anyio.fail_after(60):
@@ -75,10 +77,10 @@ async def test_cache_size_bytes_grows_with_cached_keys(kafka_broker: Any, tmp_pa
         assert _task_metrics(streams, "cache-size-bytes-total") in ({}, {"0_0": 0.0})
         await produce(bootstrap, source, [(f"key-{i:02}".encode(), b"x") for i in range(10)])
         first = await processed(10)
-        assert first >= 10 * (6 + ENTRY_OVERHEAD_BYTES)
+        assert first >= 10 * least_per_key
         await produce(bootstrap, source, [(f"key-{i:02}".encode(), b"x") for i in range(10)])  # the same keys
         assert await processed(20) == first
         await produce(bootstrap, source, [(f"key-{i:02}".encode(), b"x") for i in range(10, 30)])
-        assert await processed(40) >= first + 20 * (6 + ENTRY_OVERHEAD_BYTES)
+        assert await processed(40) >= first + 20 * least_per_key
     finally:
         await streams.close()

@@ -9,7 +9,7 @@ import pytest
 from streamlet.errors import SerializationError
 from streamlet.serdes import Serdes
 from streamlet.stores.api import RecordContext
-from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES
+from streamlet.stores.cache import entry_size as cache_entry_size
 from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 from tests.stores.conftest import build_store
 from tests.stores.context import RecordingStateStoreContext, record_context
@@ -95,14 +95,15 @@ def test_flush_order_follows_the_latest_writes(backend: str, big_cache: Recordin
     assert [f[0] for f in forwarded] == ["c", "a", "d", "b"]
 
 
-def entry_size(key: str, value_bytes: int = 8) -> int:
-    return len(key.encode()) + value_bytes + ENTRY_OVERHEAD_BYTES
+def entry_size(context: RecordingStateStoreContext, key: str, value_bytes: int = 8) -> int:
+    """A cache entry's size as Kafka Streams estimates it, written under the context's current record."""
+    return cache_entry_size(len(key.encode()), value_bytes, context.record_context())
 
 
 def test_eviction_flushes_the_lru_entry_then_every_dirty_entry(
     backend: str, context: RecordingStateStoreContext
 ) -> None:
-    context.cache_budget = 3 * entry_size("k0")
+    context.cache_budget = 3 * entry_size(context, "k0")
     store = build_store(backend, context, cached=True)
     forwarded = with_listener(store, context)
     for i in range(3):
@@ -120,7 +121,7 @@ def test_eviction_flushes_the_lru_entry_then_every_dirty_entry(
 
 
 def test_evicting_clean_entries_forwards_nothing(backend: str, context: RecordingStateStoreContext) -> None:
-    context.cache_budget = 2 * entry_size("k0")
+    context.cache_budget = 2 * entry_size(context, "k0")
     store = build_store(backend, context, cached=True)
     forwarded = with_listener(store, context)
     for i in range(5):
@@ -189,7 +190,7 @@ def test_reads_never_flush_even_when_the_cache_is_full(context: RecordingStateSt
     for i in range(5):
         store.put(f"k{i}", i)
     store.close()
-    context.cache_budget = 2 * entry_size("k0")
+    context.cache_budget = 2 * entry_size(context, "k0")
     cached = build_store("leveldb", context, cached=True, logging=False)
     forwarded = with_listener(cached, context)
     cached.put("k0", 10)

@@ -13,9 +13,11 @@ store: flushes go in the order of the latest writes; evicting a dirty entry flus
 every other dirty entry; a delete of a key absent below is neither logged nor forwarded when a
 listener is installed; the old value is read from the store below only when needed.
 
-Values are serialized only at flush, so size accounting uses the real byte size of values once
-known, and an estimate (the store's typical value size) for values not serialized yet. A value
-that cannot be serialized therefore fails at the flush (the commit), with the store and key named.
+Each entry's size is Kafka Streams' own estimate (`cache.entry_size`: key, value bytes, record context),
+so a small cache evicts the same entries at the same writes as Kafka Streams' does. A value's byte size
+comes from its serde's fixed width where it has one (counts, sums), else from serializing it at the
+write. The bytes written below are serialized at flush; a value that cannot be serialized therefore
+fails at the flush (the commit), with the store and key named.
 Values handed to `put` and returned by `get` are the cached objects themselves: treat them as
 immutable, since mutating one in place changes what the store holds without a `put`.
 """
@@ -29,7 +31,7 @@ from streamlet.errors import SerializationError
 from streamlet.record import KeyValue
 from streamlet.serdes import Deserializer
 from streamlet.stores.api import BytesIterator, FlushListener, KeyValueIterator, StateStoreContext
-from streamlet.stores.cache import ENTRY_OVERHEAD_BYTES, NO_CONTEXT, CacheEntry, NamedCache
+from streamlet.stores.cache import NO_CONTEXT, CacheEntry, NamedCache, entry_size
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.value_formats import ValueFormat
@@ -37,7 +39,8 @@ from streamlet.stores.value_formats import ValueFormat
 
 class CachedAccess:
     def __init__(self, store: KeyValueBytesStore, key_deserializer: Deserializer[Any], topic: str | None,
-                 value_format: ValueFormat, context: StateStoreContext, budget_bytes: int) -> None:
+                 value_format: ValueFormat, context: StateStoreContext, budget_bytes: int,
+                 cache_key_prefix_size: int = 0) -> None:
         self._store = store
         self._deserialize_key = key_deserializer.deserialize
         self._topic = topic
@@ -50,7 +53,8 @@ class CachedAccess:
             self._shared.add(self._cache)
         self._listener: FlushListener | None = None
         self._send_old_values = False
-        self._typical_value_size: int | None = None
+        self._key_prefix_size = cache_key_prefix_size  # Kafka Streams' cache key: this, then the store key
+        self._fixed_value_size = value_format.fixed_size
         self._record_context = context.record_context_reader()
         self._set_record_context = context.record_context_writer()
 
@@ -64,7 +68,7 @@ class CachedAccess:
             return None
         value = self._format.decode(data)
         self._cache.put(key, CacheEntry(key_obj, value, False, NO_CONTEXT,
-                                        len(key) + len(data) + ENTRY_OVERHEAD_BYTES))
+                                        entry_size(self._key_prefix_size + len(key), len(data), NO_CONTEXT)))
         self._make_room_without_flushing(key)
         return value
 
@@ -141,19 +145,16 @@ class CachedAccess:
 
     # -- writes -------------------------------------------------------------------------------------
     def put(self, key: bytes, key_obj: Any, value: Any) -> None:
-        if value is None:
-            size = len(key) + ENTRY_OVERHEAD_BYTES
-        else:
-            typical = self._typical_value_size  # what `_value_size_hint` returns, without its call
-            if typical is None or type(value) is bytes or type(value) is str:
-                typical = self._value_size_hint(value)
-            size = len(key) + typical + ENTRY_OVERHEAD_BYTES
+        fixed = self._fixed_value_size
+        value_size = 0 if value is None else fixed if fixed is not None else self._value_size(value)
+        context = self._record_context()
+        size = entry_size(self._key_prefix_size + len(key), value_size, context)
         cache = self._cache
         entry = cache.peek(key)
         if entry is not None and entry.dirty:
-            cache.rewrite(key, entry, value, self._record_context(), size)
+            cache.rewrite(key, entry, value, context, size)
         else:
-            cache.put(key, CacheEntry(key_obj, value, True, self._record_context(), size))
+            cache.put(key, CacheEntry(key_obj, value, True, context, size))
         if cache.size_bytes > self._budget or self._shared is not None:
             self._maybe_evict()
 
@@ -171,14 +172,14 @@ class CachedAccess:
         for key, key_obj, value in entries:
             self.put(key, key_obj, value)
 
-    def _value_size_hint(self, value: Any) -> int:
-        if type(value) is bytes or type(value) is str:
-            return len(value)
-        typical = self._typical_value_size
-        if typical is None:
+    def _value_size(self, value: Any) -> int:
+        """The value's local bytes' length, serialized to learn it; 0 when it cannot be serialized (the flush
+        then raises the serde's error, with the store and key named)."""
+        try:
             data = self._format.encode(value)
-            typical = self._typical_value_size = 0 if data is None else len(data)
-        return typical
+        except Exception:
+            return 0
+        return 0 if data is None else len(data)
 
     # -- flushing -----------------------------------------------------------------------------------
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
@@ -214,7 +215,6 @@ class CachedAccess:
         store, encode = self._store, self._format.encode
         set_context = self._set_record_context
         listener, send_old_values = self._listener, self._send_old_values
-        evicted_entry = None if evicted is None else evicted[1]  # no longer cached: not resized
         to_forward: list[tuple[CacheEntry, bytes | None]] = []
         saved_context = self._record_context()
         try:
@@ -229,12 +229,6 @@ class CachedAccess:
                             f"state store {store.name!r}: cannot serialize the value of key {entry.key!r} "
                             f"(values are serialized when the cache flushes): {exc}"
                         ) from exc
-                    if data is not None:  # `_learn_size` inlined (once per flushed entry)
-                        size = len(data)
-                        if entry is not evicted_entry:  # still cached: resized to its real bytes
-                            cache.resize(entry, len(key) + size + ENTRY_OVERHEAD_BYTES)
-                        typical = self._typical_value_size
-                        self._typical_value_size = size if typical is None else (7 * typical + size) >> 3
                     if listener is not None:
                         old = store.get(key) if data is None or send_old_values else None
                         if data is None and old is None:

@@ -48,8 +48,12 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         *,
         logging_enabled: bool = True,
         caching_enabled: bool = False,
+        cache_key_prefix_size: int = 0,
     ) -> None:
+        """`cache_key_prefix_size`: the bytes Kafka Streams' cache of this kind of store puts before the
+        store key in its cache keys, which count in an entry's size (a session store's segment id)."""
         self.name = bytes_store.name
+        self._cache_key_prefix_size = cache_key_prefix_size
         self._bytes = bytes_store
         self._key_serde = key_serde
         self._value_serde = value_serde
@@ -86,7 +90,8 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         budget = context.cache_budget_bytes(self.name) if self.caching_enabled else 0
         access: StoreAccess
         if budget > 0:
-            access = CachedAccess(below, key_serde.deserializer, topic, value_format, context, budget)
+            access = CachedAccess(below, key_serde.deserializer, topic, value_format, context, budget,
+                                  self._cache_key_prefix_size)
         else:
             access = DirectAccess(below, key_serde.deserializer, topic, value_format)
         self._topic = topic

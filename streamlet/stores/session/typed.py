@@ -22,6 +22,7 @@ from streamlet.errors import ConfigError
 from streamlet.record import Headers, KeyValue
 from streamlet.serdes import NoFastPath, Serde, fast_serializer
 from streamlet.stores.api import FlushListener, KeyValueIterator, StateStoreContext
+from streamlet.stores.cache import SEGMENT_ID_BYTES
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.keyvalue.typed import TypedKeyValueStore
@@ -41,8 +42,8 @@ class TypedSessionStore(TypedKeyValueStore, SessionStore):
     def __init__(self, bytes_store: KeyValueBytesStore, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None,
                  *, retention_ms: int, logging_enabled: bool = True, caching_enabled: bool = False) -> None:
         self._retaining = RetainingSessionBytesStore(bytes_store, retention_ms)
-        super().__init__(self._retaining, None, value_serde,
-                         logging_enabled=logging_enabled, caching_enabled=caching_enabled)
+        super().__init__(self._retaining, None, value_serde, logging_enabled=logging_enabled,
+                         caching_enabled=caching_enabled, cache_key_prefix_size=SEGMENT_ID_BYTES)
         self._session_key_serde = key_serde
         self.retention_ms = retention_ms
         self._serialize_inner_key: Any = self._not_open

@@ -15,23 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from streamlet.stores.api import RecordContext, StateStoreContext
-from streamlet.stores.cache import CacheEntry, NamedCache
+from streamlet.stores.api import StateStoreContext
+from streamlet.stores.cache import SEGMENT_ID_BYTES, CacheEntry, NamedCache, entry_size
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry
 from streamlet.stores.window.key_schema import to_store_key
 from streamlet.stores.wrapping import _StoreLayer
 
 WindowFlushListener = Callable[[bytes, int, bytes | None, bytes | None, int, tuple[tuple[str, bytes], ...]], None]
 """`listener(key bytes, window start, new value bytes, old value bytes, timestamp, headers)`."""
-
-
-def _entry_size(store_key: bytes, value: bytes | None, context: RecordContext) -> int:
-    """Kafka Streams' estimate of a window cache entry, which decides when the cache evicts: the cache key
-    (an 8-byte segment id, then the store key), three references, the dirty flag, the value, and the
-    record context (timestamp, offset, topic name, partition, headers)."""
-    topic = 0 if context.topic is None else len(context.topic)
-    headers = sum(len(k) + (0 if v is None else len(v)) for k, v in context.headers)
-    return 8 + len(store_key) + 3 * 8 + 1 + (0 if value is None else len(value)) + 8 + 8 + topic + 4 + headers
 
 
 class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
@@ -60,8 +51,8 @@ class CachingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesStore):
     def put(self, key: bytes, window_start: int, seqnum: int, value: bytes | None) -> None:
         store_key = to_store_key(key, window_start, seqnum)
         context = self._record_context()
-        self._cache.put(store_key, CacheEntry((key, window_start, seqnum), value, True, context,
-                                              _entry_size(store_key, value, context)))
+        size = entry_size(SEGMENT_ID_BYTES + len(store_key), 0 if value is None else len(value), context)
+        self._cache.put(store_key, CacheEntry((key, window_start, seqnum), value, True, context, size))
         if window_start > self._observed:
             self._observed = window_start
         if self._over_budget():
