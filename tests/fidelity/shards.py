@@ -10,16 +10,22 @@ number as in one lane. `make test` keeps one shard.
 
 Shards must not draw the same cases: without a seed, every Hypothesis run draws its own; with
 `--hypothesis-seed=S`, shard k runs on a seed derived from S and k (one shard keeps S itself).
+
+Each shard keeps its own example database (`examples-shard{k}` beside Hypothesis' `examples`): a shared one
+handed the failure one shard saved to every shard that started after it, which replayed it first, stopped
+there, and never ran its own cases (the first 50,000-case run lost five shards' cases that way).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import seed
+from hypothesis import seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 SHARDS = max(1, int(os.environ.get("FIDELITY_SHARDS", "1")))
 """How many shards each differential test's cases are split into."""
@@ -41,3 +47,12 @@ def seeded_for_shard(request: pytest.FixtureRequest, shard: int) -> Callable[[_T
     if given_seed is None or SHARDS == 1:
         return lambda f: f
     return seed(int(given_seed) * 1_000_003 + shard)
+
+
+def database_for_shard(shard: int) -> ExampleDatabase | None:
+    """The shard's own example database (see the module docstring); Hypothesis' default when unsharded."""
+    default = settings.default.database
+    if SHARDS == 1 or not isinstance(default, DirectoryBasedExampleDatabase):
+        return default
+    path = Path(default.path)
+    return DirectoryBasedExampleDatabase(path.with_name(f"{path.name}-shard{shard}"))

@@ -284,7 +284,7 @@ def cases(draw: Draw) -> Case:
     for op in ops:
         if op["op"] == "split":
             outputs += [f"br{i}" for i in range(1, len(op["branches"]) + 1)]
-    cache_max_bytes = draw(st.sampled_from([0, 10 * 1024 * 1024, 300]))
+    cache_max_bytes = draw(st.sampled_from([0, 10 * 1024 * 1024, 150, 300, 600, 1200]))
     return {
         "config": {"cache_max_bytes": cache_max_bytes},
         "ops": ops,

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.fidelity.harness import KafkaStreamsReference, difference, java_available
-from tests.fidelity.shards import seeded_for_shard, shard_cases, shard_param
+from tests.fidelity.shards import database_for_shard, seeded_for_shard, shard_cases, shard_param
 from tests.fidelity.strategies import cases
 from tests.fidelity.topology import Case, run_streamlet
 
@@ -42,7 +42,7 @@ def test_same_records_as_kafka_streams(kafka_streams: KafkaStreamsReference, req
     # The default example database (.hypothesis/, not committed) keeps a failing case, so that the next
     # run on this machine starts from it: a rare difference is found again rather than lost.
     @seeded_for_shard(request, shard)
-    @settings(max_examples=cases_here, deadline=None,
+    @settings(max_examples=cases_here, deadline=None, database=database_for_shard(shard),
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
     @given(cases().filter(lambda c: any(op["op"] in FOCUS for op in c["ops"])) if FOCUS else cases())
     def check(case: Case) -> None:

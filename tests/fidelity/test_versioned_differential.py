@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fidelity.harness import KafkaStreamsReference, difference, java_available
-from tests.fidelity.shards import seeded_for_shard, shard_cases, shard_param
+from tests.fidelity.shards import database_for_shard, seeded_for_shard, shard_cases, shard_param
 from tests.fidelity.topology import Case, run_streamlet
 from tests.fidelity.versioned_strategies import store_cases, table_cases
 
@@ -35,7 +35,7 @@ def _check(kafka_streams: KafkaStreamsReference, strategy: st.SearchStrategy[Cas
     cases_here = shard_cases(CASES, shard)
 
     @seeded_for_shard(request, shard)
-    @settings(max_examples=cases_here, deadline=None,
+    @settings(max_examples=cases_here, deadline=None, database=database_for_shard(shard),
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(strategy)
     def check(case: Case) -> None:
