@@ -19,7 +19,10 @@ in Prometheus form, see `prometheus`):
   share of the member's processing time) (info); process-rate/total, process-latency-avg/max,
   punctuate-rate/total, punctuate-latency-avg/max, restore-rate/total (debug; Kafka Streams 4.x counts
   restoration per task), active-buffer-count, record-lateness-avg/max (stream time minus the timestamp
-  of a record behind it), cache-size-bytes-total (the bytes in the task's key-value record caches) (debug).
+  of a record behind it), cache-size-bytes-total (the bytes in the task's key-value record caches),
+  enforced-processing-rate/total (records processed without waiting any longer for an empty input partition,
+  `max.task.idle.ms`; see `PartitionGroup.count_enforced`) (debug); restore-remaining-records-total (KIP-869:
+  changelog records still to restore, also while the task restores) (info).
 * `stream-topic-metrics` {thread-id, task-id, processor-node-id, topic} (info, KIP-846):
   records-consumed-total and bytes-consumed-total per source node and input topic,
   records-produced-total and bytes-produced-total per sink node and output topic (changelogs excluded),
@@ -157,6 +160,7 @@ class StreamsMetrics:
                 minima[(key, "e2e")] = counters.e2e_min_ms
             totals.update({(key, "punctuations"): task.punctuations, (key, "punctuate_ns"): task.punctuate_ns})
             totals[(key, "lateness")] = task.lateness_sum
+            totals[(key, "enforced")] = task.partition_group.enforced
             maxima[(key, "lateness")] = task.lateness_max
             if task.lateness_max:
                 task.lateness_max = 0
@@ -201,6 +205,9 @@ class StreamsMetrics:
         if self.level >= _LEVELS["DEBUG"]:
             self._stores[task.task_id] = instrument_task(task)
             task.record_lateness = True
+            # Only a task reading several partitions can go on without one of them; -1 turns the wait off.
+            if len(task.sources_by_topic) > 1 and int(self.config.get("max.task.idle.ms") or 0) >= 0:
+                task.partition_group.count_enforced = True
 
     def maybe_sample(self) -> None:
         """Called from the poll loop: a snapshot at most once a second, and a point of `history`."""
@@ -266,6 +273,7 @@ class StreamsMetrics:
         add("task-closed-total", t, thread_tags, s.total("tasks_closed"), True, "active tasks closed")
         add("task-closed-rate", t, thread_tags, s.rate("tasks_closed"), description="active tasks closed per second")
         tasks = sup.tasks
+        found.extend(self._restore_remaining(tasks))
         for actor in sorted(tasks.actors.values() if tasks is not None else (), key=lambda a: a.task.task_id):
             task_id = actor.task.task_id
             tags = (("task-id", task_id), ("thread-id", self.thread_id))
@@ -304,6 +312,10 @@ class StreamsMetrics:
                     description="average lateness of the records (stream time minus record timestamp, ms)")
                 add("record-lateness-max", g, tags, s.maximum(key("lateness")),
                     description="largest lateness of a record (stream time minus record timestamp, ms)")
+                add("enforced-processing-total", g, tags, s.total(key("enforced")), True,
+                    "records processed while an input partition had no data because max.task.idle.ms ran out")
+                add("enforced-processing-rate", g, tags, s.rate(key("enforced")),
+                    description="records processed per second while an input partition had no data")
             found.extend(self._topic_metrics(actor))
             source = next(iter(actor.task.sources_by_topic.values()), None)
             if source is not None:
@@ -342,6 +354,22 @@ class StreamsMetrics:
                 description="records in the partition not yet handed to its task")
         return found
 
+
+    def _restore_remaining(self, tasks: Any) -> list[Metric]:
+        """`restore-remaining-records-total` (INFO, KIP-869) of every active task, restoring or running: the
+        changelog offsets still to restore into its stores, from where each changelog's restoration began up to
+        its end offset then (0 before its end is known and once restored). Kafka Streams 4.4 counts down in
+        offsets too (KAFKA-20711), so transaction markers and compacted gaps leave nothing behind."""
+        if tasks is None:
+            return []
+        left = {task_id: remaining or 0 for task_id, (_restored, remaining) in tasks.reader.progress().items()}
+        task_ids = sorted({task.task_id for task, _sender, _tps in tasks.restoring.values()}
+                          | {actor.task.task_id for actor in tasks.actors.values()})
+        return [Metric(MetricName("restore-remaining-records-total", "stream-task-metrics",
+                                  (("task-id", task_id), ("thread-id", self.thread_id)),
+                                  "changelog records still to restore into the task's stores"),
+                       float(left.get(task_id, 0)))
+                for task_id in task_ids]
 
     def _topic_metrics(self, actor: Any) -> list[Metric]:
         """`stream-topic-metrics` (KIP-846) of one task: records and bytes consumed per source node and topic,
