@@ -24,7 +24,6 @@ def _words(text: str) -> list[str]:
 
 _ROCKSDB = "RocksDB's own statistics (memtables, SST files, compaction, block cache): streamlet's persistent " \
            "stores are LevelDB, which keeps no such statistics"
-_NOT_YET = "not measured by streamlet yet"
 _STORE_OPS = "a store operation streamlet does not time yet (only put, get and restore are)"
 _STATE = "rocksdb-state-id,task-id,thread-id"
 _ROCKSDB_NAMES = _words(
@@ -47,13 +46,10 @@ _STORE_OP_NAMES = _words(
     "put-all-rate put-if-absent-latency-avg put-if-absent-latency-max put-if-absent-rate range-latency-avg "
     "range-latency-max range-rate restore-latency-avg restore-latency-max record-e2e-latency-avg "
     "record-e2e-latency-max record-e2e-latency-min uncommitted-bytes")
-_TASK_NOT_YET = _words(
-    "enforced-processing-rate enforced-processing-total restore-remaining-records-total")
 
 ONLY_KAFKA_STREAMS: dict[str, str] = {
     **{f"stream-state-metrics {n} {_STATE}": _ROCKSDB for n in _ROCKSDB_NAMES},
     **{f"stream-state-metrics {n} {_STATE}": _STORE_OPS for n in _STORE_OP_NAMES},
-    **{f"stream-task-metrics {n} task-id,thread-id": _NOT_YET for n in _TASK_NOT_YET},
     "stream-processor-node-metrics process-rate processor-node-id,task-id,thread-id":
         "streamlet hands records from node to node by direct calls: counting them per node would cost every hop",
     "stream-processor-node-metrics process-total processor-node-id,task-id,thread-id":
