@@ -104,3 +104,42 @@ def test_a_task_idle_longer_than_the_idle_time_does_not_wait_when_input_arrives(
     clock.now = 60_000
     _add(task, A, 0, "a30", 30)
     assert task.process() == 1
+
+
+def test_enforced_processing_counts_the_records_taken_without_an_empty_partition(tmp_path: Path) -> None:
+    """Kafka Streams' enforced-processing count (recorded before every record its readiness check let go on
+    without an empty partition), counted per run: a30 and b40 go with both partitions holding data, a50 only
+    once b's clock ran out."""
+    clock = _Clock()
+    task = _merge_task(tmp_path, 2000, clock)
+    task.partition_group.count_enforced = True  # as the metrics set it at DEBUG level
+    _add(task, A, 0, "a30", 30)
+    _add(task, A, 1, "a50", 50)
+    clock.now = 2_500
+    _add(task, B, 0, "b40", 40)
+    assert task.process() == 2
+    assert task.partition_group.enforced == 0
+    clock.now = 4_500
+    _add(task, A, 2, "a60", 60)
+    assert task.process() == 2  # a50 and a60, one run
+    assert task.partition_group.enforced == 2
+
+
+def test_without_idle_time_every_record_taken_without_an_empty_partition_is_enforced(tmp_path: Path) -> None:
+    task = _merge_task(tmp_path, 0, _Clock())
+    task.partition_group.count_enforced = True
+    _add(task, A, 0, "a30", 30)
+    _add(task, A, 1, "a31", 31)
+    assert task.process() == 2
+    assert task.partition_group.enforced == 2
+    _add(task, A, 2, "a32", 32)
+    _add(task, B, 0, "b33", 33)
+    assert task.process() == 2  # a32 with both holding data; then b33 with a empty again
+    assert task.partition_group.enforced == 3
+
+
+def test_enforced_processing_is_counted_only_when_asked(tmp_path: Path) -> None:
+    task = _merge_task(tmp_path, 0, _Clock())
+    _add(task, A, 0, "a30", 30)
+    assert task.process() == 1
+    assert task.partition_group.enforced == 0
