@@ -118,9 +118,9 @@ class PartitionGroup:
     """Whether to count enforced processing in `enforced` (set by the metrics at DEBUG level, for a task with
     several input partitions when `max.task.idle.ms` is not -1, as Kafka Streams records it): the records of
     every run taken while an input partition had no buffered data. Kafka Streams checks before each record,
-    streamlet once per run; no record arrives during a run, so the counts agree, and the count costs one
-    check per run. Class-level defaults, as `StreamTask.record_lateness` (the hot path never pays for them
-    unless they are set)."""
+    streamlet once per run; no record arrives during a run, so the counts agree. A task that does not count
+    pays one attribute check per run, never one per record. Class-level defaults, as
+    `StreamTask.record_lateness`."""
     enforced = 0
 
     def __init__(self, sources_by_topic: dict[str, SourceNode], on_deserialization_error: SkipHandler) -> None:

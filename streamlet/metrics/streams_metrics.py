@@ -205,7 +205,8 @@ class StreamsMetrics:
         if self.level >= _LEVELS["DEBUG"]:
             self._stores[task.task_id] = instrument_task(task)
             task.record_lateness = True
-            # Only a task reading several partitions can go on without one of them; -1 turns the wait off.
+            # Only a task reading several partitions can go on without one of them; with -1 Kafka Streams never
+            # idles, so it never records enforced processing either.
             if len(task.sources_by_topic) > 1 and int(self.config.get("max.task.idle.ms") or 0) >= 0:
                 task.partition_group.count_enforced = True
 
