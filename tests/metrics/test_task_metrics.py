@@ -1,10 +1,10 @@
 """The values of Kafka Streams 4.x's task metrics that streamlet added late, on a real broker:
 `record-lateness-avg/max` (DEBUG: stream time minus the timestamp of a record taken at or behind it, 0 for
 one ahead of it) from out-of-order input, `active-process-ratio` (INFO: a task's share of the member's
-processing time) with one task busy and one idle, `cache-size-bytes-total` (DEBUG), `enforced-processing-rate/
-total` (DEBUG: records processed once `max.task.idle.ms` ran out for an empty input partition) from a join
-whose table is empty, and `restore-remaining-records-total` (INFO, KIP-869) read while a restarted client
-restores its store."""
+processing time) with one task busy and one idle, `cache-size-bytes-total` (DEBUG),
+`enforced-processing-rate/total` (DEBUG: records processed once `max.task.idle.ms` ran out for an empty input
+partition) from a join whose table is empty, against Kafka Streams 4.4.0's count, and
+`restore-remaining-records-total` (INFO, KIP-869) read while a restarted client restores its store."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.integration.kafka_helpers import create_topics, produce, read_until
 from tests.metrics.small_app import restarted, small_app
+from tests.streams4_java import run_check
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -96,29 +97,35 @@ async def _running(streams: KafkaStreams) -> None:
             await anyio.sleep(0.05)
 
 
+@pytest.mark.parametrize("idle_ms", [0, 100])
 async def test_enforced_processing_counts_the_records_processed_without_the_empty_table(
-        kafka_broker: Any, tmp_path: Path) -> None:
+        kafka_broker: Any, tmp_path: Path, idle_ms: int) -> None:
     """A stream-table join (one task reading both topics' partition 0) whose table topic stays empty: every
     stream record is processed only once the table partition, fetched to its end, had no data for
-    `max.task.idle.ms`; Kafka Streams records enforced processing before each of them."""
+    `max.task.idle.ms` (at once with 0); Kafka Streams 4.4.0 (EnforcedProcessingCheck in tests/java_streams4)
+    records enforced processing before each of them, and streamlet counts as many."""
     bootstrap = kafka_broker.bootstrap_servers
     sfx = uuid.uuid4().hex[:8]
-    orders, users, out = f"enforced-orders-{sfx}", f"enforced-users-{sfx}", f"enforced-out-{sfx}"
-    await create_topics(bootstrap, {orders: 1, users: 1, out: 1})
+    orders, users = f"enforced-orders-{sfx}", f"enforced-users-{sfx}"
+    java_out, our_out = f"enforced-oj-{sfx}", f"enforced-op-{sfx}"
+    await create_topics(bootstrap, {orders: 1, users: 1, java_out: 1, our_out: 1})
+    count = 7
+    await produce(bootstrap, orders, [(f"user-{i}".encode(), f"order-{i}".encode()) for i in range(count)])
+    stdin = f"{bootstrap}\nenforced-java-{sfx}\n{orders}\n{users}\n{java_out}\n{count}\n{idle_ms}\n"
+    java_lines = await anyio.to_thread.run_sync(lambda: run_check("EnforcedProcessingCheck", stdin))
+    java = {task: float(value) for task, value in (line.split() for line in java_lines.splitlines() if line)}
+
     s = Serdes.String()
     builder = StreamsBuilder()
     (builder.stream(orders, Consumed(s, s)).left_join(builder.table(users, Consumed(s, s)), lambda o, u: f"{o}|{u}")
-     .to(out, Produced(s, s)))
+     .to(our_out, Produced(s, s)))
     streams = KafkaStreams(builder.build(), {
         "application.id": f"enforced-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
-        "commit.interval.ms": 100, "max.task.idle.ms": 100, "metrics.recording.level": "DEBUG"})
+        "commit.interval.ms": 100, "max.task.idle.ms": idle_ms, "metrics.recording.level": "DEBUG"})
     await streams.start()
     try:
-        await _running(streams)
-        assert _task_metrics(streams, "enforced-processing-total") == {"0_0": 0.0}
-        await produce(bootstrap, orders, [(f"user-{i}".encode(), f"order-{i}".encode()) for i in range(7)])
-        await read_until(bootstrap, out, lambda rs: len(rs) >= 7, timeout=60)
-        assert _task_metrics(streams, "enforced-processing-total") == {"0_0": 7.0}
+        await read_until(bootstrap, our_out, lambda rs: len(rs) >= count, timeout=60)
+        assert _task_metrics(streams, "enforced-processing-total") == java == {"0_0": float(count)}
         assert _task_metrics(streams, "enforced-processing-rate")["0_0"] > 0
     finally:
         await streams.close()

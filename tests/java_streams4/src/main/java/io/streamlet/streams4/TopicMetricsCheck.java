@@ -34,21 +34,10 @@ public final class TopicMetricsCheck {
         builder.stream(input, Consumed.with(Serdes.ByteArray(), Serdes.String()))
             .mapValues(v -> v == null ? null : v.toUpperCase())
             .to(output, Produced.with(Serdes.ByteArray(), Serdes.String()));
-        final Properties props = new Properties();
-        props.put("application.id", applicationId);
-        props.put("bootstrap.servers", bootstrap);
-        props.put("auto.offset.reset", "earliest");
-        props.put("commit.interval.ms", "100");
-        props.put("state.dir", System.getProperty("java.io.tmpdir") + "/topic-metrics-check-" + ProcessHandle.current().pid());
+        final Properties props = brokerProps(bootstrap, applicationId, "topic-metrics-check");
         try (KafkaStreams streams = new KafkaStreams(builder.build(), props)) {
             streams.start();
-            final long deadline = System.currentTimeMillis() + 120_000;
-            while (produced(streams) < expected) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw new IllegalStateException("timed out: produced " + produced(streams) + " of " + expected);
-                }
-                Thread.sleep(100);
-            }
+            awaitProduced(streams, expected);
             final TreeMap<String, Object> lines = new TreeMap<>();
             for (final Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
                 final MetricName name = e.getKey();
@@ -58,6 +47,29 @@ public final class TopicMetricsCheck {
                 }
             }
             lines.forEach((k, v) -> System.out.println(k + " " + ((Number) v).longValue()));
+        }
+    }
+
+    /** A client of `bootstrap` reading from the earliest offsets, committing every 100 ms, its state in a
+     *  temporary directory named after `check` and this process. */
+    static Properties brokerProps(final String bootstrap, final String applicationId, final String check) {
+        final Properties props = new Properties();
+        props.put("application.id", applicationId);
+        props.put("bootstrap.servers", bootstrap);
+        props.put("auto.offset.reset", "earliest");
+        props.put("commit.interval.ms", "100");
+        props.put("state.dir", System.getProperty("java.io.tmpdir") + "/" + check + "-" + ProcessHandle.current().pid());
+        return props;
+    }
+
+    /** Waits (up to two minutes) until the client's sink nodes produced `expected` records in all. */
+    static void awaitProduced(final KafkaStreams streams, final long expected) throws InterruptedException {
+        final long deadline = System.currentTimeMillis() + 120_000;
+        while (produced(streams) < expected) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("timed out: produced " + produced(streams) + " of " + expected);
+            }
+            Thread.sleep(100);
         }
     }
 
