@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from streamlet import Consumed, Produced, Serdes, StreamsBuilder
+from streamlet.topology import Topology
+
 JAVA_DIR = Path(__file__).parent / "java_streams4"
 _JAR = JAVA_DIR / "target" / "streamlet-streams4-checks-0.1.0.jar"
 _CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
@@ -38,3 +41,13 @@ def run_check(main_class: str, stdin: str = "") -> str:
     if run.returncode != 0:
         raise RuntimeError(f"{main_class} failed:\n{run.stderr[-3000:]}")
     return run.stdout
+
+
+def enforced_check_topology(stream: str, table: str, output: str) -> Topology:
+    """streamlet's twin of EnforcedProcessingCheck's topology: stream.leftJoin(table) -> output, String serdes,
+    the joiner writing "order|user" (a missing user is None here, null there)."""
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    (builder.stream(stream, Consumed(s, s)).left_join(builder.table(table, Consumed(s, s)), lambda o, u: f"{o}|{u}")
+     .to(output, Produced(s, s)))
+    return builder.build()

@@ -24,6 +24,12 @@ The task takes records in runs (`next_run`): all records of one partition that m
 of every other partition, which for the usual task with one input partition is the whole buffer. The
 task then works through a run in one tight loop, without a merge decision per record.
 
+With `max.task.idle.ms` = -1 (`IDLE_DISABLED`) the task never waits: it processes whatever is buffered, in
+timestamp order as far as that goes, also while another input partition's records are still on the broker,
+as Kafka Streams' `readyToProcess` answers at once when idling is disabled. Nothing is awaited then (`expect`
+and `set_caught_up` mark nothing), and the runtime does not track such a task's fetch positions
+(`waits_for_fetches`).
+
 A run taken while another input partition has no buffered data, because its idle clock ran out (at once
 with `max.task.idle.ms` = 0), is Kafka Streams' "enforced processing": its metric counts the records so
 processed (`enforced`, see `count_enforced`).
@@ -50,6 +56,8 @@ log = logging.getLogger(__name__)
 
 UNKNOWN = -1
 NO_BOUND = sys.maxsize
+IDLE_DISABLED = -1
+"""`max.task.idle.ms` that turns idling off: a task never waits for an input partition (module docstring)."""
 
 
 class ConsumedRecord(Protocol):
@@ -136,22 +144,39 @@ class PartitionGroup:
         self._clock: Callable[[], int] = lambda: 0
         self._inputs: set[tuple[str, int]] = set()  # every input partition known (expected or queued)
         self._deadlines: dict[tuple[str, int], int] = {}  # empty, caught-up partition -> when to stop waiting
+        self._never_idle = False  # max.task.idle.ms = -1: nothing is ever awaited
 
     def idle_for(self, max_idle_ms: int, clock: Callable[[], int]) -> None:
         """Wait up to `max_idle_ms` (wall-clock, from `clock`) for an empty partition whose fetch reached
-        its end before going on without it (`max.task.idle.ms`; see the module docstring)."""
+        its end before going on without it (`max.task.idle.ms`; see the module docstring). `IDLE_DISABLED`
+        (-1) never waits, not even for records the broker has; any other negative value is 0."""
+        self._never_idle = max_idle_ms == IDLE_DISABLED
         self._idle_ms = max(0, max_idle_ms)
         self._clock = clock
+        if self._never_idle:
+            self._awaited.clear()
+            self._deadlines.clear()
+            self._idle = False
+
+    @property
+    def waits_for_fetches(self) -> bool:
+        """Whether the task may wait for an input partition's unfetched records: it reads several partitions
+        and idling is not disabled. Only then does the runtime tell it where their fetches stand."""
+        return len(self._sources) > 1 and not self._never_idle
 
     def expect(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Mark partitions whose fetch position is not yet known to be at their end."""
         partitions = list(partitions)
-        self._awaited.update(partitions)
         self._inputs.update(partitions)
+        if self._never_idle:
+            return
+        self._awaited.update(partitions)
         self._update_idle()
 
     def set_caught_up(self, topic: str, partition: int, caught_up: bool) -> None:
         self._inputs.add((topic, partition))
+        if self._never_idle:
+            return
         if caught_up:
             self._awaited.discard((topic, partition))
         else:

@@ -206,8 +206,10 @@ class StreamsMetrics:
             self._stores[task.task_id] = instrument_task(task)
             task.record_lateness = True
             # Only a task reading several partitions can go on without one of them; with -1 Kafka Streams never
-            # idles, so it never records enforced processing either.
-            if len(task.sources_by_topic) > 1 and int(self.config.get("max.task.idle.ms") or 0) >= 0:
+            # idles, so it never records enforced processing either (any other negative value idles as 0 does).
+            from streamlet.actors.partition_group import IDLE_DISABLED
+
+            if len(task.sources_by_topic) > 1 and int(self.config.get("max.task.idle.ms") or 0) != IDLE_DISABLED:
                 task.partition_group.count_enforced = True
 
     def maybe_sample(self) -> None:

@@ -13,7 +13,8 @@ Two fetch rules keep tasks fed without unbounded buffers. A partition whose task
 `buffered.records.per.partition` records (it idles, waiting for another of its inputs) is paused
 until the task has worked it down. And a task that reads several partitions is told when one of
 them is fetched to its end, also when the fetch returned nothing: until then it waits for records
-of every input before it picks the next by timestamp (PartitionGroup's docstring).
+of every input before it picks the next by timestamp (PartitionGroup's docstring), unless
+`max.task.idle.ms` is -1: such a task never waits and is told nothing.
 
 Why a class of its own: this is the member's hot path, one round per poll; keeping it apart from
 wiring and from the rebalance callbacks keeps it short enough to read at once.
@@ -37,7 +38,7 @@ from streamlet.metrics.counters import ThreadCounters
 from streamlet.runtime.committer import Committer
 from streamlet.runtime.foreign_members import RETRY_INTERVAL_S, ForeignMembersWait
 from streamlet.runtime.membership import Membership
-from streamlet.runtime.positions import PartitionPositions, reads_several_partitions
+from streamlet.runtime.positions import PartitionPositions, waits_for_fetches
 from streamlet.runtime.standby import StandbyTasks
 from streamlet.runtime.task_manager import TaskManager
 
@@ -169,7 +170,7 @@ class PollLoop:
                 latency_trace.TRACE.record(f"{sub}.1-fetched", (r.timestamp for r in records))
                 self._committer.trace_handed(sub, (r.timestamp for r in records))
             caught_up = None
-            if key in positions.awaited or reads_several_partitions(actor):
+            if key in positions.awaited or waits_for_fetches(actor):
                 await self._await_siblings(actor, key, batches)
                 caught_up = await self._caught_up(tp)
                 if caught_up:

@@ -16,7 +16,8 @@ hold is kept here, in one place:
 - the fetch state the poll loop keeps per partition: paused because its task's queue is full
   (`buffered.records.per.partition`), or a partition of a task that reads several partitions and
   whose fetch is not yet known to be at the partition's end (such a task idles while one of them is
-  empty: PartitionGroup's docstring). A new assignment starts with neither.
+  empty: PartitionGroup's docstring; with `max.task.idle.ms` = -1 it never does, and none is tracked).
+  A new assignment starts with neither.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ from streamlet.runtime.task_manager import TaskManager
 Partition = tuple[str, int]
 
 
-def reads_several_partitions(actor: Any) -> bool:
-    """True for a task that reads several input partitions (a join's or a merge's co-partitioned inputs)."""
-    return len(actor.task.sources_by_topic) > 1
+def waits_for_fetches(actor: Any) -> bool:
+    """True for a task that reads several input partitions (a join's or a merge's co-partitioned inputs) and may
+    wait for one of them, i.e. `max.task.idle.ms` is not -1 (`PartitionGroup.waits_for_fetches`)."""
+    return bool(actor.task.partition_group.waits_for_fetches)
 
 
 class PartitionPositions:
@@ -110,7 +112,7 @@ class PartitionPositions:
             assert offset is not None
             self._next_offset[(topic, partition)] = (actor, offset)
             consumer.seek(tp, offset)
-            if reads_several_partitions(actor):
+            if waits_for_fetches(actor):
                 self.awaited[(topic, partition)] = actor
                 actor.task.partition_group.expect([(topic, partition)])
 

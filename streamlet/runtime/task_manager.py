@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from streamlet.actors.partition_group import IDLE_DISABLED
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TopicResolver
@@ -61,7 +62,7 @@ def new_runtime_task(topology: Topology, sub: SubTopology, partition: int, confi
         log.info("task %s: local state without a checkpoint is not trusted; wiping it", task.task_id)
         task.state.wipe_local_state()
     idle_ms = int(config["max.task.idle.ms"])
-    if idle_ms > 0 and len(task.sources_by_topic) > 1:
+    if (idle_ms > 0 or idle_ms == IDLE_DISABLED) and len(task.sources_by_topic) > 1:
         task.partition_group.idle_for(idle_ms, lambda: task.clock())
     return task
 

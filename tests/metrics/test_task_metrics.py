@@ -16,11 +16,10 @@ import anyio
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.integration.kafka_helpers import create_topics, produce, read_until
 from tests.metrics.small_app import restarted, small_app
-from tests.streams4_java import run_check
+from tests.streams4_java import enforced_check_topology, run_check
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -115,11 +114,7 @@ async def test_enforced_processing_counts_the_records_processed_without_the_empt
     java_lines = await anyio.to_thread.run_sync(lambda: run_check("EnforcedProcessingCheck", stdin))
     java = {task: float(value) for task, value in (line.split() for line in java_lines.splitlines() if line)}
 
-    s = Serdes.String()
-    builder = StreamsBuilder()
-    (builder.stream(orders, Consumed(s, s)).left_join(builder.table(users, Consumed(s, s)), lambda o, u: f"{o}|{u}")
-     .to(our_out, Produced(s, s)))
-    streams = KafkaStreams(builder.build(), {
+    streams = KafkaStreams(enforced_check_topology(orders, users, our_out), {
         "application.id": f"enforced-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
         "commit.interval.ms": 100, "max.task.idle.ms": idle_ms, "metrics.recording.level": "DEBUG"})
     await streams.start()

@@ -1,5 +1,7 @@
 """`max.task.idle.ms` > 0: a task reading several partitions waits up to that long (wall-clock) for an empty
-partition whose fetch reached its end before going on without it, as Kafka Streams' `PartitionGroup` does.
+partition whose fetch reached its end before going on without it, as Kafka Streams' `PartitionGroup` does;
+-1: it never waits, not even for a partition whose records are still on the broker (on a real broker:
+test_idle_disabled_broker.py).
 
 Found by the restart suite (tests/fidelity_restart, case max-task-idle-no-restart): a stream re-keyed through a
 repartition topic and joined with another topic; Kafka Streams, given 2000 ms, waited for the upstream task's
@@ -28,7 +30,7 @@ class _Clock:
         return self.now
 
 
-def _merge_task(state_root: Path, idle_ms: int, clock: _Clock) -> StreamTask:
+def _merge_task(state_root: Path, idle_ms: int, clock: _Clock, caught_up: bool = True) -> StreamTask:
     builder = StreamsBuilder()
     builder.stream(A, Consumed(S, S)).merge(builder.stream(B, Consumed(S, S))).to("out", Produced(S, S))
     topology = builder.build()
@@ -40,7 +42,7 @@ def _merge_task(state_root: Path, idle_ms: int, clock: _Clock) -> StreamTask:
     task.initialize_processors()
     task.partition_group.expect([(A, 0), (B, 0)])  # as the runtime does when it seeks them
     for topic in (A, B):
-        task.partition_group.set_caught_up(topic, 0, True)  # both fetched to their end: empty
+        task.partition_group.set_caught_up(topic, 0, caught_up)  # True: both fetched to their end, empty
     return task
 
 
@@ -143,3 +145,33 @@ def test_enforced_processing_is_counted_only_when_asked(tmp_path: Path) -> None:
     _add(task, A, 0, "a30", 30)
     assert task.process() == 1
     assert task.partition_group.enforced == 0
+
+
+def test_a_disabled_idle_time_does_not_wait_for_a_partition_not_fetched_to_its_end(tmp_path: Path) -> None:
+    task = _merge_task(tmp_path, -1, _Clock(), caught_up=False)
+    _add(task, A, 0, "a30", 30)
+    assert task.process() == 1
+    assert task.partition_group.idle_deadline() is None
+    _add(task, B, 0, "b20", 20)
+    _add(task, A, 1, "a40", 40)
+    assert task.process() == 2  # what is buffered still goes in timestamp order
+    assert _out(task) == ["a30", "b20", "a40"]
+    assert not task.partition_group.waits_for_fetches  # the runtime tracks no fetch position for it
+
+
+def test_without_idle_time_a_partition_not_fetched_to_its_end_is_waited_for(tmp_path: Path) -> None:
+    task = _merge_task(tmp_path, 0, _Clock(), caught_up=False)
+    _add(task, A, 0, "a30", 30)
+    assert task.process() == 0
+    task.partition_group.set_caught_up(B, 0, True)
+    assert task.process() == 1
+    assert task.partition_group.waits_for_fetches
+
+
+def test_a_negative_idle_time_other_than_minus_one_is_zero(tmp_path: Path) -> None:
+    """Kafka Streams disables idling for -1 only; a deadline already past is no wait beyond the fetch."""
+    task = _merge_task(tmp_path, -2, _Clock(), caught_up=False)
+    _add(task, A, 0, "a30", 30)
+    assert task.process() == 0
+    task.partition_group.set_caught_up(B, 0, True)
+    assert task.process() == 1

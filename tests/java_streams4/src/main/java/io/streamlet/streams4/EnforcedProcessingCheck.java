@@ -18,9 +18,10 @@ import org.apache.kafka.streams.kstream.Produced;
 /**
  * Kafka Streams 4.4.0's enforced-processing-total (DEBUG) on a real broker. Reads from stdin, one a line: the
  * bootstrap servers, the application id, the stream topic, the table topic, the output topic, how many
- * records to wait for and max.task.idle.ms. Runs stream.leftJoin(table) -> output from the earliest offsets
- * until the output count is reached, then prints "task-id value" of enforced-processing-total per task,
- * sorted. tests/metrics/test_task_metrics.py runs streamlet over the same input and compares.
+ * records to wait for and max.task.idle.ms, then any further client settings as key=value lines. Runs
+ * stream.leftJoin(table) -> output from the earliest offsets until the output count is reached, then prints
+ * "task-id value" of enforced-processing-total per task, sorted. tests/metrics/test_task_metrics.py runs
+ * streamlet over the same input and compares; tests/runtime/test_idle_disabled_broker.py compares the output.
  */
 public final class EnforcedProcessingCheck {
     public static void main(final String[] args) throws Exception {
@@ -39,6 +40,12 @@ public final class EnforcedProcessingCheck {
         final Properties props = TopicMetricsCheck.brokerProps(bootstrap, applicationId, "enforced-check");
         props.put("max.task.idle.ms", maxTaskIdleMs);
         props.put("metrics.recording.level", "DEBUG");
+        for (String line = in.readLine(); line != null; line = in.readLine()) {
+            final int eq = line.indexOf('=');
+            if (eq > 0) {
+                props.put(line.substring(0, eq).trim(), line.substring(eq + 1).trim());
+            }
+        }
         try (KafkaStreams streams = new KafkaStreams(builder.build(), props)) {
             streams.start();
             TopicMetricsCheck.awaitProduced(streams, expected);
