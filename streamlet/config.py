@@ -136,7 +136,9 @@ DESCRIPTIONS: dict[str, str] = {
     "session.timeout.ms": "How long the group waits for a silent instance before moving its tasks.",
     "heartbeat.interval.ms": "How often an instance tells the group it is alive.",
     "max.task.idle.ms": "How long a task reading several partitions (a join) waits for data on an empty one "
-                        "before going on in timestamp order without it; 0 waits only for data the broker has.",
+                        "before going on in timestamp order without it; 0 waits only for data the broker has; "
+                        "-1 never waits, processing what it has buffered even while another input's records "
+                        "are still on the broker (results may then be out of timestamp order).",
     "buffered.records.per.partition": "A partition whose task holds this many unprocessed records is paused "
                                       "until the task catches up.",
     "repartition.purge.interval.ms": "How often repartition records that are committed are deleted from the "
