@@ -15,6 +15,7 @@ Found while adding the enforced-processing metric: streamlet treated -1 as 0.
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,11 @@ async def test_a_disabled_idle_time_joins_without_waiting_for_the_table_backlog(
     orders, users = f"nowait-orders-{sfx}", f"nowait-users-{sfx}"
     java_out, our_out = f"nowait-oj-{sfx}", f"nowait-op-{sfx}"
     await create_topics(bootstrap, {orders: 1, users: 1, java_out: 1, our_out: 1})
-    rows = [(f"filler-{i}", "x", 1 + i) for i in range(_BACKLOG)]
-    rows += [(f"user-{i}", f"name-{i}", 1 + _BACKLOG + i) for i in range(_ORDERS)]
+    # Recent times, older than the orders' (stamped when sent): the broker's retention check, first run 30 s after
+    # it started, deletes records of 1970 at once (7 days' retention), and took the table's rows mid-test.
+    base = int(time.time() * 1000) - 3_600_000
+    rows = [(f"filler-{i}", "x", base + i) for i in range(_BACKLOG)]
+    rows += [(f"user-{i}", f"name-{i}", base + _BACKLOG + i) for i in range(_ORDERS)]
     await produce_in_order(bootstrap, users, rows)  # one batch per record: one fetch per record
     await produce(bootstrap, orders, [(f"user-{i}".encode(), f"order-{i}".encode()) for i in range(_ORDERS)])
 
