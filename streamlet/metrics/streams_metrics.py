@@ -205,11 +205,9 @@ class StreamsMetrics:
         if self.level >= _LEVELS["DEBUG"]:
             self._stores[task.task_id] = instrument_task(task)
             task.record_lateness = True
-            # Only a task reading several partitions can go on without one of them; with -1 Kafka Streams never
-            # idles, so it never records enforced processing either (any other negative value idles as 0 does).
-            from streamlet.actors.partition_group import IDLE_DISABLED
-
-            if len(task.sources_by_topic) > 1 and int(self.config.get("max.task.idle.ms") or 0) != IDLE_DISABLED:
+            # Only a task that may wait for one of several input partitions can go on without it: with -1 Kafka
+            # Streams never idles, so it never records enforced processing either (`waits_for_fetches`).
+            if task.partition_group.waits_for_fetches:
                 task.partition_group.count_enforced = True
 
     def maybe_sample(self) -> None:
