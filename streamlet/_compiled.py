@@ -40,16 +40,20 @@ HOT_MODULES: tuple[str, ...] = (
     "streamlet.actors.record_collector",
     "streamlet.dsl.processors.stateless",
     "streamlet.dsl.processors.forwarding",
+    "streamlet.dsl.processors.fold_processors",
     "streamlet.stores.keyvalue.caching",
     "streamlet.stores.cache",
     "streamlet.stores.keyvalue.typed",
     "streamlet.stores.keyvalue.timestamped",
     "streamlet.stores.keyvalue.changelogging",
     "streamlet.stores.value_formats",
+    "streamlet.metrics.topic_counters",
 )
 """The modules mypyc compiles (the ones a WordCount profile spends its time in). Not `dsl.processors.aggregate`
 and `dsl.processors.table`: their suppliers are pickled with the topology (the Spark engine), and a mypyc
-class does not survive pickle (`serializable=True` did not restore its attributes; tests/test_compiled_hot_path.py)."""
+class does not survive pickle (`serializable=True` did not restore its attributes; tests/test_compiled_hot_path.py).
+The fold processors of `aggregate`, `reduce` and `count` are apart from their suppliers for that reason
+(`dsl.processors.fold_processors`)."""
 
 MANIFEST_NAME = "_compiled_manifest.json"
 """Written into the package by the build once every module compiled: each source's SHA-256."""
