@@ -6,7 +6,9 @@
 
 One broker is started, the input topics are written once (see benchmarks/workloads.py), and then, one
 system at a time, each workload runs twice: for throughput over the pre-loaded input, with the output
-verified, and for latency at 10,000 records/s offered (see benchmarks/measure.py). Results go to
+verified, and for latency at 10,000 records/s offered (see benchmarks/measure.py). With `--rounds N` the
+throughput runs come N times per system, the systems alternating (A B, B A, ...), and the median round
+is reported with every round beside it: on this machine one run of the same code can be 2x another. Results go to
 benchmarks/results/<workload>.json; the report (benchmarks/RESULTS.md's generated part and the charts in
 benchmarks/results/) is regenerated from those files by benchmarks/report.py.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import shutil
 import sys
 import time
@@ -66,27 +69,44 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
 
         expectations: dict[tuple[str, int], wl.Expected] = {}
         for workload in workloads:
+            runnable = []
             for system in systems:
                 if workload in system.not_applicable:
                     results[workload].append({"system": system.label, "system_key": system.key,
                                               "workload": workload, "n/a": system.not_applicable[workload]})
                     write_results(workload, results[workload], args)  # also when n/a rows come last
-                    continue
+                else:
+                    runnable.append(system)
+            inputs_of: dict[str, Inputs] = {}
+            for system in runnable:  # every input written before any clock starts
                 n = system.records_for(workload, args.records)
-                inputs = Inputs(await topic_of("lines", n) if wl.INPUT_OF[workload] == "lines" else "",
-                                await topic_of("events", n) if wl.INPUT_OF[workload] == "events" else "",
-                                await topic_of("users", wl.USERS), n)
+                inputs_of[system.key] = Inputs(
+                    await topic_of("lines", n) if wl.INPUT_OF[workload] == "lines" else "",
+                    await topic_of("events", n) if wl.INPUT_OF[workload] == "events" else "",
+                    await topic_of("users", wl.USERS), n)
                 if (workload, n) not in expectations:
                     expectations[(workload, n)] = wl.Expected(workload, n, partitions=args.partitions)
-                row: dict[str, Any]
-                try:
-                    row = await run_throughput(system, workload, inputs, bootstrap, workdir,
-                                               expectations[(workload, n)], args.partitions, args.timeout,
-                                               **({"stall_s": 20.0, "settled_s": 10.0} if args.quick else {}))
-                except Exception as exc:  # one broken system must not hide the others' results
-                    row = {"system": system.label, "system_key": system.key, "workload": workload,
-                           "records": n, "correct": False, "error": str(exc)[-2000:]}
-                print(json.dumps({k: v for k, v in row.items() if k != "latency_cdf_ms"}), flush=True)
+            rounds: dict[str, list[dict[str, Any]]] = {system.key: [] for system in runnable}
+            for round_no in range(args.rounds):
+                # Alternating order (A B, then B A): a machine whose speed drifts favours neither side.
+                for system in runnable if round_no % 2 == 0 else runnable[::-1]:
+                    inputs = inputs_of[system.key]
+                    probe_ms = machine_probe_ms()
+                    row: dict[str, Any]
+                    try:
+                        row = await run_throughput(system, workload, inputs, bootstrap, workdir,
+                                                   expectations[(workload, inputs.records)], args.partitions,
+                                                   args.timeout,
+                                                   **({"stall_s": 20.0, "settled_s": 10.0} if args.quick else {}))
+                    except Exception as exc:  # one broken system must not hide the others' results
+                        row = {"system": system.label, "system_key": system.key, "workload": workload,
+                               "records": inputs.records, "correct": False, "error": str(exc)[-2000:]}
+                    row["machine_probe_ms"] = probe_ms
+                    print(json.dumps({k: v for k, v in row.items() if k != "latency_cdf_ms"}), flush=True)
+                    rounds[system.key].append(row)
+            for system in runnable:
+                inputs = inputs_of[system.key]
+                row = median_row(rounds[system.key])
                 if workload in wl.NO_LATENCY:
                     row["latency_na"] = wl.NO_LATENCY[workload]
                 elif system.latency_na and args.latency_seconds > 0:
@@ -105,6 +125,39 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                 results[workload].append(row)
                 write_results(workload, results[workload], args)
     return results
+
+
+ROUND_FIELDS = ("records_per_s", "seconds", "cpu_s", "outputs", "correct", "machine_probe_ms")
+"""What each round of a throughput run keeps in its system's row (`rounds`)."""
+
+
+def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One system's row from its rounds: a round that failed or whose output was wrong, if any (a wrong
+    result is never outvoted), else the round of the median rate (the lower middle one of an even
+    count); with more than one round, every round's figures under `rounds`."""
+    failed = [r for r in rows if "error" in r or not r.get("correct")]
+    if failed:
+        row = dict(failed[0])
+    else:
+        ranked = sorted(rows, key=lambda r: r["records_per_s"])
+        row = dict(ranked[(len(ranked) - 1) // 2])
+    if len(rows) > 1:
+        row["rounds"] = [{k: r[k] for k in ROUND_FIELDS if k in r} for r in rows]
+    return row
+
+
+def machine_probe_ms() -> float:
+    """CPU ms of a fixed piece of pure-Python work, the best of three: how fast this machine's core is just
+    before a run. On this VM the same work takes 1.6x as long in some minutes as in others, with nothing
+    else running (RESULTS.md, "The machine's speed"), so every round records it beside its rate."""
+    data = list(range(20_000))
+    best = math.inf
+    for _ in range(3):
+        started = time.thread_time_ns()
+        for _ in range(100):
+            sum(data)
+        best = min(best, (time.thread_time_ns() - started) / 1e6)
+    return round(best, 2)
 
 
 _MERGED_THIS_RUN: set[Path] = set()
@@ -147,6 +200,8 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=None,
                         help="the measured window of each latency run (default 5, --quick 1.5); 0 skips them")
     parser.add_argument("--timeout", type=float, default=900.0, help="per throughput run")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="throughput runs per system, in alternating order; the median round is reported")
     parser.add_argument("--workdir", default=str(REPO / ".cache" / "bench"))
     parser.add_argument("--no-report", action="store_true", help="do not regenerate RESULTS.md and charts")
     parser.add_argument("--merge", action="store_true",

@@ -462,7 +462,7 @@ def table(w: Workload) -> list[str]:
         if isinstance(n, int) and w.records is not None and n < w.records:
             notes.append(f"{r.label} ran on the first {fmt_int(n)} of the {fmt_int(w.records)} records "
                          "(see `max_records` in benchmarks/systems.py): its rate is comparable, its CPU s are not.")
-        rate = fmt_int(r.rate)
+        rate = fmt_int(r.rate) + _rounds_note(r)
         verdict = "yes" if r.correct else f"no ({_cell(r.wrong_reason())})"
         rss = r.raw.get("peak_rss_mb")
         cpu = r.raw.get("cpu_s")
@@ -484,6 +484,14 @@ def table(w: Workload) -> list[str]:
     lines += ["", f"Ratios of records/s over {'; '.join(baselines)}.{pairing} A row with wrong output gets no ratio.",
               *(["", *(f"- {n}" for n in notes)] if notes else [])]
     return lines
+
+
+def _rounds_note(r: Row) -> str:
+    """` (median of N: low-high)` for a row measured in several rounds (`python -m benchmarks --rounds N`)."""
+    rates = [x["records_per_s"] for x in r.raw.get("rounds") or () if isinstance(x.get("records_per_s"), int | float)]
+    if len(rates) < 2:
+        return ""
+    return f" (median of {len(rates)}: {fmt_int(min(rates))}{NONE}{fmt_int(max(rates))})"
 
 
 def generated_section(workloads: Sequence[Workload], md_dir: Path, results_dir: Path,

@@ -169,3 +169,24 @@ def test_charts(results: Path, tmp_path: Path) -> None:
     assert (results / "latency_wordcount_eos.png").exists()
     assert not (results / "latency_pipe.png").exists()  # no latency data there
     assert "](results/throughput.png)" in md.read_text()
+
+
+def test_rounds_report_the_median_round_and_never_outvote_a_wrong_one(tmp_path: Path) -> None:
+    from benchmarks.__main__ import median_row
+
+    rounds = [row("streamlet", "pipe", rate, machine_probe_ms=ms) for rate, ms in ((30_000, 11.0), (10_000, 18.2),
+                                                                                    (20_000, 11.4))]
+    median = median_row(rounds)
+    assert median["records_per_s"] == 20_000
+    assert [r["records_per_s"] for r in median["rounds"]] == [30_000, 10_000, 20_000]
+    assert [r["machine_probe_ms"] for r in median["rounds"]] == [11.0, 18.2, 11.4]
+    assert median_row(rounds[:2])["records_per_s"] == 10_000  # even: the lower middle
+    assert "rounds" not in median_row(rounds[:1])
+    wrong = median_row([*rounds, row("streamlet", "pipe", 50_000, correct=False)])
+    assert wrong["correct"] is False and wrong["records_per_s"] == 50_000 and len(wrong["rounds"]) == 4
+
+    write(tmp_path, "pipe", [median, row("kafka-streams", "pipe", 40_000)])
+    lines = report.table(report.load(tmp_path)[0])
+    streamlet_line = next(line for line in lines if line.startswith("| **streamlet"))
+    assert f"| 20,000 (median of 3: 10,000{report.NONE}30,000) | 0.50{X} |" in streamlet_line
+    assert "median of" not in next(line for line in lines if line.startswith("| Kafka Streams"))
