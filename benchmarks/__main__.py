@@ -19,12 +19,14 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import measure
 from benchmarks import workloads as wl
 from benchmarks.kafka_bench import create_topics, preload
 from benchmarks.measure import Inputs, run_latency, run_throughput
@@ -51,6 +53,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
     results: dict[str, list[dict[str, Any]]] = {w: [] for w in workloads}
     with LocalKafkaBroker(heap="1g") as broker:
         bootstrap = broker.bootstrap_servers
+        if args.system_cpus:
+            measure.SYSTEM_CPUS = {int(c) for c in args.system_cpus.split(",")}
+            others = set(range(os.cpu_count() or 1)) - measure.SYSTEM_CPUS
+            assert broker.pid is not None and others, "--system-cpus must leave a CPU to the broker and the runner"
+            measure.pin_process(broker.pid, others)
+            measure.pin_process(os.getpid(), others)
         loaded: dict[tuple[str, int], str] = {}  # (input kind, records) -> topic
 
         async def topic_of(kind: str, n: int) -> str:
@@ -200,6 +208,9 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=None,
                         help="the measured window of each latency run (default 5, --quick 1.5); 0 skips them")
     parser.add_argument("--timeout", type=float, default=900.0, help="per throughput run")
+    parser.add_argument("--system-cpus", default="",
+                        help="e.g. 0: each system under test runs on these CPUs only, the broker and the runner on "
+                             "the others (a worker and a Kafka Streams thread on one core each)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="throughput runs per system, in alternating order; the median round is reported")
     parser.add_argument("--workdir", default=str(REPO / ".cache" / "bench"))

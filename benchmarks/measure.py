@@ -26,11 +26,12 @@ window within `straggle_s` is reported as saturated (it could not keep up with t
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,11 @@ class Inputs:
         return self.lines if wl.INPUT_OF[workload] == "lines" else self.events
 
 
+SYSTEM_CPUS: set[int] | None = None
+"""`python -m benchmarks --system-cpus`: the CPUs every system under test is confined to (with all its threads
+and children), the broker and the runner having the others; None: no pinning."""
+
+
 def start(system: System, run: RunSpec, log_path: Path) -> tuple[subprocess.Popen[bytes], Any]:
     log = open(log_path, "wb")  # noqa: SIM115 - closed by stop()
     # Its own process group (stop() kills the tree), and SIGKILL from Linux if the runner dies, so an
@@ -63,8 +69,29 @@ def start(system: System, run: RunSpec, log_path: Path) -> tuple[subprocess.Pope
     # system's clean shutdown may wait forever for a broker that died with the runner).
     proc = subprocess.Popen(system.command(run), cwd=REPO, env=environment(system, run), stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=die_with_parent(signal.SIGKILL))
+                            preexec_fn=_pinned(die_with_parent(signal.SIGKILL), SYSTEM_CPUS))
     return proc, log
+
+
+def _pinned(hook: Callable[[], None] | None, cpus: set[int] | None) -> Callable[[], None] | None:
+    """`hook`, then (in the child, before exec) the child confined to `cpus`, which its threads inherit."""
+    if cpus is None:
+        return hook
+
+    def pin() -> None:
+        if hook is not None:
+            hook()
+        os.sched_setaffinity(0, cpus)
+    return pin
+
+
+def pin_process(pid: int, cpus: set[int]) -> None:
+    """Confine every thread of a running process to `cpus` (threads it starts later inherit it)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:  # the thread ended meanwhile
+            pass
 
 
 def stop(proc: subprocess.Popen[bytes], log: Any) -> None:
