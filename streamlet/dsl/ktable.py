@@ -26,14 +26,10 @@ from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Grouped, Materialized, Named
 from streamlet.dsl.processors.aggregate import StreamAggregateSupplier, StreamReduceSupplier
 from streamlet.dsl.processors.cogroup import CogroupMergeSupplier
+from streamlet.dsl.processors.forwarding import TableToStream
 from streamlet.dsl.processors.session_aggregate import SessionAggregateSupplier
 from streamlet.dsl.processors.suppress import TableSuppressSupplier
-from streamlet.dsl.processors.table import (
-    TableFilterSupplier,
-    TableMapValuesSupplier,
-    TableSourceSupplier,
-    TableToStream,
-)
+from streamlet.dsl.processors.table import TableFilterSupplier, TableMapValuesSupplier, TableSourceSupplier
 from streamlet.dsl.processors.table_aggregate import TableRepartitionMap
 from streamlet.dsl.processors.table_join import (
     INNER,

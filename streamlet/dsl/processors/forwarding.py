@@ -139,3 +139,19 @@ class MaybeMaterialized(Processor):
     def _store_row(self, key: Any, value: Any, timestamp: int) -> int:
         """`TableRows.put`."""
         return self._rows.put(key, value, timestamp)
+
+
+class TableToStream(Processor):
+    """`KTable.to_stream()`: each update becomes a record with the new value (None: a tombstone). Here rather
+    than beside the table processors (`table.py`, not compiled: its suppliers are pickled) because it runs
+    once per flushed update of every aggregation that ends in `to_stream()`; it is its own supplier, and a
+    class pickles by name."""
+
+    _forward: Callable[[Record], None]
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._forward = context.forwarder()
+
+    def process(self, record: Record) -> None:
+        self._forward(_new(Record, (record[0], record[1][0], record[2], record[3])))  # with_value, one frame less

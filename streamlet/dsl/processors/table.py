@@ -24,11 +24,9 @@ from typing import Any
 
 from streamlet.dsl.change import Change
 from streamlet.dsl.processors.forwarding import MaybeMaterialized, log_skipped
-from streamlet.processor import Processor, ProcessorContext
+from streamlet.processor import Processor
 from streamlet.record import Record
 from streamlet.stores.versioned.api import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED
-
-_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 
 EnableParent = Callable[[bool], bool]
 """The parent table's `enable_sending_old_values(force_materialization) -> bool`."""
@@ -184,14 +182,3 @@ class TableMapValues(MaybeMaterialized):
         if code != PUT_RETURN_CODE_NOT_PUT:
             self._forwarder.maybe_forward(
                 record.with_value(Change(new, old, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED)))
-
-
-class TableToStream(Processor):
-    """`KTable.to_stream()`: each update becomes a record with the new value (None: a tombstone)."""
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._forward = context.forwarder()
-
-    def process(self, record: Record) -> None:
-        self._forward(_new(Record, (record[0], record[1][0], record[2], record[3])))  # with_value, one frame less
