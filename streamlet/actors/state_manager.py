@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamlet.actors.record_collector import RecordCollector
+from streamlet.actors.record_collector import ChangelogSender, RecordCollector
 from streamlet.config import StreamsConfig
 from streamlet.stores.api import RecordContext, RestoreCallback, StateStore, StateStoreContext
 from streamlet.stores.cache import SharedCacheBudget
@@ -115,6 +115,9 @@ class ProcessorStateManager(StateStoreContext):
                    headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
         self._collector.send(self._changelog_for[store_name], key, value, timestamp,
                              self._record_context().headers if headers is None else headers, self._partition)
+
+    def changelog_writer(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:
+        return ChangelogSender(self._collector, self._changelog_for, store_name, self._partition, self._record_context)
 
     def record_context(self) -> RecordContext:
         return self._record_context()

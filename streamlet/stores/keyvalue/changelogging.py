@@ -21,11 +21,11 @@ class ChangeLoggingKeyValueBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueB
         self.name = inner.name
         self.inner = inner
         self._context = context
-        self._log_change = context.log_change
+        self._write_change = context.changelog_writer(inner.name)
         self._record_context = context.record_context_reader()
 
     def log(self, key: bytes, value: bytes | None) -> None:
-        self._log_change(self.name, key, value, self._record_context().timestamp)
+        self._write_change(key, value, self._record_context().timestamp)
 
     def get(self, key: bytes) -> bytes | None:
         return self.inner.get(key)
@@ -58,9 +58,9 @@ class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore
 
     def log(self, key: bytes, value: bytes | None) -> None:
         if value is None:
-            self._log_change(self.name, key, None, self._record_context().timestamp)
+            self._write_change(key, None, self._record_context().timestamp)
         elif len(value) >= TIMESTAMP_SIZE:  # `split_timestamped` inlined (once per logged write)
-            self._log_change(self.name, key, value[TIMESTAMP_SIZE:], unpack_timestamp(value)[0])
+            self._write_change(key, value[TIMESTAMP_SIZE:], unpack_timestamp(value)[0])
         else:
             split_timestamped(value)  # raises: too short for a timestamped value
 
