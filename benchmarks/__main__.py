@@ -157,7 +157,8 @@ def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def machine_probe_ms() -> float:
     """CPU ms of a fixed piece of pure-Python work, the best of three: how fast this machine's core is just
     before a run. On this VM the same work takes 1.6x as long in some minutes as in others, with nothing
-    else running (RESULTS.md, "The machine's speed"), so every round records it beside its rate."""
+    else running (RESULTS.md, "One run is not a measure on this machine"), so every round records it
+    beside its rate."""
     data = list(range(20_000))
     best = math.inf
     for _ in range(3):

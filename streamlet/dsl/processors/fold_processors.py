@@ -42,6 +42,21 @@ class _TimestampedFold(Processor):
         self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
         self._caching = self._forwarder.caching  # with a cache, updates go downstream at its flush
 
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if key is None or value is None:
+            log_skipped(self.context, "null key or value")
+            return
+        stored = self._store.get(key)
+        timestamp = record.timestamp
+        if stored is not None and stored[1] > timestamp:
+            timestamp = stored[1]  # the aggregate carries the largest timestamp folded into it
+        self._fold(record, stored, timestamp)
+
+    def _fold(self, record: Record, stored: ValueAndTimestamp | None, timestamp: int) -> None:
+        """Fold `record` into the key's `stored` aggregate (None: none yet) and `_update` with the result."""
+        raise NotImplementedError
+
     def _update(self, record: Record, new: Any, old: Any, timestamp: int) -> None:
         key = record.key
         self._store.put(key, _new(ValueAndTimestamp, (new, timestamp)))
@@ -63,20 +78,10 @@ class StreamAggregate(_TimestampedFold):
         # instead of a Python call per record.
         self._counting = counting
 
-    def process(self, record: Record) -> None:
-        key, value = record.key, record.value
-        if key is None or value is None:
-            log_skipped(self.context, "null key or value")
-            return
-        stored = self._store.get(key)
-        timestamp = record.timestamp
-        if stored is None:
-            old = 0 if self._counting else self._initializer()
-        else:
-            old = stored[0]
-            if stored[1] > timestamp:
-                timestamp = stored[1]
-        self._update(record, old + 1 if self._counting else self._aggregator(key, value, old), old, timestamp)
+    def _fold(self, record: Record, stored: ValueAndTimestamp | None, timestamp: int) -> None:
+        old = (0 if self._counting else self._initializer()) if stored is None else stored[0]
+        new = old + 1 if self._counting else self._aggregator(record.key, record.value, old)
+        self._update(record, new, old, timestamp)
 
 
 class StreamReduce(_TimestampedFold):
@@ -86,16 +91,8 @@ class StreamReduce(_TimestampedFold):
         super().__init__(store_name, send_old_values)
         self._reducer = reducer
 
-    def process(self, record: Record) -> None:
-        key, value = record.key, record.value
-        if key is None or value is None:
-            log_skipped(self.context, "null key or value")
-            return
-        stored = self._store.get(key)
-        timestamp = record.timestamp
+    def _fold(self, record: Record, stored: ValueAndTimestamp | None, timestamp: int) -> None:
         if stored is None:
-            self._update(record, value, None, timestamp)
+            self._update(record, record.value, None, timestamp)
         else:
-            if stored[1] > timestamp:
-                timestamp = stored[1]
-            self._update(record, self._reducer(stored[0], value), stored[0], timestamp)
+            self._update(record, self._reducer(stored[0], record.value), stored[0], timestamp)
