@@ -184,8 +184,10 @@ def _run(spark: Any, own: argparse.Namespace, run: argparse.Namespace, stopping:
             "processing.guarantee": run.guarantee}, spark=spark)
         streams.start()
         queries = streams.queries
-        readers = [q for q, plan in zip(queries, streams.plans, strict=True) if not plan.reads_internal_topics]
-        downstream = [q for q, plan in zip(queries, streams.plans, strict=True) if plan.reads_internal_topics]
+        # A fused query (the split and the count in one, see streamlet.spark.fused) reads the input only.
+        through_kafka = [(plan.upstream or plan).reads_internal_topics for plan in streams.plans]
+        readers = [q for q, internal in zip(queries, through_kafka, strict=True) if not internal]
+        downstream = [q for q, internal in zip(queries, through_kafka, strict=True) if internal]
     member = _GroupStandIn(run.bootstrap, run.app_id, run.input)
     member.start()
     print(f"spark ({own.engine}, {own.master}): {len(queries)} queries running", file=sys.stderr, flush=True)

@@ -53,6 +53,21 @@ class SubTopologyPlan:
     source_topics: list[str] = field(default_factory=list)
     stateless: bool = False
     """Runs without Spark state, where the Kafka source's rows are (see `stateless`)."""
+    upstream: SubTopologyPlan | None = None
+    """A stateless sub-topology run in this plan's query, before its shuffle: what it writes to this plan's
+    repartition topic reaches the tasks through the shuffle instead of Kafka (see `fused`)."""
+
+    @property
+    def query_sources(self) -> list[str]:
+        """The topics this plan's query reads: the upstream sub-topology's when it runs in the query."""
+        return (self.upstream or self).source_topics
+
+    @property
+    def query_id(self) -> str:
+        """Names the query and its checkpoint: the sub-topology's id, or `upstream+this` for a fused pair."""
+        if self.upstream is None:
+            return str(self.subtopology_id)
+        return f"{self.upstream.subtopology_id}+{self.subtopology_id}"
 
     @property
     def subtopology(self) -> SubTopology:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from streamlet.spark.fused import packed_schema, repartition_in_shuffle
 from streamlet.spark.grouping import shuffle_partitions
 from streamlet.spark.plan import MAX_OFFSETS_KEY, PARTITIONS_KEY, SubTopologyPlan
 from streamlet.spark.rows import INPUT_COLUMNS, headers_column, topic_column
@@ -121,16 +122,19 @@ def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Boun
                 trigger_interval_ms: int | None = None) -> Any:
     from pyspark.sql import functions as F
 
-    df = _source(spark, plan, bounds)
+    reader = plan.upstream or plan  # the sub-topology whose input the query reads
+    df = _source(spark, reader, bounds)
     bounded_rows = _until_filter(bounds)
     if bounded_rows is not None:  # on the source's columns (the topic by name)
         df = df.where(bounded_rows)
-    keys = F.create_map(*[F.lit(x) for p, key in enumerate(plan.task_keys) for x in (p, key)])
+    keys = F.create_map(*[F.lit(x) for p, key in enumerate(reader.task_keys) for x in (p, key)])
     rows = df.select(keys[F.col("partition")].cast("int").alias("task"),
-                     topic_column(plan.source_topics).cast("int").alias("topic"), "partition", "offset",
+                     topic_column(reader.source_topics).cast("int").alias("topic"), "partition", "offset",
                      F.unix_millis(F.col("timestamp")).alias("timestamp"), "key", "value",
                      headers_column().alias("headers"))
     assert tuple(rows.columns) == INPUT_COLUMNS
+    if plan.upstream is not None:
+        rows = rows.mapInArrow(repartition_in_shuffle(plan.upstream, plan), packed_schema())
     if plan.stateless:
         out = rows.mapInArrow(stateless_tasks(plan), OUTPUT_SCHEMA)
     else:
@@ -139,7 +143,7 @@ def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Boun
         spark.conf.set("spark.sql.shuffle.partitions", str(task_partitions(spark, plan)))  # read at the query's start
     writer = (out.writeStream.foreachBatch(run_batch)
               .option("checkpointLocation", checkpoint)
-              .queryName(f"{plan.settings['application.id']}-subtopology-{plan.subtopology_id}"))
+              .queryName(f"{plan.settings['application.id']}-subtopology-{plan.query_id}"))
     if bounds.bounded:
         writer = writer.trigger(availableNow=True)
     elif trigger_interval_ms:

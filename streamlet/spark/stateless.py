@@ -29,7 +29,7 @@ from streamlet.spark.batch_gc import fewer_collections
 from streamlet.spark.exactly_once import ExactlyOnceBatch, abandon
 from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.rows import ByPartition, by_offset, from_arrow
-from streamlet.spark.sink import send_output
+from streamlet.spark.sink import Drained, send_output
 
 _STATE_ROOT = Path(tempfile.gettempdir()) / "streamlet-spark-stateless"
 """Handed to tasks as their state root; a task without stores never writes there."""
@@ -43,9 +43,11 @@ def is_stateless(plan: SubTopologyPlan, probed: TaskProgress) -> bool:
             and not probed.wall_punctuations and not probed.processors)
 
 
-def _run_task(plan: SubTopologyPlan, partition: int, found: ByPartition) -> int:
+def run_task(plan: SubTopologyPlan, partition: int, found: ByPartition,
+             deliver: Callable[[Drained], int] | None = None) -> int:
     """Runs the task; under exactly-once in its own transaction, without the input already committed
-    (see `exactly_once`)."""
+    (see `exactly_once`); under at-least-once its output goes to `deliver` (default: sent to Kafka and
+    acknowledged), which returns how many records it sent."""
     counts = plan.partition_counts
     now = int(time.time() * 1000)
     config = plan.config()
@@ -73,6 +75,8 @@ def _run_task(plan: SubTopologyPlan, partition: int, found: ByPartition) -> int:
     except BaseException:
         abandon(task, batch)
         raise
+    if deliver is not None:
+        return deliver(drained)
     return send_output(plan.client_settings(), drained)
 
 
@@ -84,16 +88,19 @@ def stateless_tasks(plan: SubTopologyPlan) -> Callable[[Iterator[Any]], Iterator
         import pyarrow as pa
 
         with fewer_collections():
-            sent = _read_and_run(plan, batches, {})
+            partition, found = read_partition(plan, batches)
+            sent = 0 if partition is None else run_task(plan, partition, found)
         yield pa.RecordBatch.from_pydict({"records": [sent]}, schema=pa.schema([("records", pa.int64(), False)]))
 
     return run
 
 
-def _read_and_run(plan: SubTopologyPlan, batches: Iterator[Any], found: ByPartition) -> int:
+def read_partition(plan: SubTopologyPlan, batches: Iterator[Any]) -> tuple[int | None, ByPartition]:
+    """The Spark partition's records and the one Kafka partition they are from (None: no records)."""
+    found: ByPartition = {}
     for batch in batches:
         for where, records in from_arrow(batch, plan.source_topics).items():
             found.setdefault(where, []).extend(records)
     partitions = {partition for _topic, partition in found}
     assert len(partitions) <= 1, f"a Kafka partition was split or merged across Spark partitions: {partitions}"
-    return _run_task(plan, partitions.pop(), found) if partitions else 0
+    return (partitions.pop() if partitions else None), found

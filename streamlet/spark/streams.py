@@ -29,6 +29,7 @@ from streamlet.errors import ConfigError, StreamsError, TopologyError
 from streamlet.kafka.client_settings import ClientRole, client_kwargs
 from streamlet.kafka.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
 from streamlet.offset_reset import AutoOffsetReset
+from streamlet.spark.fused import FUSE_KEY, fusable_pairs, fuse_wanted
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
@@ -150,16 +151,51 @@ class SparkStreams:
             plans.append(plan)
         return plans
 
+    def _fused(self, plans: list[SubTopologyPlan], root: Path) -> list[SubTopologyPlan]:
+        """`plans` with each pair that runs as one query (see `fused`) as its downstream plan, the upstream
+        one inside it. A pair's checkpoints decide first: the fused one, if it ran, keeps the pair fused;
+        either single one, if it ran, keeps them apart (a checkpoint holds its query's plan, and the state
+        of the pair's tasks). On fresh checkpoints `spark.fuse.subtopologies` decides, unless the group has
+        committed offsets on the repartition topic (records left there would never be read)."""
+        out = list(plans)
+        for up, down in fusable_pairs(plans):
+            fused = replace(down, upstream=up)
+            apart = self._apart(fused, root)
+            if apart:
+                log.info("subtopologies %s run as two queries: %s", fused.query_id, apart)
+                continue
+            out[out.index(down)] = fused
+            out.remove(up)
+        return out
+
+    def _apart(self, fused: SubTopologyPlan, root: Path) -> str | None:
+        """Why a fusable pair runs as two queries after all (None: it runs as one; see `_fused`)."""
+        from streamlet.spark.starting_offsets import committed_starting_offsets, is_fresh
+
+        assert fused.upstream is not None
+        if not is_fresh(root / f"subtopology-{fused.query_id}"):
+            return None
+        if not all(is_fresh(root / f"subtopology-{p.subtopology_id}") for p in (fused.upstream, fused)):
+            return "their checkpoints began so"
+        if not fuse_wanted(fused.settings):
+            return f"{FUSE_KEY} is false"
+        (topic,) = fused.source_topics
+        committed = asyncio.run(committed_starting_offsets(
+            fused.client_settings(), {topic: fused.partition_counts[topic]}, {topic}, "earliest"))
+        if committed is not None:
+            return f"group {self.config.application_id} has committed offsets on {topic}"
+        return None
+
     # -- running --------------------------------------------------------------------------------------------
     def start(self) -> None:
         """Start one continuous query per sub-topology (returns once they run)."""
         spark = self._session()
-        self.plans = self._plan()
         root = self.checkpoint_root()
+        self.plans = self._fused(self._plan(), root)
         configured = self.config.get(TRIGGER_KEY)
         interval = int(configured) if configured else None
         for plan in self.plans:
-            checkpoint = root / f"subtopology-{plan.subtopology_id}"
+            checkpoint = root / f"subtopology-{plan.query_id}"
             starting = Bounds(starting=self._starting(plan, checkpoint))
             self.queries.append(start_query(spark, plan, str(checkpoint), starting, interval))
         log.info("started %d Spark queries for %s (checkpoints in %s)", len(self.queries),
@@ -176,9 +212,9 @@ class SparkStreams:
             return reset
         internal = {plan.resolve_topic(t) for t in self.topology.internal_topics}
         committed = asyncio.run(committed_starting_offsets(
-            plan.client_settings(), {t: plan.partition_counts[t] for t in plan.source_topics}, internal, reset))
+            plan.client_settings(), {t: plan.partition_counts[t] for t in plan.query_sources}, internal, reset))
         if committed is not None:
-            log.info("subtopology %d starts from the committed offsets of group %s: %s", plan.subtopology_id,
+            log.info("subtopology %s starts from the committed offsets of group %s: %s", plan.query_id,
                      self.config.application_id, committed)
         return committed or reset
 
@@ -201,20 +237,20 @@ class SparkStreams:
         from streamlet.spark.bounds import for_query
 
         spark = self._session()
-        self.plans = self._plan()
         root = self.checkpoint_root()
+        self.plans = self._fused(self._plan(), root)
         app = self.config.application_id
         fed = fed_topics(self.topology, lambda t: f"{app}-{t}" if t in self.topology.internal_topics else t)
         if bounds.until_offsets:  # a fed topic ends where its writers stop, not where it was at the start
             bounds = replace(bounds, until_offsets={t: o for t, o in bounds.until_offsets.items() if t not in fed})
         internal = {f"{app}-{name}" for name in self.topology.internal_topics}
-        inputs = {t: plan.partition_counts[t] for plan in self.plans for t in plan.source_topics if t not in internal}
+        inputs = {t: plan.partition_counts[t] for plan in self.plans for t in plan.query_sources if t not in internal}
         queries = []
         for plan in self.plans:
-            checkpoint = root / f"subtopology-{plan.subtopology_id}"
-            run = partial(self._run_bounded, spark, plan, checkpoint, for_query(bounds, plan, inputs))
-            partitions = [(t, p) for t in plan.source_topics for p in range(plan.partition_counts[t])]
-            queries.append(BackfillQuery(f"{app}-subtopology-{plan.subtopology_id}", partitions, checkpoint, run))
+            checkpoint = root / f"subtopology-{plan.query_id}"
+            run = partial(self._run_bounded, spark, plan, checkpoint, for_query(bounds, plan.upstream or plan, inputs))
+            partitions = [(t, p) for t in plan.query_sources for p in range(plan.partition_counts[t])]
+            queries.append(BackfillQuery(f"{app}-subtopology-{plan.query_id}", partitions, checkpoint, run))
         offsets = KafkaPositions(self.plans[0].client_settings(), self.config.exactly_once)
         try:
             return run_to_fixed_point(queries, fed, offsets, int(self.config.get(MAX_ROUNDS_KEY) or DEFAULT_MAX_ROUNDS))

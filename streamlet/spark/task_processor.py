@@ -27,9 +27,10 @@ from streamlet.actors.task_progress import TaskProgress
 from streamlet.spark.batch_gc import fewer_collections
 from streamlet.spark.catch_up import restore_changelog_tails
 from streamlet.spark.exactly_once import ExactlyOnceBatch, SparkPosition, abandon
+from streamlet.spark.fused import unpack
 from streamlet.spark.group_frames import install as _install_group_frames
 from streamlet.spark.plan import SubTopologyPlan
-from streamlet.spark.rows import from_frames
+from streamlet.spark.rows import ByPartition, from_frames
 from streamlet.spark.sink import lookup_topics, send_output
 from streamlet.spark.state_adapter import TaskState
 from streamlet.stores.spark import over_spark_state
@@ -128,8 +129,17 @@ class TaskProcessor(StatefulProcessor):
         if due is not None and due not in registered:
             handle.registerTimer(due)
 
+    def _records(self, key: Any, frames: Iterator[Any]) -> ByPartition:
+        """The batch's input records per partition, each sorted by offset: from the Kafka source's rows, or
+        packed by the upstream sub-topology run in this query (see `fused`)."""
+        plan = self._plan
+        if plan.upstream is None:
+            return from_frames(frames, plan.source_topics)
+        return unpack(frames, plan.source_topics[0], self._partition_of[key[0]],
+                      plan.partition_counts[plan.upstream.source_topics[0]])
+
     def _run(self, key: Any, now: int, frames: Iterator[Any] | None) -> Any:
-        by_partition = from_frames(frames, self._plan.source_topics) if frames is not None else {}
+        by_partition = self._records(key, frames) if frames is not None else {}
         batch = ExactlyOnceBatch(self._plan, self._partition_of[key[0]]) if self._eos else None
         try:
             if batch is not None:

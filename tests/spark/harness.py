@@ -5,9 +5,11 @@ task sees only its own partition of each input, keeps its own stream time and me
 by timestamp, so each task is replayed in a driver of its own, fed that task's records in the order
 `PartitionGroup` takes them (each micro-batch's records merged by timestamp, ties to the partition the
 task saw first). A sub-topology reading a repartition topic is replayed from what the engine really
-wrote there. Then, per output topic, partition and key: one task's records must match exactly and in
-order; records of one key written by several tasks (after a repartition) must be the same multiset,
-with each task's records in that task's order.
+wrote there; or, where the engine passed the topic's records through its shuffle instead (see
+`streamlet.spark.fused`), from what the writers' drivers wrote, interleaved as the engine does. Then,
+per output topic, partition and key: one task's records must match exactly and in order; records of
+one key written by several tasks (after a repartition) must be the same multiset, with each task's
+records in that task's order.
 """
 
 from __future__ import annotations
@@ -104,11 +106,24 @@ def _merged(queues: dict[str, list[Rec]], order: list[str]) -> list[Rec]:
         heads[best] += 1
 
 
+def _shuffled(per_batch: list[dict[int, list[Rec]]], writers: int) -> list[list[Rec]]:
+    """What a fused downstream task reads in each micro-batch: the i-th record writer w wrote for it in that
+    batch at offset i * writers + w (`streamlet.spark.fused._offsets`), in offset order."""
+    return [[r for _offset, r in sorted((i * writers + w, r) for w, wrote in batch.items()
+                                        for i, r in enumerate(wrote))] for batch in per_batch]
+
+
 def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list[list[Rec]],
-                     counts: dict[str, int], written: dict[tuple[str, int], list[Rec]]
-                     ) -> dict[tuple[str, int, bytes], dict[int, list[Rec]]]:
-    """(topic, partition, key) -> task -> the records that task must have written there, in order."""
+                     counts: dict[str, int], written: dict[tuple[str, int], list[Rec]],
+                     fused: Iterable[str] = ()) -> dict[tuple[str, int, bytes], dict[int, list[Rec]]]:
+    """(topic, partition, key) -> task -> the records that task must have written there, in order. `fused`:
+    repartition topics (real names) the engine passed through its shuffle, one micro-batch per batch: they
+    hold nothing, and their readers get what the writers' drivers wrote, batch by batch."""
     app = settings["application.id"]
+    through_shuffle = set(fused)
+    # (topic, partition) -> per batch: writer task -> what it wrote there in that batch, in order
+    shuffled: dict[tuple[str, int], list[dict[int, list[Rec]]]] = defaultdict(
+        lambda: [defaultdict(list) for _ in batches])
 
     def resolve(t: str) -> str:
         return f"{app}-{t}" if t in topology.internal_topics else t
@@ -124,18 +139,27 @@ def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list
                     TopologyTestDriver(topology, {**settings, "state.dir": state}, initial_wall_clock_time=0) as driver:
                 inputs = {t: driver.create_input_topic(t, B, B) for t in sources}
                 outputs = {t: driver.create_output_topic(t, B, B) for t in sinks}
-                if internal:
+                if internal and set(sources) <= through_shuffle:
+                    writers = {t: max(counts[s] for s in _sources_of_writer(topology, t, resolve)) for t in sources}
+                    (topic,) = sources
+                    feed = _shuffled(shuffled[(topic, task)], writers[topic])
+                elif internal:
                     feed = [[r for t in sources for r in written.get((t, task), [])]]
                 else:
                     feed = [[r for r in batch if r.partition == task] for batch in batches]
                 order: list[str] = []
-                for batch in feed:
+                for number, batch in enumerate(feed):
                     queues: dict[str, list[Rec]] = defaultdict(list)
                     for r in batch:
                         queues[r.topic].append(r)
                     order += sorted(t for t in queues if t not in order)
                     for r in _merged(queues, order):
                         inputs[r.topic].pipe_input(r.key, r.value, r.timestamp, r.headers)
+                    for topic in sinks & through_shuffle:
+                        for o in outputs[topic].read_records_to_list():
+                            partition = default_partition(o.key, counts[topic])
+                            shuffled[(topic, partition)][number][task].append(
+                                Rec(topic, partition, o.key, o.value, o.timestamp, tuple(o.headers)))
                 if any(getattr(topology.nodes[n], "topic_extractor", None) for n in sub.nodes):
                     static = {resolve(t) for s in topology.sub_topologies() for t in s.sink_topics}
                     for t in driver.produced_topic_names():  # what this sub-topology's dynamic sinks wrote
@@ -147,6 +171,12 @@ def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list
                         expected[(topic, partition, o.key)][task].append(
                             Rec(topic, partition, o.key, o.value, o.timestamp, tuple(o.headers)))
     return expected
+
+
+def _sources_of_writer(topology: Topology, topic: str, resolve: Any) -> list[str]:
+    """The source topics (real names) of the sub-topology writing `topic`."""
+    (writer,) = [s for s in topology.sub_topologies() if topic in {resolve(t) for t in s.sink_topics}]
+    return [resolve(t) for t in writer.source_topics]
 
 
 def compare(expected: dict[tuple[str, int, bytes], dict[int, list[Rec]]],

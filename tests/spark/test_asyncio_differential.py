@@ -60,12 +60,14 @@ def _records(topic: str, rows: list[tuple[Any, ...]]) -> list[Rec]:
 
 
 def _run_both(spark: Any, build: Callable[[Topics], Topology], records_for: Callable[[Topics], list[Rec]],
-              bootstrap: str, tmp_path: Path) -> None:
+              bootstrap: str, tmp_path: Path) -> set[str]:
+    """Returns the repartition topics the Spark engine passed through its shuffle."""
     run = uuid.uuid4().hex[:8]
     on_spark, on_asyncio = Topics(f"adiff-{run}-s"), Topics(f"adiff-{run}-a")
     outputs: dict[str, list[str]] = {}
     actual: dict[str, dict[tuple[str, int], list[Rec]]] = {}
     expected: dict[str, Any] = {}
+    shuffled: set[str] = set()  # repartition topics Spark passed through its shuffle (streamlet.spark.fused)
     for engine, topics in (("spark", on_spark), ("asyncio", on_asyncio)):
         topology = build(topics)
         counts = {topics.events: PARTITIONS, topics.table: PARTITIONS, **dict.fromkeys(topics.outputs, PARTITIONS)}
@@ -76,8 +78,12 @@ def _run_both(spark: Any, build: Callable[[Topics], Topology], records_for: Call
                   "state.dir": str(tmp_path / engine), "commit.interval.ms": 100,
                   "repartition.purge.interval.ms": 3_600_000,  # the check reads the repartition topics back
                   "spark.checkpoint.location": str(tmp_path / f"checkpoint-{run}")}
+        fused: list[str] = []
         if engine == "spark":
-            SparkStreams(topology, config, spark=spark).backfill(Bounds(bounded=True))
+            streams = SparkStreams(topology, config, spark=spark)
+            streams.backfill(Bounds(bounded=True))
+            fused = [plan.source_topics[0] for plan in streams.plans if plan.upstream is not None]
+            shuffled.update(fused)
         else:
             asyncio.run(run_asyncio_runtime(topology, config))
         repartition = [f"{topics.prefix}-{name}" for name, spec in topology.internal_topics.items()
@@ -85,7 +91,7 @@ def _run_both(spark: Any, build: Callable[[Topics], Topology], records_for: Call
         counts.update(dict.fromkeys(repartition, PARTITIONS))
         outputs[engine] = topics.outputs + repartition
         actual[engine] = asyncio.run(read_all(bootstrap, {t: counts[t] for t in outputs[engine]}))
-        expected[engine] = expected_outputs(topology, config, [mine], counts, actual[engine])
+        expected[engine] = expected_outputs(topology, config, [mine], counts, actual[engine], fused)
         assert sum(len(rs) for per_task in expected[engine].values() for rs in per_task.values()) > 0
         problems = compare(expected[engine], actual[engine], outputs[engine])
         assert not problems, f"{engine} differs from the driver:\n" + "\n".join(problems[:20])
@@ -99,6 +105,7 @@ def _run_both(spark: Any, build: Callable[[Topics], Topology], records_for: Call
         return found
 
     spark_out, asyncio_out = by_key("spark", on_spark.prefix), by_key("asyncio", on_asyncio.prefix)
+    asyncio_out = {where: got for where, got in asyncio_out.items() if where[0] not in shuffled}
     assert spark_out.keys() == asyncio_out.keys()
     topology = build(on_spark)
     downstream = {on_spark.prefix + "-" + t if t in topology.internal_topics else t
@@ -114,6 +121,7 @@ def _run_both(spark: Any, build: Callable[[Topics], Topology], records_for: Call
             assert got == asyncio_out[where], where
         else:
             assert Counter(got) == Counter(asyncio_out[where]), where
+    return shuffled
 
 
 @settings(max_examples=max(1, EXAMPLES), deadline=None,
@@ -140,4 +148,5 @@ def test_wordcount_on_spark_equals_the_asyncio_runtime(spark: Any, kafka_broker:
         return [Rec(topics.events, i % PARTITIONS, f"line{i}".encode(), line.encode(), BASE_TS + i,
                     (("n", str(i).encode()),) if i % 4 == 0 else ()) for i, line in enumerate(lines)]
 
-    _run_both(spark, wordcount, records_for, kafka_broker.bootstrap_servers, tmp_path)
+    shuffled = _run_both(spark, wordcount, records_for, kafka_broker.bootstrap_servers, tmp_path)
+    assert len(shuffled) == 1, "the split and the count ran as one query (streamlet.spark.fused)"
