@@ -6,17 +6,19 @@ by the broker, read back by the connector with its headers, and only then shuffl
 A repartition topic is a shuffle by key already: the records the stateless tasks write to it are put on
 the partition the default partitioner picks, and the counting task of that partition reads them. Here
 the stateless tasks run in the query's map stage (as `stateless` runs them) and hand those records on
-as input rows of the stateful tasks, partition for partition, through Spark's shuffle; their other
-output still goes to Kafka. Measured in `benchmarks/RESULTS.md` ("One shuffle").
+to the stateful tasks, partition for partition, through Spark's shuffle: packed, one row per upstream
+task and downstream task and batch (`PACKED_COLUMNS`), so the JVM moves a few rows where it would move
+every word, and the downstream task unpacks them into records. Their other output still goes to Kafka.
+Measured in `benchmarks/RESULTS.md` ("One query for the split and the count").
 
 The stateful tasks see what they would have read from the repartition topic: the same keys, values,
 timestamps and headers, on the same partitions, each upstream task's records in the order it wrote
-them. What a topic would have added is an offset; the rows carry one made up for the batch (see
+them. What a topic would have added is an offset; the records get one made up for the batch (see
 `_offsets`), which orders each upstream task's records as written and interleaves upstream tasks as a
 topic written by several producers does. Nothing keeps it past the batch: under at-least-once a task's
 progress holds no offsets (Spark's checkpoint holds the query's input position).
 
-When the plan fuses a pair (`fusable`): at-least-once only (exactly-once commits each task's input
+When the plan fuses a pair (`fusable_pairs`): at-least-once only (exactly-once commits each task's input
 offsets in its own Kafka transaction, and a fused task's input has none); the stateful sub-topology
 reads nothing but that repartition topic and no other sub-topology writes or reads it; and
 `spark.fuse.subtopologies` is not false. `SparkStreams` also keeps the two queries when either

@@ -1,4 +1,5 @@
 """One Structured Streaming query per sub-topology: Kafka source -> tasks (transformWithState) -> sink.
+A fused pair (see `fused`) is one query: Kafka source -> upstream tasks (mapInArrow) -> shuffle -> tasks.
 
 Kafka partitions are never split across Spark input partitions (no `minPartitions`): a task's rows of
 one partition are then one ordered run, which the processor still sorts by offset after the shuffle.

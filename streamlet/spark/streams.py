@@ -1,4 +1,5 @@
-"""`SparkStreams`: a `Topology` run on Apache Spark, one Structured Streaming query per sub-topology.
+"""`SparkStreams`: a `Topology` run on Apache Spark, one Structured Streaming query per sub-topology (or per
+pair of them that `fused` runs as one).
 
 It mirrors `KafkaStreams`: the same topology and settings, the same internal topics (created here as
 the asyncio runtime creates them), the same task code. Sub-topologies talk through their repartition
