@@ -165,8 +165,8 @@ class SparkStreams:
             if apart:
                 log.info("subtopologies %s run as two queries: %s", fused.query_id, apart)
                 continue
-            out[out.index(down)] = fused
-            out.remove(up)
+            out[out.index(up)] = fused  # where the upstream was: readers of its other output come after it
+            out.remove(down)
         return out
 
     def _apart(self, fused: SubTopologyPlan, root: Path) -> str | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -12,14 +13,14 @@ from hypothesis import strategies as st
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.config import StreamsConfig
-from streamlet.dsl import Consumed, Grouped, Materialized, StreamsBuilder
+from streamlet.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuilder
 from streamlet.serdes import Serdes
 from streamlet.spark import fused
 from streamlet.spark.fused import PACKED_COLUMNS, fusable_pairs, unpack
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.stateless import is_stateless
-from streamlet.spark.streams import _probe
+from streamlet.spark.streams import SparkStreams, _probe
 from streamlet.topology import Topology
 from tests.spark.topologies import Topics, everything
 
@@ -71,6 +72,23 @@ def test_an_upstream_sub_topology_runs_in_one_query_only() -> None:
         .to_stream().to("b")
     pairs = _pairs(builder.build())
     assert len(pairs) == 1 and pairs[0][0] == 0
+
+
+def test_a_fused_query_runs_where_its_upstream_ran(tmp_path: Path) -> None:
+    """A sub-topology reading what the upstream writes besides its repartition topic comes after the fused
+    query in data-flow order (a backfill runs them in that order)."""
+    builder = StreamsBuilder()
+    words = builder.stream("lines", Consumed(S, S)).flat_map_values(str.split)
+    words.to("side", Produced(S, S))
+    builder.stream("side", Consumed(S, S)).map_values(str.upper).to("shout", Produced(S, S))
+    words.group_by(lambda _k, w: w, Grouped(S, S)).count(Materialized("counts")).to_stream().to("counts-out")
+    topology = builder.build()
+    plans = _plans(topology)
+    assert [sorted(p.subtopology.source_topics) for p in plans] == [["lines"], ["side"], ["counts-repartition"]]
+    ((up, down),) = fusable_pairs(plans)
+    (tmp_path / f"subtopology-{up.subtopology_id}+{down.subtopology_id}" / "offsets" / "0").mkdir(parents=True)
+    fused_plans = SparkStreams(topology, CONFIG)._fused(plans, tmp_path)  # that checkpoint ran: fused
+    assert [p.query_id for p in fused_plans] == [f"{up.subtopology_id}+{down.subtopology_id}", "1"]
 
 
 _records = st.lists(st.tuples(st.binary(max_size=3) | st.none(), st.binary(max_size=3),
