@@ -45,6 +45,7 @@ FUSE_KEY = f"{ENGINE_KEY_PREFIX}fuse.subtopologies"
 """`false` keeps every sub-topology its own query, repartition topics going through Kafka (default: true;
 see the module docstring). Like `spark.task.partitions`, a checkpoint keeps the plan it started with."""
 
+
 def fuse_wanted(settings: dict[str, Any]) -> bool:
     """`spark.fuse.subtopologies` (default true)."""
     return str(settings.get(FUSE_KEY, "true")).strip().lower() != "false"
@@ -92,7 +93,9 @@ def packed_schema() -> Any:
 
 
 def _pack(records: list[ProducedRecord]) -> bytes:
-    """Records as one cell: their columns pickled (plain lists of bytes, ints and header tuples)."""
+    """Records as one cell: their columns pickled (plain lists of bytes, ints and header tuples). Pickle is
+    safe here for the reason Spark pickles its own rows and functions: the cells pass only between this
+    query's Python workers, through its shuffle."""
     return pickle.dumps(([r.key for r in records], [r.value for r in records], [r.timestamp for r in records],
                          [r.headers for r in records]), protocol=pickle.HIGHEST_PROTOCOL)
 
