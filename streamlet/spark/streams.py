@@ -153,11 +153,12 @@ class SparkStreams:
         return plans
 
     def _fused(self, plans: list[SubTopologyPlan], root: Path) -> list[SubTopologyPlan]:
-        """`plans` with each pair that runs as one query (see `fused`) as its downstream plan, the upstream
-        one inside it. A pair's checkpoints decide first: the fused one, if it ran, keeps the pair fused;
-        either single one, if it ran, keeps them apart (a checkpoint holds its query's plan, and the state
-        of the pair's tasks). On fresh checkpoints `spark.fuse.subtopologies` decides, unless the group has
-        committed offsets on the repartition topic (records left there would never be read)."""
+        """`plans` with each pair that runs as one query (see `fused`) replaced by its downstream plan carrying
+        the upstream one, at the upstream's place in data-flow order. A pair's checkpoints decide first:
+        the fused one, if it ran, keeps the pair fused; either single one, if it ran, keeps them apart (a
+        checkpoint holds its query's plan, and the state of the pair's tasks). On fresh checkpoints
+        `spark.fuse.subtopologies` decides, unless the group has committed offsets on the repartition
+        topic (records left there would never be read)."""
         out = list(plans)
         for up, down in fusable_pairs(plans):
             fused = replace(down, upstream=up)
@@ -177,7 +178,7 @@ class SparkStreams:
         if not is_fresh(root / f"subtopology-{fused.query_id}"):
             return None
         if not all(is_fresh(root / f"subtopology-{p.subtopology_id}") for p in (fused.upstream, fused)):
-            return "their checkpoints began so"
+            return "their checkpoints began as two queries"
         if not fuse_wanted(fused.settings):
             return f"{FUSE_KEY} is false"
         (topic,) = fused.source_topics
