@@ -124,6 +124,7 @@ def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list
     # (topic, partition) -> per batch: writer task -> what it wrote there in that batch, in order
     shuffled: dict[tuple[str, int], list[dict[int, list[Rec]]]] = defaultdict(
         lambda: [defaultdict(list) for _ in batches])
+    writer_tasks: dict[str, int] = {}  # fused topic -> how many tasks write it (its offsets' modulus)
 
     def resolve(t: str) -> str:
         return f"{app}-{t}" if t in topology.internal_topics else t
@@ -134,15 +135,16 @@ def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list
         sinks = {resolve(t) for t in sub.sink_topics}
         internal = [t for t in sub.source_topics if t in topology.internal_topics]
         assert not internal or len(internal) == len(sources), "mixed internal and user sources: not emulated"
-        for task in range(max(counts[t] for t in sources)):
+        tasks = max(counts[t] for t in sources)
+        writer_tasks.update(dict.fromkeys(sinks & through_shuffle, tasks))
+        for task in range(tasks):
             with tempfile.TemporaryDirectory() as state, \
                     TopologyTestDriver(topology, {**settings, "state.dir": state}, initial_wall_clock_time=0) as driver:
                 inputs = {t: driver.create_input_topic(t, B, B) for t in sources}
                 outputs = {t: driver.create_output_topic(t, B, B) for t in sinks}
                 if internal and set(sources) <= through_shuffle:
-                    writers = {t: max(counts[s] for s in _sources_of_writer(topology, t, resolve)) for t in sources}
                     (topic,) = sources
-                    feed = _shuffled(shuffled[(topic, task)], writers[topic])
+                    feed = _shuffled(shuffled[(topic, task)], writer_tasks[topic])
                 elif internal:
                     feed = [[r for t in sources for r in written.get((t, task), [])]]
                 else:
@@ -171,12 +173,6 @@ def expected_outputs(topology: Topology, settings: dict[str, Any], batches: list
                         expected[(topic, partition, o.key)][task].append(
                             Rec(topic, partition, o.key, o.value, o.timestamp, tuple(o.headers)))
     return expected
-
-
-def _sources_of_writer(topology: Topology, topic: str, resolve: Any) -> list[str]:
-    """The source topics (real names) of the sub-topology writing `topic`."""
-    (writer,) = [s for s in topology.sub_topologies() if topic in {resolve(t) for t in s.sink_topics}]
-    return [resolve(t) for t in writer.source_topics]
 
 
 def compare(expected: dict[tuple[str, int, bytes], dict[int, list[Rec]]],
