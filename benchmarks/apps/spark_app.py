@@ -185,7 +185,7 @@ def _run(spark: Any, own: argparse.Namespace, run: argparse.Namespace, stopping:
         streams.start()
         queries = streams.queries
         # A fused query (the split and the count in one, see streamlet.spark.fused) reads the input only.
-        through_kafka = [(plan.upstream or plan).reads_internal_topics for plan in streams.plans]
+        through_kafka = [plan.reader.reads_internal_topics for plan in streams.plans]
         readers = [q for q, internal in zip(queries, through_kafka, strict=True) if not internal]
         downstream = [q for q, internal in zip(queries, through_kafka, strict=True) if internal]
     member = _GroupStandIn(run.bootstrap, run.app_id, run.input)

@@ -58,9 +58,14 @@ class SubTopologyPlan:
     repartition topic reaches the tasks through the shuffle instead of Kafka (see `fused`)."""
 
     @property
+    def reader(self) -> SubTopologyPlan:
+        """The plan whose input this plan's query reads from Kafka: the upstream one when it runs in the query."""
+        return self.upstream or self
+
+    @property
     def query_sources(self) -> list[str]:
-        """The topics this plan's query reads: the upstream sub-topology's when it runs in the query."""
-        return (self.upstream or self).source_topics
+        """The topics this plan's query reads."""
+        return self.reader.source_topics
 
     @property
     def query_id(self) -> str:

@@ -123,7 +123,7 @@ def start_query(spark: Any, plan: SubTopologyPlan, checkpoint: str, bounds: Boun
                 trigger_interval_ms: int | None = None) -> Any:
     from pyspark.sql import functions as F
 
-    reader = plan.upstream or plan  # the sub-topology whose input the query reads
+    reader = plan.reader
     df = _source(spark, reader, bounds)
     bounded_rows = _until_filter(bounds)
     if bounded_rows is not None:  # on the source's columns (the topic by name)

@@ -250,7 +250,7 @@ class SparkStreams:
         queries = []
         for plan in self.plans:
             checkpoint = root / f"subtopology-{plan.query_id}"
-            run = partial(self._run_bounded, spark, plan, checkpoint, for_query(bounds, plan.upstream or plan, inputs))
+            run = partial(self._run_bounded, spark, plan, checkpoint, for_query(bounds, plan.reader, inputs))
             partitions = [(t, p) for t in plan.query_sources for p in range(plan.partition_counts[t])]
             queries.append(BackfillQuery(f"{app}-subtopology-{plan.query_id}", partitions, checkpoint, run))
         offsets = KafkaPositions(self.plans[0].client_settings(), self.config.exactly_once)
