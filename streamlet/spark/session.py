@@ -16,6 +16,8 @@ from typing import Any
 from streamlet.spark.jars import ensure_spark_jars
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
+"""Off in the engine's sessions, so that one worker daemon serves all its Python workers (see `configure`)."""
 _NOISY_LOGGERS = ("org.apache.spark.sql.execution.streaming.state", "org.apache.spark.sql.execution.python",
                   "org.apache.spark.sql.execution.streaming.operators.stateful")
 
@@ -29,8 +31,15 @@ def _worker_environment() -> None:
 
 
 def configure(spark: Any) -> None:
-    """What the engine needs of any session, also one the caller built (`SparkStreams(spark=...)`)."""
+    """What the engine needs of any session, also one the caller built (`SparkStreams(spark=...)`).
+
+    Spark keeps a worker daemon per distinct worker environment, and sets `SPARK_SIMPLIFIED_TRACEBACK`
+    for `mapInArrow`'s workers but not for `transformWithState`'s: with the flag on, a fused query
+    started two daemons, each importing everything the engine's workers need (`worker_daemon.PRELOADED`,
+    about 2 CPU s), and its counting stage waited for the second one on its first batch. With it off,
+    a Python error's traceback also shows pyspark's worker frames above the engine's."""
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    spark.conf.set(SIMPLIFIED_TRACEBACK, "false")
     jvm = spark.sparkContext._jvm
     level = jvm.org.apache.logging.log4j.Level.ERROR
     for name in _NOISY_LOGGERS:  # a WARN per missing map key read, per state call

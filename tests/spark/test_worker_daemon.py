@@ -70,3 +70,31 @@ def test_workers_start_with_the_engines_modules_imported(spark: Any) -> None:
 
     [found] = spark.sparkContext.parallelize([0], 1).map(imported).collect()
     assert found == sorted(PRELOADED)
+
+
+def test_workers_start_with_the_daemons_objects_frozen(spark: Any) -> None:
+    """What the daemon imported is out of the collector's reach in its workers: pyspark's full
+    `gc.collect()` after every task does not walk it again."""
+
+    def frozen(_row: Any) -> int:
+        import gc
+
+        return gc.get_freeze_count()
+
+    [count] = spark.sparkContext.parallelize([0], 1).map(frozen).collect()
+    assert count > 10_000
+
+
+def test_the_engines_arrow_workers_run_without_the_simplified_traceback_flag(spark: Any) -> None:
+    """`transformWithState`'s workers never get the flag; `mapInArrow`'s would, and a second daemon with them."""
+
+    def flag(batches: Iterator[Any]) -> Iterator[Any]:
+        import os
+
+        import pyarrow as pa
+
+        for _batch in batches:
+            yield pa.RecordBatch.from_pydict({"flag": [os.environ.get("SPARK_SIMPLIFIED_TRACEBACK", "unset")]})
+
+    [row] = spark.range(1).mapInArrow(flag, "flag string").collect()
+    assert row.flag == "unset"
