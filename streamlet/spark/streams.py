@@ -34,6 +34,7 @@ from streamlet.spark.fused import FUSE_KEY, fusable_pairs, fuse_wanted
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
+from streamlet.spark.session import WorkerWarmUp
 from streamlet.spark.stateless import is_stateless
 from streamlet.stores.spark import check_spark_backend
 from streamlet.topology import SubTopology, Topology
@@ -106,18 +107,19 @@ class SparkStreams:
         self._owns_session = spark is None
         self.queries: list[Any] = []
         self.plans: list[SubTopologyPlan] = []
+        self.warm_up: WorkerWarmUp | None = None
 
     # -- set-up -------------------------------------------------------------------------------------------
     def _session(self) -> Any:
-        if self._spark is None:
-            from streamlet.spark.session import spark_session
+        """The session, configured, its Python workers starting in the background (`WorkerWarmUp`)."""
+        from streamlet.spark.session import configure, spark_session, warm_up_workers
 
+        if self._spark is None:
             self._spark = spark_session(str(self.config.get(MASTER_KEY) or "local[*]"),
                                         f"streamlet-{self.config.application_id}")
         else:
-            from streamlet.spark.session import configure
-
             configure(self._spark)
+        self.warm_up = warm_up_workers(self._spark)
         return self._spark
 
     def checkpoint_root(self) -> Path:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyspark
 
+from streamlet.spark.session import warm_up_workers
 from streamlet.spark.worker_daemon import PRELOADED, prefer_installed_pyspark, preload
 
 
@@ -85,16 +86,31 @@ def test_workers_start_with_the_daemons_objects_frozen(spark: Any) -> None:
     assert count > 10_000
 
 
-def test_the_engines_arrow_workers_run_without_the_simplified_traceback_flag(spark: Any) -> None:
-    """`transformWithState`'s workers never get the flag; `mapInArrow`'s would, and a second daemon with them."""
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[1])
 
-    def flag(batches: Iterator[Any]) -> Iterator[Any]:
+
+def test_the_warm_up_starts_workers_of_the_daemon_the_engines_arrow_tasks_use(spark: Any) -> None:
+    """The warm-up's workers and a `mapInArrow` task's come from one daemon: it started the workers the
+    queries' tasks run in. Spark keeps a daemon per worker environment, and `mapInArrow`'s had
+    `SPARK_SIMPLIFIED_TRACEBACK` in it (see `session.configure`)."""
+
+    def parent(batches: Iterator[Any]) -> Iterator[Any]:
         import os
 
         import pyarrow as pa
 
         for _batch in batches:
-            yield pa.RecordBatch.from_pydict({"flag": [os.environ.get("SPARK_SIMPLIFIED_TRACEBACK", "unset")]})
+            yield pa.RecordBatch.from_pydict({"parent": [os.getppid()], "flag": [os.environ.get(
+                "SPARK_SIMPLIFIED_TRACEBACK", "unset")]})
 
-    [row] = spark.range(1).mapInArrow(flag, "flag string").collect()
-    assert row.flag == "unset"
+    warm_up = warm_up_workers(spark)
+    warm_up.join(120)
+    assert not warm_up.is_alive()
+    assert len(warm_up.workers) >= 1
+    daemons = {_parent(pid) for pid in warm_up.workers}
+    rows = spark.range(2, numPartitions=2).mapInArrow(parent, "parent long, flag string").collect()
+    assert {row.flag for row in rows} == {"unset"}
+    assert {row.parent for row in rows} == daemons
+    assert len(daemons) == 1
