@@ -34,7 +34,7 @@ from streamlet.spark.fused import FUSE_KEY, fusable_pairs, fuse_wanted
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
-from streamlet.spark.session import WorkerWarmUp
+from streamlet.spark.session import WorkerWarmUp, configure, spark_session, warm_up_workers
 from streamlet.spark.stateless import is_stateless
 from streamlet.stores.spark import check_spark_backend
 from streamlet.topology import SubTopology, Topology
@@ -94,7 +94,8 @@ def flow_order(topology: Topology) -> list[SubTopology]:
 class SparkStreams:
     """Runs a topology on Spark. `spark`: a session to use (default: one made from the settings, with
     `spark.master`, default `local[*]`). Engine settings: `spark.checkpoint.location` (default
-    `<state.dir>/<application.id>/spark`), `spark.trigger.interval.ms` (default: back to back)."""
+    `<state.dir>/<application.id>/spark`), `spark.trigger.interval.ms` (default: back to back).
+    `start` and `backfill` first start the session's Python workers in the background (`warm_up`)."""
 
     def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any], spark: Any = None) -> None:
         topology.validate()
@@ -112,8 +113,6 @@ class SparkStreams:
     # -- set-up -------------------------------------------------------------------------------------------
     def _session(self) -> Any:
         """The session, configured, its Python workers starting in the background (`WorkerWarmUp`)."""
-        from streamlet.spark.session import configure, spark_session, warm_up_workers
-
         if self._spark is None:
             self._spark = spark_session(str(self.config.get(MASTER_KEY) or "local[*]"),
                                         f"streamlet-{self.config.application_id}")
