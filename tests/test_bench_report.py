@@ -190,3 +190,22 @@ def test_rounds_report_the_median_round_and_never_outvote_a_wrong_one(tmp_path: 
     streamlet_line = next(line for line in lines if line.startswith("| **streamlet"))
     assert f"| 20,000 (median of 3: 10,000{report.NONE}30,000) | 0.50{X} |" in streamlet_line
     assert "median of" not in next(line for line in lines if line.startswith("| Kafka Streams"))
+
+
+def test_latency_rounds_report_the_median_percentiles_and_never_outvote_a_failed_one() -> None:
+    from benchmarks.__main__ import median_latency
+
+    def latency(p50: float, p99: float, **extra: Any) -> dict[str, Any]:
+        return {"p50_ms": p50, "p99_ms": p99, "samples": 5_000, "saturated": False, "latency_cdf_ms": [p50, p99],
+                **extra}
+
+    rounds = [latency(170, 1_103), latency(182, 655), latency(125, 551)]
+    median = median_latency(rounds)
+    assert (median["p50_ms"], median["p99_ms"]) == (170, 655)  # each percentile's own median
+    assert median["latency_cdf_ms"] == [182, 655]  # the CDF of the median p99's round
+    assert [r["p99_ms"] for r in median["latency_rounds"]] == [1_103, 655, 551]
+    assert "latency_cdf_ms" not in median["latency_rounds"][0]
+    assert (median_latency(rounds[:2])["p50_ms"], median_latency(rounds[:2])["p99_ms"]) == (170, 655)  # even: lower
+    assert "latency_rounds" not in median_latency(rounds[:1])
+    failed = median_latency([*rounds, {"latency_error": "not up within 120s"}])
+    assert failed["latency_error"] == "not up within 120s" and len(failed["latency_rounds"]) == 4
