@@ -21,9 +21,14 @@ THRESHOLDS = (100_000, 50, 50)
 """Young-generation allocations before a pass (default 700), then passes before each older one (10, 10)."""
 
 
-def tune_gc_for_streaming() -> None:
-    """Raise the collector's thresholds and move everything allocated so far (imports, the topology)
-    out of its reach (`gc.freeze`): it is long-lived, and full passes need not scan it again."""
+def freeze_long_lived() -> None:
+    """Move everything allocated so far (imports, the topology) out of the collector's reach
+    (`gc.freeze`), after one last pass: it is long-lived, and full passes need not scan it again."""
     gc.collect()
     gc.freeze()
+
+
+def tune_gc_for_streaming() -> None:
+    """Raise the collector's thresholds, after `freeze_long_lived`."""
+    freeze_long_lived()
     gc.set_threshold(*THRESHOLDS)

@@ -34,7 +34,7 @@ from streamlet.spark.fused import FUSE_KEY, fusable_pairs, fuse_wanted
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
-from streamlet.spark.session import WorkerWarmUp, configure, spark_session, warm_up_workers
+from streamlet.spark.session import configure, spark_session, warm_up_workers
 from streamlet.spark.stateless import is_stateless
 from streamlet.stores.spark import check_spark_backend
 from streamlet.topology import SubTopology, Topology
@@ -95,7 +95,7 @@ class SparkStreams:
     """Runs a topology on Spark. `spark`: a session to use (default: one made from the settings, with
     `spark.master`, default `local[*]`). Engine settings: `spark.checkpoint.location` (default
     `<state.dir>/<application.id>/spark`), `spark.trigger.interval.ms` (default: back to back).
-    `start` and `backfill` first start the session's Python workers in the background (`warm_up`)."""
+    `start` and `backfill` first start the session's Python workers in the background (`WorkerWarmUp`)."""
 
     def __init__(self, topology: Topology, config: StreamsConfig | dict[str, Any], spark: Any = None) -> None:
         topology.validate()
@@ -108,7 +108,6 @@ class SparkStreams:
         self._owns_session = spark is None
         self.queries: list[Any] = []
         self.plans: list[SubTopologyPlan] = []
-        self.warm_up: WorkerWarmUp | None = None
 
     # -- set-up -------------------------------------------------------------------------------------------
     def _session(self) -> Any:
@@ -118,7 +117,7 @@ class SparkStreams:
                                         f"streamlet-{self.config.application_id}")
         else:
             configure(self._spark)
-        self.warm_up = warm_up_workers(self._spark)
+        warm_up_workers(self._spark)
         return self._spark
 
     def checkpoint_root(self) -> Path:

@@ -18,7 +18,8 @@ a forked worker finds them already imported instead of importing them itself. Me
 Python samples were workers importing, most of it `import pyarrow` in the first `mapInArrow` task and
 pyspark's `read_udfs`. A module that fails to import here is left to the worker, which reports it.
 
-Everything the preload made is then frozen (`gc.freeze`): pyspark's daemon runs a full `gc.collect()`
+Everything the preload made is then frozen (`gc_tuning.freeze_long_lived`; the daemon keeps the
+default thresholds, since its workers run other UDFs too): pyspark's daemon runs a full `gc.collect()`
 in a worker after every task it reuses that worker for, and a full collection walks every object
 the imports made (about 98,000, 0.1 s here); frozen before the fork, they are out of every
 collection in every worker, and their memory pages stay shared with the daemon.
@@ -29,7 +30,6 @@ The session names this module in `spark.python.daemon.module`; `python -m` impor
 
 from __future__ import annotations
 
-import gc
 import importlib.metadata
 import os
 import sys
@@ -94,9 +94,9 @@ def main() -> None:
     preload()
     from pyspark import daemon
 
-    gc.collect()
-    gc.freeze()
+    from streamlet.runtime.gc_tuning import freeze_long_lived
 
+    freeze_long_lived()
     daemon.manager()
 
 
