@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from benchmarks.workloads import split_words
+from benchmarks.workloads import PAIR_ID_SHIFT, split_words
 from streamlet import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder, Topology
 
 
@@ -75,8 +75,6 @@ def session_count() -> Topology:
 
 
 def _pair(click: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
-    from benchmarks.workloads import PAIR_ID_SHIFT
-
     return {"id": click["id"] << PAIR_ID_SHIFT | view["id"], "user": click["user"], "click": click["id"],
             "view": view["id"]}
 

@@ -441,7 +441,7 @@ class KStream:
         this_side = StreamJoinSide(True, other_store, w.before_ms, w.after_ms, w.before_ms, w.after_ms, w.grace_ms,
                                    joiner, left_outer, outer_store, trackers)
         other_side = StreamJoinSide(False, this_store, w.after_ms, w.before_ms, w.before_ms, w.after_ms, w.grace_ms,
-                                    lambda a, b: joiner(b, a), right_outer, outer_store, trackers)
+                                    joiner, right_outer, outer_store, trackers)
         this_parent, other_parent = this.name, that.name
 
         def write(topology: Topology, _parents: list[str]) -> None:

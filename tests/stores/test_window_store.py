@@ -102,6 +102,21 @@ def test_retained_duplicates_are_all_kept_in_insertion_order(backend: str, conte
     assert store.fetch("a", 10) == 1
 
 
+def test_fetch_list_is_what_the_range_fetch_iterates(backend: str, context: RecordingStateStoreContext) -> None:
+    """The stream-stream join reads its matches with `fetch_list`: the same entries, in the same order,
+    as a range `fetch`, duplicates and expiry included."""
+    store = build(backend, context, duplicates=True, retention=50)
+    for start, value in [(30, 1), (10, 2), (30, 3), (60, 4), (45, 5)]:
+        store.put("a", value, start)
+    store.put("ab", 6, 30)  # a longer key starting with "a" is not "a"'s
+    store.put("b", 7, 30)
+    for time_from, time_to in [(0, 100), (30, 30), (31, 44), (45, 60), (200, 300)]:
+        with store.fetch("a", time_from, time_to) as entries:
+            expected = list(entries)
+        assert store.fetch_list("a", time_from, time_to) == expected
+    assert store.fetch_list("a", 0, 100) == [KeyValue(30, 1), KeyValue(30, 3), KeyValue(45, 5), KeyValue(60, 4)]
+
+
 def test_changelog_keys_are_kafka_streams_window_key_schema(backend: str, context: RecordingStateStoreContext) -> None:
     store = build(backend, context, duplicates=True)
     context.at(77)

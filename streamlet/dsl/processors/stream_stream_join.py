@@ -36,6 +36,7 @@ from streamlet.stores.window.api import WindowStore
 Joiner = Callable[[Any, Any], Any]
 
 _MAX_TIME = (1 << 63) - 1
+_new = tuple.__new__  # a Record without the Python-level NamedTuple __new__ frame
 
 
 def _long(value: int) -> int:
@@ -96,13 +97,17 @@ class StreamJoinSide:
     window_before_ms: int  # the JoinWindows' own before/after (for when unmatched records are due)
     window_after_ms: int
     grace_ms: int
-    joiner: Joiner  # joiner(this_value, other_value)
+    joiner: Joiner  # the user's joiner(left_value, right_value), on both sides
     outer: bool
     outer_store: str | None
     trackers: TimeTrackers
 
     def __call__(self) -> Processor:
         return StreamStreamJoin(self)
+
+    def join(self, this_value: Any, other_value: Any) -> Any:
+        """The joiner on this side's value and the other side's, whichever side this is."""
+        return self.joiner(this_value, other_value) if self.left else self.joiner(other_value, this_value)
 
 
 class StreamStreamJoin(Processor):
@@ -130,33 +135,38 @@ class StreamStreamJoin(Processor):
         self._forward = context.forwarder_in_record_context()
 
     def process(self, record: Record) -> None:
-        side, tracker, joiner = self._side, self._tracker, self._side.joiner
+        side, tracker = self._side, self._tracker
         timestamp = record.timestamp
         if timestamp > tracker.stream_time:
             tracker.stream_time = timestamp
         key, value = record.key, record.value
         if side.outer and key is None and value is not None:
-            self._forward(record.with_value(joiner(value, None)))
+            self._forward(record.with_value(side.join(value, None)))
             return
         if key is None or value is None:
             log_skipped(self.context, "null key or value")
             return
-        if self._outer is not None and timestamp == tracker.stream_time:
+        outer = self._outer
+        if outer is not None and timestamp == tracker.stream_time:
             self._emit_unmatched(record)
         time_from = max(0, timestamp - side.before_ms)
         time_to = max(0, timestamp + side.after_ms)
-        with self._other.fetch(key, time_from, time_to) as matches:
-            found = list(matches)
-        for match in found:
-            if self._outer is not None:
-                self._outer.delete_if_present((match.key, not side.left, key))
-            self._forward(Record(key, joiner(value, match.value), max(timestamp, match.key), record.headers))
-        if side.outer and not found:
-            if self._outer is None or time_to < tracker.stream_time:
-                self._forward(record.with_value(joiner(value, None)))
+        found = self._other.fetch_list(key, time_from, time_to)
+        if found:
+            # One loop per side, the user's joiner called directly: a record of a busy key meets many
+            # (issue 27: tens of matches per record at 10,000 records/s).
+            forward, joiner, headers, this_left = self._forward, side.joiner, record.headers, side.left
+            for match_time, match_value in found:
+                if outer is not None:
+                    outer.delete_if_present((match_time, not this_left, key))
+                joined = joiner(value, match_value) if this_left else joiner(match_value, value)
+                forward(_new(Record, (key, joined, timestamp if timestamp >= match_time else match_time, headers)))
+        elif side.outer:
+            if outer is None or time_to < tracker.stream_time:
+                self._forward(record.with_value(side.join(value, None)))
             else:
                 tracker.min_time = min(tracker.min_time, timestamp)
-                self._outer.append((timestamp, side.left, key), (side.left, value))
+                outer.append((timestamp, side.left, key), (side.left, value))
 
     def _window_open(self, entry_time: int, entry_left: bool) -> bool:
         side, tracker = self._side, self._tracker
@@ -187,7 +197,7 @@ class StreamStreamJoin(Processor):
                 continue
             this_value = entry_value if value_left == side.left else None
             other_value = entry_value if value_left != side.left else None
-            self._forward(Record(key, side.joiner(this_value, other_value), entry_time, record.headers))
+            self._forward(Record(key, side.join(this_value, other_value), entry_time, record.headers))
             current = (entry_time, entry_left, key)
             if previous is not None and previous != current:
                 outer.delete(previous)

@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
+from streamlet.record import KeyValue
 from streamlet.stores.api import FlushListener, KeyValueIterator, StateStore, StateStoreContext
 
 WindowEntry = tuple[bytes, int, int, bytes]
@@ -114,6 +115,13 @@ class WindowStore(StateStore):
     def fetch(self, key: Any, time_from: Any, time_to: Any = None) -> Any:
         """`fetch(key, window_start)`: that window's value or None; `fetch(key, time_from, time_to)`:
         a `KeyValueIterator` of `KeyValue(window_start, value)` for starts in the inclusive range."""
+
+    def fetch_list(self, key: Any, time_from: int, time_to: int) -> list[KeyValue]:
+        """What `fetch(key, time_from, time_to)` iterates, as a list. For a caller that takes every entry
+        at once (the stream-stream join, once per record): a store may build the list without an
+        iterator step per entry."""
+        with self.fetch(key, time_from, time_to) as entries:
+            return list(entries)
 
     @abstractmethod
     def fetch_all(self, time_from: Any, time_to: Any) -> KeyValueIterator[Any, Any]:

@@ -33,6 +33,8 @@ from streamlet.stores.window.changelogging import (
 from streamlet.stores.window.key_schema import from_store_key
 from streamlet.windowed import MAX_TIME, TimeWindow, Windowed
 
+_new = tuple.__new__  # a KeyValue without the Python-level NamedTuple __new__ frame
+
 _SEQNUM_MASK = 0x7FFFFFFF
 
 
@@ -191,6 +193,12 @@ class TypedWindowStore(WindowStore):
         decode = self._format.decode
         entries = self._below.fetch(data, _millis(time_from), _millis(time_to))
         return StoreKeyValueIterator(KeyValue(start, decode(value)) for _k, start, _s, value in entries)
+
+    def fetch_list(self, key: Any, time_from: int, time_to: int) -> list[KeyValue]:
+        assert self._format is not None
+        decode = self._format.decode
+        return [_new(KeyValue, (start, decode(value)))
+                for _k, start, _s, value in self._below.fetch(self._key(key), _millis(time_from), _millis(time_to))]
 
     def fetch_all(self, time_from: Any, time_to: Any) -> KeyValueIterator[Any, Any]:
         return StoreKeyValueIterator(self._windowed(self._below.fetch_all(_millis(time_from), _millis(time_to))))
