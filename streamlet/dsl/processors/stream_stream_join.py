@@ -153,8 +153,8 @@ class StreamStreamJoin(Processor):
         time_to = max(0, timestamp + side.after_ms)
         found = self._other.fetch_list(key, time_from, time_to)
         if found:
-            # One loop per side, the user's joiner called directly: a record of a busy key meets many
-            # (issue 27: tens of matches per record at 10,000 records/s).
+            # `side.join` inlined, the user's joiner called directly: a record of a busy key meets many
+            # (issue 27: tens of matches per record at 10,000 records/s), and each call is one frame less.
             forward, joiner, headers, this_left = self._forward, side.joiner, record.headers, side.left
             for match_time, match_value in found:
                 if outer is not None:
