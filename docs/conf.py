@@ -7,12 +7,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE / "_ext"))
 
 project = "streamlet"
 author = "the streamlet developers"
 copyright = "streamlet developers"
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "streamlet_config"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build"]
 html_theme = "alabaster"

@@ -181,6 +181,64 @@ DESCRIPTIONS: dict[str, str] = {
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 
+def shown_default(key: str) -> str:
+    """The default of setting `key` as the configuration reference shows it (derived defaults in words)."""
+    if key == "commit.interval.ms":
+        return "30000 (100 under exactly_once_v2)"
+    if key == "state.dir":
+        return "<tmp>/streamlet"
+    value = DEFAULTS[key]
+    if value is None:
+        return "(none)"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def settings_table() -> list[tuple[str, str, str]]:
+    """(setting, default as shown, what it does) for every setting streamlet reads, by name: the one
+    source of the configuration reference (docs/configuration.md) and of `help(StreamsConfig)`."""
+    return [(key, shown_default(key), DESCRIPTIONS[key]) for key in sorted(DEFAULTS)]
+
+
+MARKDOWN_BEGIN = "<!-- begin: generated from streamlet.config by `python docs/make_config_reference.py` -->"
+MARKDOWN_END = "<!-- end: generated from streamlet.config -->"
+
+
+def _markdown_text(text: str) -> str:
+    """`text` for a Markdown table cell: its `backticked` spans stay code, everything else is escaped so
+    that `<task>`, `__streams.errors.*` or `|` show as typed (on GitHub, in an editor and in the docs)."""
+    import re
+
+    out: list[str] = []
+    for i, piece in enumerate(text.split("`")):
+        if i % 2:
+            out.append(f"`{piece}`")
+            continue
+        piece = re.sub(r"([\\*<>\[\]|])", r"\\\1", piece)
+        out.append(re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", piece))
+    return "".join(out)
+
+
+def markdown_reference() -> str:
+    """The configuration reference as a Markdown table, between the marker comments the documentation's
+    page keeps it in (`python docs/make_config_reference.py` writes it there)."""
+    lines = [MARKDOWN_BEGIN, "", "| Setting | Default | What it does |", "|---|---|---|"]
+    for key, default, description in settings_table():
+        lines.append(f"| `{key}` | `{default}` | {_markdown_text(description)} |")
+    return "\n".join([*lines, "", MARKDOWN_END]) + "\n"
+
+
+def _text_reference() -> str:
+    """The settings as `help(StreamsConfig)` lists them: name and default, then what it does, indented."""
+    import textwrap
+
+    entries = []
+    for key, default, description in settings_table():
+        wrapped = textwrap.fill(description.replace("`", ""), width=100, initial_indent=" " * 12,
+                                subsequent_indent=" " * 12, break_on_hyphens=False)
+        entries.append(f"        {key} (default: {default})\n{wrapped}")
+    return "\n".join(entries)
+
+
 _INT_KEYS = {
     "commit.interval.ms", "statestore.cache.max.bytes", "num.standby.replicas", "num.stream.threads",
     "replication.factor", "max.poll.records", "poll.ms", "session.timeout.ms", "heartbeat.interval.ms",
@@ -194,7 +252,14 @@ def normalize_key(key: str) -> str:
 
 
 class StreamsConfig(Mapping[str, Any]):
-    """Configuration of a streams application; a read-only mapping of dotted keys."""
+    """Configuration of a streams application; a read-only mapping of dotted keys.
+
+    Every place that takes a configuration takes a plain dict as well; keys are dotted
+    (`application.id`) or snake_case (`application_id`). Kafka client settings (`security.protocol`,
+    `ssl.*`, `sasl.*`, `linger.ms`, ...) pass through to the clients, Kafka Streams' prefixes
+    `consumer.`, `main.consumer.`, `restore.consumer.`, `producer.` and `admin.` aiming one at a
+    single client. A known setting with a bad value fails here, naming the setting.
+    """
 
     def __init__(self, mapping: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         values: dict[str, Any] = dict(DEFAULTS)
@@ -302,3 +367,8 @@ class StreamsConfig(Mapping[str, Any]):
         from streamlet.kafka.client_settings import redact
 
         return f"StreamsConfig({redact(self._values)!r})"
+
+
+if StreamsConfig.__doc__ is not None:  # None under `python -OO`
+    StreamsConfig.__doc__ += ("\n    The settings streamlet reads, with their defaults (dotted names)::\n\n"
+                              + _text_reference() + "\n")

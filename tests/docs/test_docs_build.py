@@ -58,7 +58,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_configuration_reference_is_a_table_of_every_setting(built: Path) -> None:
     page = _Tables()
-    page.feed((built / "operations.html").read_text(encoding="utf-8"))
+    page.feed((built / "configuration.html").read_text(encoding="utf-8"))
     assert "list-table" not in "".join(page.text), "the directive's source shows as text"
     rows = {row[0]: row for row in page.rows if len(row) == 3}
     assert rows.pop("Setting") == ["Setting", "Default", "What it does"]
