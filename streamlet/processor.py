@@ -91,8 +91,8 @@ class ProcessorContext(ABC):
     def forwarder_and_guard(self) -> tuple[Callable[[Record], None], Callable[[Record, Exception], None]]:
         """`(forward, failed)` for a processor on the hot path that catches its children's errors in its own
         frame, where a `try` costs nothing until something raises: call `forward(record)`, and on an
-        `Exception` call `failed(record, exc)`, which handles it at the child that raised (as `forwarder()`
-        does itself: see `streamlet.actors.processor_node`) or raises it on. The base pair is `forwarder()`
+        `Exception` call `failed(record, exc)`, which handles it at the child that raised (with the
+        `processing.exception.handler`, as `forwarder()` does itself) or raises it on. The base pair is `forwarder()`
         and a `failed` that raises."""
         return self.forwarder(), _raise_on
 

@@ -320,7 +320,11 @@ class KStream:
         """With a table: each record joined with the table's current row for its key,
         `joiner(value, table_value)`; records without a row (or with a null key or value) are dropped.
         With a stream and `JoinWindows`: each pair of records with equal keys whose times are within
-        the windows, `joiner(value, other_value)` (see processors/stream_stream_join.py).
+        the windows, `joiner(value, other_value)`: a record at time t meets the other stream's records
+        of `[t - before, t + after]`, kept in a window store per side (retaining duplicates) for the
+        window plus the grace period; each joined record has the later of the two timestamps, and
+        records with a None key or value are dropped. `stream_joined` (`StreamJoined`) names the join
+        and its stores and gives their serdes.
         With a `GlobalKTable`: `join(global_table, key_selector, joiner, named=None)`, the row of
         `key_selector(key, value)` (no repartitioning); the joiner may take `(value, row)`, `(key, value,
         row)` or `(key, mapped_key, value, row)` (Kafka Streams 4.x's ValueJoinerWithStreamAndMappedKey)."""

@@ -430,7 +430,7 @@ class KafkaStreams:
         another type; `.enable_stale_stores()`, `.with_partition(p)`). A bare store name gives the view
         of the store's own type with values as stored (`ValueAndTimestamp` for timestamped stores), as
         earlier versions did. The view looks its copies up at every call, so it outlives rebalances;
-        a call raises `StateStoreMigratedError` while the store is moving (see `streamlet.queries`)."""
+        a call raises `StateStoreMigratedError` while the store is moving (retry, or ask for stale stores)."""
         if isinstance(parameters, str):
             builder = self.topology.store_builders.get(parameters)
             own = native_store_type(builder) if builder is not None else QueryableStoreTypes.key_value_store()

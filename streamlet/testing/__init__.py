@@ -42,7 +42,10 @@ __all__ = [
 
 
 class TopologyTestDriver(_TopologyTestDriver):
-    """The in-memory driver (see `streamlet.testing.test_driver`), with the window store getters."""
+    """Runs a topology in memory, synchronously, as Kafka Streams' `TopologyTestDriver`: pipe records in
+    through `create_input_topic`, read what came out through `create_output_topic`, look into the
+    stores (`get_key_value_store`, `get_window_store`, ...) and move wall-clock time with
+    `advance_wall_clock_time`. Use it as a context manager (or call `close()`)."""
 
     __test__ = False
 
