@@ -63,9 +63,11 @@ from streamlet.processor import (
     Cancellable,
     FixedKeyProcessor,
     FixedKeyProcessorContext,
+    FixedKeyProcessorSupplier,
     FixedKeyRecord,
     Processor,
     ProcessorContext,
+    ProcessorSupplier,
     PunctuationType,
     RecordTimestampExtractor,
     TimestampExtractor,
@@ -94,6 +96,7 @@ from streamlet.stores import (
     WindowStore,
 )
 from streamlet.stores.api import RecordContext
+from streamlet.stores.session.api import SessionStore
 from streamlet.topology import Topology
 from streamlet.topology_description import TopologyDescription
 from streamlet.windowed import SessionWindow, TimeWindow, Window, Windowed
@@ -115,6 +118,7 @@ __all__ = [
     "EmitStrategy",
     "FixedKeyProcessor",
     "FixedKeyProcessorContext",
+    "FixedKeyProcessorSupplier",
     "FixedKeyRecord",
     "GlobalKTable",
     "GroupMembershipOperation",
@@ -140,6 +144,7 @@ __all__ = [
     "Printed",
     "Processor",
     "ProcessorContext",
+    "ProcessorSupplier",
     "Produced",
     "PunctuationType",
     "QueryableStoreTypes",
@@ -152,6 +157,7 @@ __all__ = [
     "Serdes",
     "SerializationError",
     "Serializer",
+    "SessionStore",
     "SessionWindow",
     "SessionWindowedKStream",
     "SessionWindows",

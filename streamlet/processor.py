@@ -16,7 +16,7 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from streamlet.record import Headers, Record, RecordMetadata
 from streamlet.stores.api import RecordContext
@@ -186,8 +186,16 @@ class Processor:
         pass
 
 
-ProcessorSupplier = Callable[[], Processor]
-"""A zero-argument callable returning a NEW processor on each call (a Processor subclass qualifies)."""
+class ProcessorSupplier(Protocol):
+    """What `Topology.add_processor`, `KStream.process` and the global stores take (Kafka Streams'
+    `ProcessorSupplier`): a callable of no arguments returning a NEW `Processor` on each call, as
+    each task gets its own processor. A `Processor` subclass is one (`add_processor("p", Dedup,
+    "src")`), and so is a function or `functools.partial(Dedup, retention)`; a processor instance is
+    refused (one processor shared by the tasks would mix their state). Used in type hints only."""
+
+    def __call__(self) -> Processor:
+        """A new processor."""
+        ...
 
 
 class TimestampExtractor(ABC):
@@ -286,9 +294,15 @@ class FixedKeyProcessor:
         pass
 
 
-FixedKeyProcessorSupplier = Callable[[], FixedKeyProcessor]
-"""A zero-argument callable returning a NEW fixed-key processor on each call (a FixedKeyProcessor subclass
-qualifies)."""
+class FixedKeyProcessorSupplier(Protocol):
+    """What `KStream.process_values` takes (Kafka Streams' `FixedKeyProcessorSupplier`): a callable of no
+    arguments returning a NEW `FixedKeyProcessor` on each call, one per task. A `FixedKeyProcessor`
+    subclass is one, and so is a function or a `functools.partial`; a processor instance is refused.
+    Used in type hints only."""
+
+    def __call__(self) -> FixedKeyProcessor:
+        """A new fixed-key processor."""
+        ...
 
 
 # -- dynamic routing (`KStream.to(extractor)`, `Topology.add_sink(name, extractor, ...)`) ----------------------------

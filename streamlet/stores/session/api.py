@@ -37,7 +37,8 @@ class SessionStore(StateStore):
         """Store a session's aggregate (None removes it)."""
 
     @abstractmethod
-    def remove(self, session_key: Any) -> None: ...
+    def remove(self, session_key: Any) -> None:
+        """Remove the session `session_key` (a `Windowed(key, SessionWindow(start, end))`)."""
 
     def find_sessions_ending_between(self, earliest_session_end: int, latest_session_end: int) -> list[Any]:
         """Every key's sessions ending in the range, by end, key bytes, start (what an `on_window_close`
