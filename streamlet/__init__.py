@@ -3,7 +3,8 @@
 The public API is importable from here: the DSL (`StreamsBuilder`, `KStream`, ...), the Processor API
 (`Topology`, `Processor`, `ProcessorContext`, `Record`), serdes, config, state stores and the
 `KafkaStreams` client; `help()` on each tells what it does, and the documentation (docs/, `make docs`)
-has a getting-started guide, the concepts mapped from Kafka Streams, and operations. Everything under
+has a getting-started guide, the concepts, every Java name mapped to its Python one, the Processor API,
+the configuration reference, and operations. Everything under
 `streamlet.actors`, `streamlet.runtime` and the stores' implementation modules is internal and may
 change without notice. Testing helpers live in `streamlet.testing`.
 """
