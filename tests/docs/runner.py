@@ -8,7 +8,8 @@
 - Shell blocks: each command runs in bash in the page's work directory. `streamlet run` and
   `streamlet spark run` (which run until Ctrl-C) are started in the background and waited for until
   they run; at the end of their section they get SIGINT and must exit 0. `make TARGET` is checked to
-  be a target of the Makefile and `pip install NAME` to name this package; neither is run.
+  be a target of the Makefile, and `pip install` / `pip wheel` to install or build this package (from the
+  checkout, a git URL or a wheel it built, with extras pyproject.toml defines); neither is run.
 - Console blocks: `$ ` lines are commands, the lines after one are what it prints; the command is
   repeated until its output matches (JSON: every documented field has the documented value), since
   what a running application answers settles over a few seconds.
@@ -30,6 +31,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -222,9 +224,8 @@ class PageRun:
             targets = re.findall(r"^([\w.-]+):", (REPO / "Makefile").read_text(), re.MULTILINE)
             assert len(words) == 2 and words[1] in targets, f"{block.where}: no make target in {command!r}"
             return
-        if words[:2] == ["pip", "install"]:
-            assert words[2:] == ["streamlet"], f"{block.where}: {command!r} installs what?"
-            assert re.search(r'^name = "streamlet"$', (REPO / "pyproject.toml").read_text(), re.MULTILINE)
+        if words[0] == "pip":
+            _check_pip(words, block)
             return
         assert words[0] in ("streamlet", "python", "curl"), f"{block.where}: what runs {command!r}?"
         long_running = next((kind for kind in _READY if words[1:1 + len(kind.split())] == kind.split()), None)
@@ -294,6 +295,26 @@ async def _group_is_stable(bootstrap: str, group: str) -> bool:
             if group_id == group and state == "Stable" and members:
                 return True
     return False
+
+
+_PIP_SPEC = re.compile(r"(?:\.|dist/streamlet-\*\.whl|streamlet(?P<git_extras>\[[\w,]+\])? @ git\+\S+)"
+                       r"(?P<extras>\[[\w,]+\])?")
+
+
+def _check_pip(words: list[str], block: Block) -> None:
+    """`pip install` of this package (the checkout `.`, `streamlet @ git+URL`, or a wheel `pip wheel` put in
+    `dist/`), with extras pyproject.toml defines; or `pip wheel` of the checkout into `dist/`."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "streamlet"
+    command = " ".join(words)
+    if words[1] == "wheel":
+        assert words[2:] == ["--no-deps", "-w", "dist", "."], f"{block.where}: {command!r} builds what, where?"
+        return
+    spec = _PIP_SPEC.fullmatch(words[2]) if words[1:2] == ["install"] and len(words) == 3 else None
+    assert spec, f"{block.where}: {command!r} installs what?"
+    for group in (spec.group("git_extras"), spec.group("extras")):
+        unknown = set(group[1:-1].split(",")) - set(project["optional-dependencies"]) if group else set()
+        assert not unknown, f"{block.where}: {command!r}: pyproject.toml defines no extra {sorted(unknown)}"
 
 
 def _commands(code: str) -> list[str]:
