@@ -66,6 +66,7 @@ FALLBACK_NAME = "_compiled_fallback.txt"
 """Written into the package by a build that installed the pure-Python hot path: why it did."""
 
 PURE_ENV = "STREAMLET_PURE_PYTHON"
+_ASKED = f"{PURE_ENV} is set"
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -93,7 +94,7 @@ def _compiled_file(module: str) -> Path | None:
 def _decide(environ: dict[str, str] | os._Environ[str]) -> tuple[bool, str]:
     """(use the compiled modules?, why): see the module docstring for the rules."""
     if environ.get(PURE_ENV, "") not in ("", "0"):
-        return False, f"{PURE_ENV} is set"
+        return False, _ASKED
     try:
         manifest = json.loads((_PACKAGE_DIR / MANIFEST_NAME).read_text())
         digests: dict[str, str] = manifest["sources"]
@@ -155,6 +156,11 @@ def describe() -> str:
     """One line for people: `compiled (mypyc)`, or `pure Python (why)`."""
     select()
     return "compiled (mypyc)" if COMPILED else f"pure Python ({REASON})"
+
+
+def fell_back() -> bool:
+    """True when this process runs pure Python though nobody asked for it (`STREAMLET_PURE_PYTHON`)."""
+    return not select() and REASON != _ASKED
 
 
 def in_use() -> dict[str, str]:

@@ -137,7 +137,7 @@ def _run(args: list[str | Path], cwd: Path, env: dict[str, str], timeout: float 
     result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True,
                             timeout=timeout, stdin=subprocess.DEVNULL, check=False)
     if ok:
-        assert result.returncode == 0, f"{args}: exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+        assert result.returncode == 0, f"{args}: {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     return result
 
 

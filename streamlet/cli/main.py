@@ -269,7 +269,7 @@ def _check_worker_state_dirs(config: dict[str, Any], workers: int) -> None:
 
 def _log_hot_path() -> None:
     """Whether the per-record path runs compiled: a warning when it fell back to pure Python unasked."""
-    if _compiled.select() or _compiled.REASON == f"{_compiled.PURE_ENV} is set":
+    if not _compiled.fell_back():
         log.info("hot path: %s", _compiled.describe())
     else:
         log.warning("hot path: %s; it runs, more slowly (`streamlet version` says the same)", _compiled.describe())
