@@ -154,11 +154,13 @@ class FreshVenv:
         self.site_packages = Path(site).resolve()
         (self.site_packages / "_streamlet_suite_dependencies.pth").write_text(f"{dependencies}\n")
 
-    def pip(self, *args: str | Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-        return _run([self.python, "-m", "pip", *args], cwd=cwd, env=_clean_env(**env))
+    def pip(self, *args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return _run([self.python, "-m", "pip", *args], cwd=cwd, env=_clean_env(**(env or {})))
 
-    def streamlet(self, *args: str, cwd: Path, ok: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
-        return _run([self.path / "bin" / "streamlet", *args], cwd=cwd, env=_clean_env(**env), timeout=240, ok=ok)
+    def streamlet(self, *args: str, cwd: Path, env: dict[str, str] | None = None,
+                  ok: bool = True) -> subprocess.CompletedProcess[str]:
+        return _run([self.path / "bin" / "streamlet", *args], cwd=cwd, env=_clean_env(**(env or {})), timeout=240,
+                    ok=ok)
 
     def probe(self, cwd: Path) -> dict[str, object]:
         out = _run([self.python, "-c", _PROBE], cwd=cwd, env=_clean_env(), timeout=240).stdout
@@ -228,19 +230,19 @@ def test_broker_start_from_the_install(installed: FreshVenv, tmp_path: Path) -> 
     port = local_broker.free_ports(1)[0]
     state_file = cache / "dev-broker" / "state.json"
     try:
-        assert installed.streamlet("broker", "status", cwd=tmp_path, ok=False, **env).returncode == 3
-        started = installed.streamlet("broker", "start", "--port", str(port), cwd=tmp_path, **env)
+        assert installed.streamlet("broker", "status", cwd=tmp_path, ok=False, env=env).returncode == 3
+        started = installed.streamlet("broker", "start", "--port", str(port), cwd=tmp_path, env=env)
         assert started.stdout.strip() == f"127.0.0.1:{port}", started
-        assert f"running at 127.0.0.1:{port}" in installed.streamlet("broker", "status", cwd=tmp_path, **env).stdout
+        assert f"running at 127.0.0.1:{port}" in installed.streamlet("broker", "status", cwd=tmp_path, env=env).stdout
         assert str(cache / "dev-broker" / "data") in json.loads(state_file.read_text())["data_dir"]
 
         echoed = _run([installed.python, "-c", _PRODUCE_CONSUME, f"127.0.0.1:{port}"], cwd=tmp_path,
                       env=_clean_env(), timeout=180)
         assert echoed.stdout.split() == ["record-0", "record-1", "record-2"], echoed
 
-        stopped = installed.streamlet("broker", "stop", cwd=tmp_path, **env)
+        stopped = installed.streamlet("broker", "stop", cwd=tmp_path, env=env)
         assert stopped.stdout.strip() == f"stopped the broker at 127.0.0.1:{port}"
-        assert installed.streamlet("broker", "status", cwd=tmp_path, ok=False, **env).returncode == 3
+        assert installed.streamlet("broker", "status", cwd=tmp_path, ok=False, env=env).returncode == 3
     finally:
         if state_file.exists():  # a failed assertion above: no broker left behind
             pid = json.loads(state_file.read_text())["pid"]
@@ -254,7 +256,7 @@ def test_pip_wheel_without_a_compiler_installs_pure_python_and_says_so(tmp_path:
     source = _copy_source(tmp_path / "src")
     venv = FreshVenv(tmp_path / "venv", _suite_dependencies(tmp_path / "deps"))
     wheels = tmp_path / "wheels"
-    venv.pip("wheel", *_PIP_OFFLINE, "--no-deps", "-w", wheels, ".", cwd=source, CC="/nonexistent")
+    venv.pip("wheel", *_PIP_OFFLINE, "--no-deps", "-w", wheels, ".", cwd=source, env={"CC": "/nonexistent"})
     (wheel,) = wheels.glob("streamlet-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
