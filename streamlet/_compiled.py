@@ -130,7 +130,7 @@ class _PureSourceFinder(importlib.abc.MetaPathFinder):
 COMPILED = False
 """True when this process runs the compiled hot path (set by `select`)."""
 REASON = "not selected yet"
-"""Why `COMPILED` is what it is (for logs, `streamlet --version`-style reports and tests)."""
+"""Why `COMPILED` is what it is (for logs, `streamlet version` and tests)."""
 
 
 def select() -> bool:
