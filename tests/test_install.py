@@ -179,8 +179,10 @@ def _have_c_compiler() -> bool:
 
 def _data_files(package: Path) -> set[str]:
     """The package's files that are not Python sources or build products, relative to it."""
-    return {str(p.relative_to(package)) for p in package.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc",
-            ".so") and "__pycache__" not in p.parts and p.name not in (compiled.MANIFEST_NAME, compiled.FALLBACK_NAME)}
+    built = (compiled.MANIFEST_NAME, compiled.FALLBACK_NAME)
+    return {str(p.relative_to(package)) for p in package.rglob("*")
+            if p.is_file() and p.suffix not in (".py", ".pyc", ".so") and "__pycache__" not in p.parts
+            and p.name not in built}
 
 
 @pytest.fixture(scope="module")
