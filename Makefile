@@ -183,7 +183,7 @@ bench-report: $(BENCH_INSTALLED)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	find streamlet -name '*.so' -delete; rm -f streamlet/_compiled_manifest.json
+	find streamlet -name '*.so' -delete; rm -f streamlet/_compiled_manifest.json streamlet/_compiled_fallback.txt
 	find . -name __pycache__ -type d -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 # Also the virtualenv and the downloaded Kafka jars (and the dev broker's data in .cache/).

@@ -5,7 +5,9 @@ when mypyc or a C compiler is missing, or the compilation fails, the install sti
 Python and says so (set `STREAMLET_PURE_PYTHON=1` to skip the compilation on purpose). Once every module
 compiled, the build writes `streamlet/_compiled_manifest.json` with each source's SHA-256; at import,
 `streamlet._compiled.select` uses the compiled modules only if every source still matches, so a stale
-build never shadows an edited `.py` file.
+build never shadows an edited `.py` file. A build that falls back writes `streamlet/_compiled_fallback.txt`
+instead, with the reason: pip shows a successful build's output only with `-v`, so the installed package
+says it (`streamlet version`, `streamlet run`'s first log line).
 
 `python setup.py build_ext --inplace` (what `make compile` runs) rebuilds in place, and returns at once
 when the manifest already matches every source.
@@ -29,13 +31,10 @@ ROOT = Path(__file__).resolve().parent
 _compiled: dict[str, Any] = runpy.run_path(str(ROOT / "streamlet" / "_compiled.py"))
 HOT_MODULES: tuple[str, ...] = _compiled["HOT_MODULES"]
 MANIFEST_NAME: str = _compiled["MANIFEST_NAME"]
+FALLBACK_NAME: str = _compiled["FALLBACK_NAME"]
 PURE_ENV: str = _compiled["PURE_ENV"]
 GROUP = "streamlet._hot"
 """mypyc's shared library becomes `streamlet/_hot__mypyc.*.so`, inside the package."""
-
-
-def _warn(message: str) -> None:
-    print(f"WARNING: streamlet: {message}; installing the pure-Python hot path", file=sys.stderr)
 
 
 def _digests() -> dict[str, str]:
@@ -69,11 +68,15 @@ class _BuildHotPath(build_ext):
 
     def run(self) -> None:
         self.extensions = []
+        package = self._target() / "streamlet"
+        manifest = package / MANIFEST_NAME
         if os.environ.get(PURE_ENV, "") not in ("", "0"):
-            print(f"streamlet: {PURE_ENV} is set: not compiling the hot path", file=sys.stderr)
+            if self._target() == ROOT:  # in place: the checkout's build stays as it is
+                print(f"streamlet: {PURE_ENV} is set: not compiling the hot path", file=sys.stderr)
+            else:  # a wheel: without the compiled modules' manifest, whatever an earlier build left in build/
+                manifest.unlink(missing_ok=True)
+                self._fall_back(f"{PURE_ENV} was set")
             return
-        target = ROOT if self.inplace or getattr(self, "editable_mode", False) else Path(self.build_lib)
-        manifest = target / "streamlet" / MANIFEST_NAME
         digests = _digests()
         if self.inplace:
             _remove_stale_extensions()
@@ -81,12 +84,12 @@ class _BuildHotPath(build_ext):
             return
         manifest.unlink(missing_ok=True)  # until every module compiled again
         if not _have_compiler():
-            _warn("no C compiler found")
+            self._fall_back("no C compiler found")
             return
         try:
             from mypyc.build import mypycify
         except ImportError:
-            _warn("mypyc (the mypy package) is not installed")
+            self._fall_back("mypyc (the mypy package) was not installed")
             return
         sources = [str(Path(*m.split(".")).with_suffix(".py")) for m in HOT_MODULES]
         cwd = os.getcwd()
@@ -97,13 +100,27 @@ class _BuildHotPath(build_ext):
             self._prepare(self.extensions)
             super().run()
         except (Exception, SystemExit) as exc:  # a type error mypyc rejects, a compiler error
-            _warn(f"compiling the hot path failed ({type(exc).__name__}: {exc})")
             self._remove_outputs()
+            self.extensions = []
+            self._fall_back(f"compiling it failed ({type(exc).__name__}: {exc})")
             return
         finally:
             os.chdir(cwd)
         manifest.parent.mkdir(parents=True, exist_ok=True)
         manifest.write_text(json.dumps({"sources": digests}, indent=1, sort_keys=True) + "\n")
+        (package / FALLBACK_NAME).unlink(missing_ok=True)
+
+    def _target(self) -> Path:
+        """Where the package being built lies: the source tree (in place, editable) or the build directory."""
+        return ROOT if self.inplace or getattr(self, "editable_mode", False) else Path(self.build_lib)
+
+    def _fall_back(self, reason: str) -> None:
+        """Say why the hot path stays pure Python, in the build's output and in the package (for run time)."""
+        print(f"WARNING: streamlet: the hot path is not compiled, {reason}; installing the pure-Python hot path "
+              "(it runs, more slowly)", file=sys.stderr)
+        note = self._target() / "streamlet" / FALLBACK_NAME
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(reason.splitlines()[0] + "\n")
 
     def _prepare(self, extensions: list[Any]) -> None:
         """What setuptools' `finalize_options` does per extension, for the ones mypyc made after it ran."""
@@ -130,8 +147,9 @@ class _BuildHotPath(build_ext):
 
     def get_outputs(self) -> list[str]:
         outputs: list[str] = super().get_outputs()
-        if self.extensions and not (self.inplace or getattr(self, "editable_mode", False)):
-            outputs.append(str(Path(self.build_lib) / "streamlet" / MANIFEST_NAME))
+        if not (self.inplace or getattr(self, "editable_mode", False)):
+            name = MANIFEST_NAME if self.extensions else FALLBACK_NAME
+            outputs.append(str(Path(self.build_lib) / "streamlet" / name))
         return outputs
 
 

@@ -12,6 +12,10 @@ so this module decides once, when `streamlet/__init__.py` imports it first, befo
   edit or a merge since the build): pure Python, with a warning naming the first stale file;
 - otherwise the compiled modules.
 
+A build that fell back to pure Python (no C compiler, no mypyc, a failed compilation, or
+`STREAMLET_PURE_PYTHON=1` at install) leaves `_compiled_fallback.txt` with its reason in the package,
+so that `REASON` (and `streamlet version`, and `streamlet run`'s first log line) can say why.
+
 Pure Python is all or nothing: the compiled modules call each other's classes natively, so mixing a
 compiled caller with a freshly edited pure callee would give two different classes of the same name.
 The choice is made by putting a finder in front of `sys.meta_path` that maps every hot module to its
@@ -58,7 +62,11 @@ The fold processors of `aggregate`, `reduce` and `count` are apart from their su
 MANIFEST_NAME = "_compiled_manifest.json"
 """Written into the package by the build once every module compiled: each source's SHA-256."""
 
+FALLBACK_NAME = "_compiled_fallback.txt"
+"""Written into the package by a build that installed the pure-Python hot path: why it did."""
+
 PURE_ENV = "STREAMLET_PURE_PYTHON"
+_ASKED = f"{PURE_ENV} is set"
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -86,12 +94,16 @@ def _compiled_file(module: str) -> Path | None:
 def _decide(environ: dict[str, str] | os._Environ[str]) -> tuple[bool, str]:
     """(use the compiled modules?, why): see the module docstring for the rules."""
     if environ.get(PURE_ENV, "") not in ("", "0"):
-        return False, f"{PURE_ENV} is set"
+        return False, _ASKED
     try:
         manifest = json.loads((_PACKAGE_DIR / MANIFEST_NAME).read_text())
         digests: dict[str, str] = manifest["sources"]
     except (OSError, ValueError, KeyError, TypeError):
-        return False, "the hot path is not compiled (no build manifest)"
+        try:
+            why = (_PACKAGE_DIR / FALLBACK_NAME).read_text().strip()
+        except OSError:
+            return False, "not compiled: no build manifest"
+        return False, f"not compiled at install: {why or 'no reason recorded'}"
     for module in HOT_MODULES:
         if _compiled_file(module) is None:
             return False, f"{module} is not compiled"
@@ -118,7 +130,7 @@ class _PureSourceFinder(importlib.abc.MetaPathFinder):
 COMPILED = False
 """True when this process runs the compiled hot path (set by `select`)."""
 REASON = "not selected yet"
-"""Why `COMPILED` is what it is (for logs, `streamlet --version`-style reports and tests)."""
+"""Why `COMPILED` is what it is (for logs, `streamlet version` and tests)."""
 
 
 def select() -> bool:
@@ -138,6 +150,17 @@ def select() -> bool:
 
 if __name__ == "streamlet._compiled":  # not when setup.py reads HOT_MODULES from this file
     select()  # at import: `streamlet/__init__.py` imports this module before anything else
+
+
+def describe() -> str:
+    """One line for people: `compiled (mypyc)`, or `pure Python (why)`."""
+    select()
+    return "compiled (mypyc)" if COMPILED else f"pure Python ({REASON})"
+
+
+def fell_back() -> bool:
+    """True when this process runs pure Python though nobody asked for it (`STREAMLET_PURE_PYTHON`)."""
+    return not select() and REASON != _ASKED
 
 
 def in_use() -> dict[str, str]:

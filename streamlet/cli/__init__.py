@@ -1,4 +1,4 @@
-"""The command-line tools: `streamlet run | describe | topics | reset | broker | spark`.
+"""The command-line tools: `streamlet run | describe | topics | reset | broker | spark | version`.
 
 `main.py` parses the command line and runs a command; `reset.py` is Kafka Streams' application
 reset tool (`streamlet reset`); the Spark engine's own commands live with it (`streamlet.spark.cli`).

@@ -7,6 +7,7 @@
     streamlet topics create MODULE:FUNCTION [--config FILE] [--set ...] [--partitions N]
     streamlet broker start [--port N] | stop | status | fetch
     streamlet spark run | backfill | fetch      (see streamlet/spark/cli.py)
+    streamlet version
 
 FUNCTION returns a `Topology` (or a `StreamsBuilder`, or a `(topology, config)` tuple). Config is
 layered, later wins: the function's own dict, then `--config` (.properties or .json), then `--set`.
@@ -31,6 +32,7 @@ from typing import Any
 
 from aiokafka.errors import KafkaConnectionError
 
+from streamlet import _compiled
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError, StreamsError, error_summary
 from streamlet.runtime.gc_tuning import tune_gc_for_streaming
@@ -265,8 +267,18 @@ def _check_worker_state_dirs(config: dict[str, Any], workers: int) -> None:
         ensure_state_directory(state_root({"state.dir": _worker_state_dir(config, worker)}, app_id))
 
 
+def _log_hot_path() -> None:
+    """Whether the per-record path runs compiled: a warning when it fell back to pure Python unasked."""
+    if not _compiled.fell_back():
+        log.info("hot path: %s", _compiled.describe())
+    else:
+        log.warning("hot path: %s; it runs, more slowly (`streamlet version` says the same)", _compiled.describe())
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)  # first, so that the app's import-time logging shows too
+    if os.environ.get("STREAMLET_WORKER_INDEX") is None:  # once: the pool's workers say nothing more
+        _log_hot_path()
     topology, config = _load_with_config(args)
     if args.workers > 1:
         from streamlet.runtime.workers import WorkerPool
@@ -403,6 +415,24 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_version(args: argparse.Namespace) -> int:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from streamlet.kafka.maven_jars import cache_dir
+
+    try:
+        installed = version("streamlet")
+    except PackageNotFoundError:
+        installed = "(not installed: run from a source tree)"
+    package = Path(_compiled.__file__).resolve().parent
+    print(f"streamlet {installed}")
+    print(f"package: {package}")
+    print(f"python: {sys.version.split()[0]} ({sys.executable})")
+    print(f"hot path: {_compiled.describe()}")
+    print(f"cache: {cache_dir()} (Kafka jars and the dev broker; STREAMLET_CACHE_DIR moves it)")
+    return 0
+
+
 def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", action="append", metavar="FILE",
                         help="a .properties or .json file of settings (repeatable; later files win)")
@@ -475,6 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
     from streamlet.spark.cli import add_spark_commands
 
     add_spark_commands(commands)
+
+    version = commands.add_parser("version", help="print the version, whether the hot path runs compiled "
+                                                  "(mypyc) or as pure Python and why, and the cache directory")
+    version.set_defaults(handler=_cmd_version)
     return parser
 
 
