@@ -101,7 +101,7 @@ async def test_enforced_processing_counts_the_records_processed_without_the_empt
         kafka_broker: Any, tmp_path: Path, idle_ms: int) -> None:
     """A stream-table join (one task reading both topics' partition 0) whose table topic stays empty: every
     stream record is processed only once the table partition, fetched to its end, had no data for
-    `max.task.idle.ms` (at once with 0); Kafka Streams 4.4.0 (EnforcedProcessingCheck in tests/java_streams4)
+    `max.task.idle.ms` (at once with 0); Kafka Streams 4.4.0 (EnforcedProcessingCheck in tests/java/streams4)
     records enforced processing before each of them, and streamlet counts as many."""
     bootstrap = kafka_broker.bootstrap_servers
     sfx = uuid.uuid4().hex[:8]

@@ -31,7 +31,7 @@ from streamlet.testing import local_broker
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # -- a tiny Processor-API application, loaded by the CLI from this module --------------------------
