@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from tests.fidelity import harness
-from tests.integration.kafka_helpers import AppProcess
+from tests.helpers.app_process import AppProcess
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = os.environ.get("FIDELITY_RESTART_KAFKA_VERSION", harness.KAFKA_STREAMS_VERSION)

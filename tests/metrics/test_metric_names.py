@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.integration.kafka_helpers import produce, read_until
+from tests.helpers.kafka import produce, read_until
 from tests.metrics.small_app import small_app
 from tests.streams4_java import run_check
 

@@ -17,7 +17,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until
 from tests.metrics.small_app import restarted, small_app
 from tests.streams4_java import enforced_check_topology, run_check
 

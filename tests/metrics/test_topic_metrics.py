@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaProducer
 
 from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.helpers.kafka import create_topics, read_until
 from tests.streams4_java import run_check
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

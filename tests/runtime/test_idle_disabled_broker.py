@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, produce, produce_in_order, read_until
+from tests.helpers.kafka import create_topics, produce, produce_in_order, read_until
 from tests.streams4_java import enforced_check_topology, run_check
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
