@@ -79,7 +79,7 @@ lint: $(INSTALLED)
 # with the streams-group (KIP-1071) tests, which only a 4.2+ broker runs.
 SUITE_KAFKA_VERSION ?= 3.9.1
 OTHER_KAFKA_VERSION ?= 4.4.0
-OTHER_VERSION_TESTS := tests/test_local_broker.py tests/integration/test_wordcount_broker.py \
+OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test_wordcount_broker.py \
 	tests/integration/test_chaos.py tests/integration/test_fenced_offsets.py tests/integration/test_fenced_abort.py \
 	tests/integration/test_secured_cluster.py tests/integration/test_streams_group_protocol.py \
 	tests/integration/test_streams_group_runtime.py tests/integration/test_streams_group_rolling_move.py \
@@ -125,7 +125,7 @@ soak: compile broker-jars toxiproxy
 	$(BIN)/python -m tests.integration.soak --minutes $(MINUTES)
 
 # Issue #16's differential suite at length: CASES generated topologies and inputs, each run on Kafka Streams
-# 4.4.0's own TopologyTestDriver (tests/fidelity/java, built with Maven on first use; FIDELITY_KAFKA_VERSION=3.9.1
+# 4.4.0's own TopologyTestDriver (tests/java/fidelity, built with Maven on first use; FIDELITY_KAFKA_VERSION=3.9.1
 # for the older line) and on streamlet's, record for record (`make test` runs 2,000 of them). A case is a round
 # trip between the JVM and streamlet that keeps under half a core busy, so the cases run in shards on LANES
 # pytest-xdist workers side by side, each worker with its own JVM (tests/fidelity/shards.py). Twice as many shards
@@ -139,7 +139,7 @@ fidelity: compile $(INSTALLED)
 
 # Issue 23's restart differential suite at length (tests/fidelity_restart/README.md): CASES generated cases (given
 # on the command line; else RESTART_CASES, 300) from seed RESTART_SEED (random when empty), each run on Kafka
-# Streams 4.4.0 (tests/fidelity/java's RestartApp, a real application) and on streamlet against a fresh local broker
+# Streams 4.4.0 (tests/java/fidelity's RestartApp, a real application) and on streamlet against a fresh local broker
 # through the same stop point (a clean close, a kill -9 after a commit, a kill -9 with a batch in flight) and
 # restart, the outputs compared record for record (`make test` runs a handful); RESTART_JOBS cases at a time.
 # Differing cases are run again (does each system repeat itself?) and without a restart. Results in

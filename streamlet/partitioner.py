@@ -3,7 +3,7 @@
 Records that streamlet writes must land where a Java producer would put them, so that its topics
 co-partition with topics written by Java (and Kafka Streams) applications: a keyed record goes to
 `toPositive(murmur2(key)) % numPartitions`, exactly as the Java client computes it. The test vectors in
-tests/runtime/murmur2_vectors.json come from the real Java client (tests/java_vectors).
+tests/murmur2_vectors.json come from the real Java client (tests/java/vectors).
 
 This runs once per produced record, so the hash is written for CPython's speed: the key's 4-byte
 little-endian words are unpacked in one `struct` call, masks are applied only where a 32-bit wrap

@@ -42,7 +42,7 @@ _uses_maven: dict[Path, bool] = {}
 
 def _builds_java(path: Path) -> bool:
     """Whether the test file at `path` builds or runs Java with Maven (its folder, `"mvn"` in its text, or
-    the tests/java_streams4 checks it runs)."""
+    the tests/java/streams4 checks it runs)."""
     if path not in _uses_maven:
         text = path.read_text()
         _uses_maven[path] = bool(_JAVA_DIRS.intersection(path.parts)) or '"mvn"' in text or "streams4_java" in text

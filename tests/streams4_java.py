@@ -1,4 +1,4 @@
-"""Runs a check of tests/java_streams4 (Kafka Streams 4.4.0 answering for a 4.x feature), building the
+"""Runs a check of tests/java/streams4 (Kafka Streams 4.4.0 answering for a 4.x feature), building the
 Maven project first when its sources are newer than its jar. A test calls `run_check(main_class)` and
 compares what Kafka Streams printed with what streamlet does."""
 
@@ -13,7 +13,7 @@ import pytest
 from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.topology import Topology
 
-JAVA_DIR = Path(__file__).parent / "java_streams4"
+JAVA_DIR = Path(__file__).parent / "java" / "streams4"
 _JAR = JAVA_DIR / "target" / "streamlet-streams4-checks-0.1.0.jar"
 _CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
 
@@ -26,7 +26,7 @@ def _build() -> None:
                             "dependency:build-classpath", "-Dmdep.outputFile=target/classpath.txt"],
                            capture_output=True, text=True, timeout=600)
     if built.returncode != 0:
-        raise RuntimeError(f"building tests/java_streams4 failed:\n{built.stdout}{built.stderr}")
+        raise RuntimeError(f"building tests/java/streams4 failed:\n{built.stdout}{built.stderr}")
 
 
 def run_check(main_class: str, stdin: str = "") -> str:

@@ -90,7 +90,7 @@ def test_wordcount_and_the_driver_tests_pass_in_pure_python() -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/driver",
                            "tests/dsl/test_dsl_java_behaviour.py", "tests/stores/test_caching.py",
                            "tests/stores/test_typed_store.py", "tests/stores/test_changelogging.py",
-                           "tests/stores/test_timestamped.py"],
+                           "tests/stores/test_timestamped.py", "tests/actors/test_task_progress.py"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout

@@ -1,5 +1,5 @@
 """Dead-letter records of the built-in exception handlers (KIP-1034), differential against Kafka Streams
-4.4.0's TopologyTestDriver (DeadLetterCheck in tests/java_streams4).
+4.4.0's TopologyTestDriver (DeadLetterCheck in tests/java/streams4).
 
 Each case sets the deserialization and processing handlers (continue or fail), the dead-letter topic (or
 none), a throwing punctuation (or none) and the production handler (fail, or one that resumes), pipes a

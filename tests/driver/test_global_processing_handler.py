@@ -3,7 +3,7 @@ global store's processor only with `processing.exception.handler.global.enabled=
 error fails (the instance; here, the driver's pipe). A dead-letter topic changes nothing there: the
 global task has no producer, and Kafka Streams sends no dead-letter record from it either.
 
-Differential against Kafka Streams 4.4.0's TopologyTestDriver (GlobalHandlerCheck in tests/java_streams4):
+Differential against Kafka Streams 4.4.0's TopologyTestDriver (GlobalHandlerCheck in tests/java/streams4):
 values 1, 7 (the processor raises), an undeserializable one and 2 are piped to the global topic. The
 deserialization handler is log_and_continue in every case: Kafka Streams' driver always gives the global
 task a LogAndContinueExceptionHandler of its own, whatever the setting (KafkaStreams uses the setting), so

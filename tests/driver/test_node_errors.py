@@ -2,7 +2,7 @@
 the handler is told that node's name and shown the record that node got; when it resumes, only that node's
 processing of the record is dropped: what the record produced before stands, and later children of the same
 parent still get it. Differential against Kafka Streams 4.4.0's TopologyTestDriver (NodeErrorCheck in
-tests/java_streams4): drawn topologies of processors that fan out (one or two records), pick one child by
+tests/java/streams4): drawn topologies of processors that fan out (one or two records), pick one child by
 name (a split) or forward to all, and raise for some last digits, and sinks whose serializer fails for
 some; every case's handler calls, dead-letter records and output must be Kafka Streams'.
 

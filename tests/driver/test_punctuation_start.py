@@ -3,7 +3,7 @@ anchors the punctuations to `start_time`, on the wall clock and on stream time, 
 
 Differential: hypothesis draws cases (clock, start before or after now, interval, the steps: wall-clock
 advances or record timestamps, late ones included); each runs in Kafka Streams 4.4.0's TopologyTestDriver
-(PunctuationCheck in tests/java_streams4) and in streamlet's, and the punctuations (with the timestamp each
+(PunctuationCheck in tests/java/streams4) and in streamlet's, and the punctuations (with the timestamp each
 is called with) and where they came between the steps must be the same.
 """
 

@@ -1,5 +1,5 @@
 """Reference topologies with global tables, global stores and foreign-key joins, twins of
-tests/java_reference/.../GlobalFkTopologies.java (their describe() goldens come from Kafka Streams)."""
+tests/java/reference/.../GlobalFkTopologies.java (their describe() goldens come from Kafka Streams)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`str(topology.describe())` equals the real Kafka Streams 4.4.0 output, byte for byte
 (3.9.1 printed the same for every one of these topologies).
 
-The golden files were written by tests/java_reference (Kafka Streams itself); this test only reads
+The golden files were written by tests/java/reference (Kafka Streams itself); this test only reads
 them. `test_golden_files_are_current` regenerates them with Java + Maven when both are installed and
 checks that the committed files are what Kafka Streams prints today.
 """
@@ -18,7 +18,7 @@ import pytest
 from tests.dsl.topologies import REFERENCE_TOPOLOGIES
 
 GOLDEN = Path(__file__).parent / "golden"
-JAVA_PROJECT = Path(__file__).parents[1] / "java_reference" / "pom.xml"
+JAVA_PROJECT = Path(__file__).parents[1] / "java" / "reference" / "pom.xml"
 
 def test_every_golden_file_has_a_streamlet_topology() -> None:
     golden = {p.stem for p in GOLDEN.glob("*.txt")}

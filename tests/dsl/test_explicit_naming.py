@@ -3,7 +3,7 @@ True})` refuses a topology whose state stores, changelog or repartition topics h
 names them in Kafka Streams' words.
 
 Differential: each labelled topology below is built the same way by Kafka Streams 4.4.0
-(NamingCheck in tests/java_streams4, built with Maven) with the setting on; the outcome (built, or the
+(NamingCheck in tests/java/streams4, built with Maven) with the setting on; the outcome (built, or the
 `TopologyException` message) must be the same, label by label. Which operations record a generated name is
 Kafka Streams' own choice and not always the obvious one (a suppression buffer's changelog but not its
 store, a foreign-key join's result store but not its subscription store), so every case is asked of it.

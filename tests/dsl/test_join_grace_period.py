@@ -4,7 +4,7 @@ Stream records wait in the join's buffer until the join's stream time has passed
 period and are then joined oldest first, each with the versioned table as of its own time, so table
 updates that arrive late but within the grace period are seen; a record already older than that is
 joined at once. The differential test runs the same drawn out-of-order cases through Kafka Streams
-4.4.0's TopologyTestDriver (tests/java_streams4 GraceJoinCheck) and compares the join's output, the
+4.4.0's TopologyTestDriver (tests/java/streams4 GraceJoinCheck) and compares the join's output, the
 topology's description and the buffer's changelog byte for byte.
 """
 

@@ -1,4 +1,4 @@
-"""The reference topologies of tests/java_reference, built with streamlet.
+"""The reference topologies of tests/java/reference, built with streamlet.
 
 One function per golden file (tests/dsl/golden/<name>.txt), written as the Java in
 DescribeTopologies.java is written, call for call: the golden test checks that both print the same

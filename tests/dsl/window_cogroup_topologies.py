@@ -1,4 +1,4 @@
-"""The sliding-window, emit-strategy and cogroup reference topologies of tests/java_reference, built with streamlet.
+"""The sliding-window, emit-strategy and cogroup reference topologies of tests/java/reference, built with streamlet.
 
 Written call for call as WindowCogroupTopologies.java; windowed keys become "key@start/end" strings so
 the behaviour scenarios compare plain String keys.

@@ -1,4 +1,4 @@
-"""The window and join reference topologies of tests/java_reference, built with streamlet.
+"""The window and join reference topologies of tests/java/reference, built with streamlet.
 
 Written call for call as WindowJoinTopologies.java; windowed keys become "key@start/end" strings so
 the behaviour scenarios compare plain String keys.

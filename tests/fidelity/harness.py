@@ -1,9 +1,9 @@
 """The reference side of the differential suite: Kafka Streams itself, in one long-lived JVM.
 
-`KafkaStreamsReference` builds tests/fidelity/java with Maven when its sources are newer than the jar
-(each Kafka Streams version's build is kept in java/target/<version>), starts `io.streamlet.fidelity.Runner`,
-and sends it one case per line; each answer is one JSON line of the same shape as `topology.run_streamlet`'s
-result. `difference` says, readably, where two results part.
+`KafkaStreamsReference` builds tests/java/fidelity with Maven when its sources are newer than the jar
+(each Kafka Streams version's build is kept in tests/java/fidelity/target/<version>), starts
+`io.streamlet.fidelity.Runner`, and sends it one case per line; each answer is one JSON line of the same
+shape as `topology.run_streamlet`'s result. `difference` says, readably, where two results part.
 
 The oracle is Kafka Streams 4.4.0, the line its users run; `FIDELITY_KAFKA_VERSION=3.9.1` runs the same
 runner on 3.9.1 (tests/fidelity/KAFKA_STREAMS_4_DIFFERENCES.md lists where the two lines part, and
@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from tests.fidelity.topology import Case, Result, run_streamlet
 
-JAVA_DIR = Path(__file__).parent / "java"
+JAVA_DIR = Path(__file__).parents[1] / "java" / "fidelity"
 KAFKA_STREAMS_VERSION = os.environ.get("FIDELITY_KAFKA_VERSION", "4.4.0")
 """The Kafka Streams version the suite compares against (the pom's `kafka.version`)."""
 _BUILD_LOCK = threading.Lock()

@@ -30,7 +30,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import GroupCoordinatorNotAvailableError
 from aiokafka.protocol.group import LeaveGroupRequest
 
-from tests.integration.kafka_helpers import create_topics
+from tests.helpers.kafka import create_topics
 
 __all__ = ["Out", "create_topics", "evict_members", "quiesce", "read_topics", "write_records"]
 

@@ -1,5 +1,5 @@
 """The ops the restart suite adds to tests/fidelity's vocabulary, on streamlet: `punctuate` (a processor with a
-stream-time punctuator), the twin of `RestartOps` in tests/fidelity/java.
+stream-time punctuator), the twin of `RestartOps` in tests/java/fidelity.
 
 tests/fidelity has no punctuator op: its driver-against-driver comparison pipes records and reads output in one
 uninterrupted run, where a punctuation schedule is plain stream time. What happens to a schedule across a restart

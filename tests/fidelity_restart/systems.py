@@ -2,8 +2,8 @@
 
 - `StreamletApp`: `streamlet run tests.fidelity_restart.streamlet_app:topology --set k=v ...`, the case's topology
   built with tests/fidelity's Python builder (`ops.build`). SIGTERM closes it cleanly.
-- `KafkaStreamsApp`: `io.streamlet.fidelity.RestartApp` of tests/fidelity/java on Kafka Streams 4.4.0 (or the
-  version `FIDELITY_RESTART_KAFKA_VERSION` names, each built into java/target/<version>): the same case
+- `KafkaStreamsApp`: `io.streamlet.fidelity.RestartApp` of tests/java/fidelity on Kafka Streams 4.4.0 (or the
+  version `FIDELITY_RESTART_KAFKA_VERSION` names, each built into tests/java/fidelity/target/<version>): the same case
   description applied op for op as `Runner` applies it. A line "close" on its stdin
   closes it cleanly.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from tests.fidelity import harness
-from tests.integration.kafka_helpers import AppProcess
+from tests.helpers.app_process import AppProcess
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = os.environ.get("FIDELITY_RESTART_KAFKA_VERSION", harness.KAFKA_STREAMS_VERSION)
@@ -46,8 +46,8 @@ class App(Protocol):
 
 @functools.cache
 def _classpath() -> str:
-    """RestartApp's classpath: tests/fidelity/java built on `KAFKA_VERSION` (Maven, when needed) by
-    tests/fidelity's harness, which keeps each version's build in java/target/<version>."""
+    """RestartApp's classpath: tests/java/fidelity built on `KAFKA_VERSION` (Maven, when needed) by
+    tests/fidelity's harness, which keeps each version's build in tests/java/fidelity/target/<version>."""
     command = harness.build_runner(KAFKA_VERSION)
     return command[command.index("-cp") + 1]
 

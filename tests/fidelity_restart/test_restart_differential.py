@@ -1,6 +1,6 @@
 """Issue 23: streamlet's output across restarts equals Kafka Streams' on the real broker, record for record.
 
-Each case runs on Kafka Streams (tests/fidelity/java's RestartApp, a real application, Kafka Streams 4.4.0) and
+Each case runs on Kafka Streams (tests/java/fidelity's RestartApp, a real application, Kafka Streams 4.4.0) and
 on streamlet (`streamlet run`), each on its own topics and application id, through the same steps: input
 written, a clean close or a kill -9 under exactly_once_v2 (after a commit, or with a batch in flight), a restart
 on the same state directory, more input (some of it late), then everything read `read_committed` (driver.py).

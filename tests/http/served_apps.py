@@ -1,4 +1,5 @@
-"""Shared by the HTTP, metrics and page tests: free loopback ports and a WordCount served over HTTP."""
+"""Shared by the HTTP, metrics and page tests: free loopback ports, a WordCount served over HTTP, and an ASGI
+app called the way an ASGI server calls it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.integration.kafka_helpers import AppProcess, create_topics
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics
 
 
 def free_ports(n: int) -> list[int]:
@@ -21,6 +23,23 @@ def free_ports(n: int) -> list[int]:
     finally:
         for s in sockets:
             s.close()
+
+
+async def call_asgi(app: Any, path: str, root_path: str = "", method: str = "GET") -> tuple[int, bytes]:
+    """Call the ASGI `app` as an ASGI server does, for `path` (with its query string) mounted under
+    `root_path`: the response's status and body."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    path_only, _, query = path.partition("?")
+    await app({"type": "http", "method": method, "path": path_only, "root_path": root_path,
+               "query_string": query.encode(), "headers": []}, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
 
 @dataclass

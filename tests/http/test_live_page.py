@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from streamlet.http.client import ForwardingError, get_json
+from tests.helpers.kafka import produce
 from tests.http.served_apps import free_ports, served_wordcount
-from tests.integration.kafka_helpers import produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -34,7 +34,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from examples.wordcount import split_words
-from tests.integration.kafka_helpers import AppProcess, create_topics
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics
 
 TARGET = "tests.integration.wordcount_app:topology"
 VOCABULARY = [f"w{i:03d}" for i in range(300)]

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tests.helpers.app_process import AppProcess
 from tests.integration.chaos import Disruption
-from tests.integration.kafka_helpers import AppProcess
 from tests.integration.toxiproxy import Proxy
 
 

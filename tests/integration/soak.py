@@ -45,8 +45,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from examples.wordcount import split_words
 from streamlet.testing.local_broker import LocalKafkaBroker, free_ports
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics
 from tests.integration.chaos import VOCABULARY, check_sequences
-from tests.integration.kafka_helpers import AppProcess, create_topics
 from tests.integration.toxiproxy import Proxy, ToxiproxyServer, find_server
 
 PARTITIONS = 4

@@ -20,8 +20,8 @@ from typing import Any
 
 from streamlet import Serdes, Topology
 from streamlet.testing.test_driver import TopologyTestDriver
-from tests.integration.kafka_helpers import AppProcess, create_topics, read_until
-from tests.integration.test_windows_join_broker import produce_at
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, produce_at, read_until
 
 Rows = list[tuple[str, str, int]]  # (key, value, timestamp ms)
 """One stage's records for one topic."""

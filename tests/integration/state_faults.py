@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.app_process import AppProcess
 from tests.integration.chaos import Disruption
-from tests.integration.kafka_helpers import AppProcess
 
 CORRUPTIONS = ("current", "manifest", "log", "truncated-table", "missing-current")
 """Damage found when the store opens: garbage in CURRENT or the MANIFEST, a flipped byte in the write-ahead

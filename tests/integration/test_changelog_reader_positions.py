@@ -23,14 +23,14 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
 from streamlet.kafka.changelog_reader import ChangelogReader
 from streamlet.runtime.task_manager import new_runtime_task
-from tests.integration.kafka_helpers import create_topics, produce
-from tests.integration.test_restore_waits_for_open_transactions import _count_topology, _transactional
+from tests.helpers.kafka import create_topics, produce, transactional_producer
+from tests.integration.topologies import count_topology
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 
 def _task(app_id: str, state_root: Path) -> StreamTask:
-    topology = _count_topology("in", "out")
+    topology = count_topology("in", "out")
     config = StreamsConfig({"application.id": app_id, "bootstrap.servers": "unused:9092",
                             "state.dir": str(state_root), "processing.guarantee": "exactly_once_v2"})
     (sub,) = topology.sub_topologies()
@@ -58,11 +58,11 @@ async def test_restore_from_positions_to_the_stable_end_as_it_began(kafka_broker
     await create_topics(bootstrap, {changelog: 1})
     await produce(bootstrap, changelog, [(b"z", struct.pack(">q", 1)), (b"b", struct.pack(">q", 2)),
                                          (b"a", struct.pack(">q", 5))])
-    zombie = await _transactional(bootstrap, "zombie")
+    zombie = await transactional_producer(bootstrap, "zombie")
     try:
         await zombie.begin_transaction()
         await (await zombie.send(changelog, key=b"a", value=struct.pack(">q", 99)))  # left open
-        later = await _transactional(bootstrap, "later")
+        later = await transactional_producer(bootstrap, "later")
         async with later.transaction():
             await (await later.send(changelog, key=b"c", value=struct.pack(">q", 3)))
         await later.stop()

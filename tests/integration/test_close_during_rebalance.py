@@ -15,8 +15,9 @@ import anyio
 import pytest
 
 from streamlet.runtime.kafka_streams import KafkaStreams, State
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics
 from tests.integration import wordcount_app
-from tests.integration.kafka_helpers import AppProcess, create_topics
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -15,8 +15,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streamlet import CloseOptions, GroupMembershipOperation, KafkaStreams
 from streamlet.errors import StreamsError
-from tests.integration.kafka_helpers import create_topics, produce, read_until
-from tests.integration.test_runtime_pipe import upper_topology
+from tests.helpers.kafka import create_topics, produce, read_until
+from tests.integration.topologies import upper_topology
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -14,7 +14,7 @@ from streamlet import Consumed, KafkaStreams, Produced, State, StreamsBuilder, T
 from streamlet.kafka.topic_manager import admin_client, describe_partition_counts
 from streamlet.partitioner import default_partition
 from streamlet.serdes import Serdes
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -22,7 +22,7 @@ from streamlet.error_handling import DeadLetterRecord, ErrorHandlerContext, Resp
 from streamlet.partitioner import default_partition
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from streamlet.serdes import Serde, Serializer
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.helpers.kafka import create_topics, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

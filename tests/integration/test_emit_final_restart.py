@@ -24,10 +24,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streamlet import Serdes, Topology
 from streamlet.config import WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
 from streamlet.testing.test_driver import TopologyTestDriver
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import RECENT_BASE_TS as BASE_TS
+from tests.helpers.kafka import create_topics, produce_at, read_until
 from tests.integration import emit_final_apps as apps
-from tests.integration.kafka_helpers import AppProcess, create_topics, read_until
 from tests.integration.staged_failover import _topology
-from tests.integration.test_windows_join_broker import BASE_TS, produce_at
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

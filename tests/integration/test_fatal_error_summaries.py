@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

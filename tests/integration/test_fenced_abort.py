@@ -17,8 +17,7 @@ import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from streamlet.kafka.fenced_offsets import MemberFencedError, consumer_group_metadata, fence_offset_commits
-from tests.integration.kafka_helpers import create_topics, read_until
-from tests.integration.test_fenced_offsets import _joined_consumer
+from tests.helpers.kafka import create_topics, joined_consumer, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -28,7 +27,7 @@ async def test_work_of_a_refused_transaction_never_becomes_visible(kafka_broker:
     suffix = uuid.uuid4().hex[:8]
     source, out, group = f"src-{suffix}", f"out-{suffix}", f"g-{suffix}"
     await create_topics(bootstrap, {source: 1, out: 1})
-    consumer = await _joined_consumer(bootstrap, group, source)
+    consumer = await joined_consumer(bootstrap, group, source)
     generation, member_id, _ = consumer_group_metadata(consumer)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"txn-{suffix}")
     fence_offset_commits(producer, lambda: (generation - 1, member_id, None))  # a stale generation

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
 from streamlet.kafka.fenced_offsets import (
@@ -17,19 +17,9 @@ from streamlet.kafka.fenced_offsets import (
     fence_offset_commits,
     fetch_stable_offsets,
 )
-from tests.integration.kafka_helpers import create_topics
+from tests.helpers.kafka import create_topics, joined_consumer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
-
-
-async def _joined_consumer(bootstrap: str, group: str, topic: str) -> Any:
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                                isolation_level="read_committed")
-    await consumer.start()
-    with anyio.fail_after(30):
-        while not consumer.assignment():
-            await consumer.getmany(timeout_ms=100)
-    return consumer
 
 
 async def _transactional_producer(bootstrap: str, group_metadata: Any) -> Any:
@@ -48,7 +38,7 @@ async def test_offsets_without_a_membership_are_never_sent(kafka_broker: Any) ->
     bootstrap = kafka_broker.bootstrap_servers
     topic, group = f"unfenced-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     await create_topics(bootstrap, {topic: 1})
-    consumer = await _joined_consumer(bootstrap, group, topic)  # the group has a live member
+    consumer = await joined_consumer(bootstrap, group, topic)  # the group has a live member
     try:
         out_of_group = await _transactional_producer(bootstrap, lambda: (-1, "", None))
         try:
@@ -67,7 +57,7 @@ async def test_offsets_of_the_current_generation_commit_and_a_stale_one_is_refus
     bootstrap = kafka_broker.bootstrap_servers
     topic, group = f"fenced-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     await create_topics(bootstrap, {topic: 1})
-    consumer = await _joined_consumer(bootstrap, group, topic)
+    consumer = await joined_consumer(bootstrap, group, topic)
     tp = TopicPartition(topic, 0)
     try:
         generation, member_id, _ = consumer_group_metadata(consumer)
@@ -101,7 +91,7 @@ async def test_a_stable_fetch_waits_until_the_pending_transaction_ends(kafka_bro
     bootstrap = kafka_broker.bootstrap_servers
     topic, group = f"stable-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     await create_topics(bootstrap, {topic: 2})
-    consumer = await _joined_consumer(bootstrap, group, topic)
+    consumer = await joined_consumer(bootstrap, group, topic)
     producer = await _transactional_producer(bootstrap, lambda: consumer_group_metadata(consumer))
     try:
         await producer.begin_transaction()

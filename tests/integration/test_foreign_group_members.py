@@ -24,7 +24,7 @@ from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssigno
 from streamlet import KafkaStreams
 from streamlet.errors import GroupHeldByOtherProtocolError
 from streamlet.runtime.kafka_streams import State
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until
 from tests.integration.wordcount_app import topology
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

@@ -17,8 +17,9 @@ import pytest
 
 from streamlet import KafkaStreams, Serdes
 from streamlet.testing import TopologyTestDriver
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, produce, read_until
 from tests.integration import global_fk_app
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

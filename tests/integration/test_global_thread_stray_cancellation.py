@@ -15,8 +15,8 @@ import pytest
 from streamlet import KafkaStreams
 from streamlet.runtime.global_state import GlobalStreamThread
 from streamlet.runtime.kafka_streams import State
+from tests.helpers.kafka import create_topics, produce
 from tests.integration import global_fk_app
-from tests.integration.kafka_helpers import create_topics, produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

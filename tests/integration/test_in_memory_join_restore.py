@@ -21,13 +21,8 @@ import pytest
 from streamlet import Consumed, JoinWindows, KafkaStreams, Produced, Serdes, Stores, StreamJoined, StreamsBuilder
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import Topology
-from tests.integration.kafka_helpers import (
-    create_topics,
-    decoded,
-    driver_output_in_two_phases,
-    produce_in_order,
-    read_until,
-)
+from tests.helpers.driver import driver_output_in_two_phases
+from tests.helpers.kafka import create_topics, decoded, produce_in_order, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

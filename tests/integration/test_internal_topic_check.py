@@ -21,7 +21,7 @@ from examples.wordcount import split_words
 from streamlet import Consumed, Grouped, KafkaStreams, Materialized, Produced, Serdes, State, StreamsBuilder, Topology
 from streamlet.kafka.internal_topic_check import InternalTopicsMismatchError
 from streamlet.kafka.topic_manager import admin_client
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

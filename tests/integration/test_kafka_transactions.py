@@ -18,7 +18,7 @@ from streamlet.actors.record_collector import ProducedRecord
 from streamlet.kafka.fenced_offsets import fetch_stable_commits
 from streamlet.kafka.record_sender import RecordSender
 from streamlet.kafka.transactions import commit_transaction, start_transactional, with_metadata
-from tests.integration.kafka_helpers import create_topics
+from tests.helpers.kafka import create_topics
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

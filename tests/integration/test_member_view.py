@@ -16,8 +16,8 @@ from streamlet.config import StreamsConfig
 from streamlet.metrics.streams_metrics import partition_lags
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.supervisor import Supervisor
-from tests.integration.kafka_helpers import create_topics, produce, read_until
-from tests.integration.test_runtime_pipe import upper_topology
+from tests.helpers.kafka import create_topics, produce, read_until
+from tests.integration.topologies import upper_topology
 
 
 def test_before_run_the_view_shows_no_assignment_and_zero_counts(tmp_path: Path) -> None:

@@ -36,8 +36,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
 from examples.wordcount import split_words
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, produce
 from tests.integration.chaos import TARGET, check_sequences, make_lines, read_sequences
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

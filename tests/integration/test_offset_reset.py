@@ -15,7 +15,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamlet import AutoOffsetReset, Consumed, KafkaStreams, Serdes, State, StreamsBuilder, Topology
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.helpers.kafka import create_topics, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -17,7 +17,7 @@ import pytest
 
 from streamlet import Consumed, Produced, Serdes, StreamsBuilder, Topology
 from streamlet.runtime.kafka_streams import KafkaStreams, State
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -19,8 +19,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from tests.integration.kafka_helpers import AppProcess, create_topics, read_until
-from tests.integration.test_wordcount_broker import TARGET, settings, topic_env
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, read_until
+from tests.integration.wordcount_app import TARGET, settings, topic_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -18,7 +18,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streamlet.kafka.topic_manager import describe_partition_counts
-from tests.integration.kafka_helpers import REPO, AppProcess, produce, read_until
+from tests.helpers.app_process import REPO, AppProcess
+from tests.helpers.kafka import produce, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

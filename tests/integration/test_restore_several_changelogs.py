@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, produce, read_until
-from tests.integration.test_restore_waits_for_open_transactions import _count_topology  # store "counts"
+from tests.helpers.kafka import create_topics, produce, read_until
+from tests.integration.topologies import count_topology  # store "counts"
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -59,7 +59,7 @@ async def test_restore_of_several_partitions_ends_with_what_processing_left(
     # Keyed like the input (the client's murmur2 partitioner): a key's task owns its changelog partition.
     await produce(bootstrap, f"{app_id}-counts-changelog", writes)
 
-    streams = KafkaStreams(_count_topology(inp, out), {
+    streams = KafkaStreams(count_topology(inp, out), {
         "bootstrap.servers": bootstrap, "application.id": app_id, "state.dir": tmp_path / "state",
         "statestore.cache.max.bytes": 0, "commit.interval.ms": 100})
     caplog.set_level(logging.INFO, logger="streamlet")

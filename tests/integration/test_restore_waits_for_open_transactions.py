@@ -26,29 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
-from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until, transactional_producer
+from tests.integration.topologies import count_topology
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
-
-
-def _count_topology(inp: str, out: str) -> Topology:
-    builder = StreamsBuilder()
-    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .group_by_key()
-     .count(Materialized("counts"))
-     .to_stream()
-     .to(out, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
-    return builder.build()
-
-
-async def _transactional(bootstrap: str, name: str) -> Any:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{name}-{uuid.uuid4().hex[:8]}")
-    await producer.start()
-    return producer
 
 
 async def test_restore_waits_until_no_transaction_is_open_on_the_changelog(
@@ -59,15 +42,15 @@ async def test_restore_waits_until_no_transaction_is_open_on_the_changelog(
     changelog = f"{app_id}-counts-changelog"
     await create_topics(bootstrap, {inp: 1, out: 1, changelog: 1})
 
-    zombie = await _transactional(bootstrap, "zombie")
+    zombie = await transactional_producer(bootstrap, "zombie")
     await zombie.begin_transaction()
     await (await zombie.send(changelog, key=b"a", value=struct.pack(">q", 5)))  # left open
-    owner = await _transactional(bootstrap, "owner")
+    owner = await transactional_producer(bootstrap, "owner")
     async with owner.transaction():
         await (await owner.send(changelog, key=b"a", value=struct.pack(">q", 7)))
     await owner.stop()
 
-    streams = KafkaStreams(_count_topology(inp, out), {
+    streams = KafkaStreams(count_topology(inp, out), {
         "bootstrap.servers": bootstrap, "application.id": app_id, "state.dir": tmp_path / "state",
         "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0})
     caplog.set_level(logging.INFO, logger="streamlet")

@@ -9,29 +9,11 @@ from typing import Any
 import anyio
 import pytest
 
-from streamlet.processor import Processor
-from streamlet.record import Record
 from streamlet.runtime.kafka_streams import KafkaStreams, State
-from streamlet.serdes import Serdes
-from streamlet.topology import Topology
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until
+from tests.integration.topologies import upper_topology
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
-
-
-class Upper(Processor):
-    def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(record.value.upper()).with_headers([("seen-by", b"upper")]))
-
-
-def upper_topology(inp: str, out: str) -> Topology:
-    t = Topology()
-    t.add_source("src", inp, key_deserializer=Serdes.String().deserializer,
-                 value_deserializer=Serdes.String().deserializer)
-    t.add_processor("upper", Upper, "src")
-    t.add_sink("sink", out, "upper", key_serializer=Serdes.String().serializer,
-               value_serializer=Serdes.String().serializer)
-    return t
 
 
 async def test_pipe_processes_every_record_keeps_partitioning_and_closes_cleanly(

@@ -26,7 +26,8 @@ from examples.wordcount import split_words
 from streamlet.kafka.client_settings import secret_values
 from streamlet.testing.broker_acls import create_acls, streams_application_acls
 from streamlet.testing.local_broker import LocalKafkaBroker
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce, read_until
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, produce, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

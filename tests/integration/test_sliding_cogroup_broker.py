@@ -33,7 +33,7 @@ from streamlet import (
 from streamlet.config import WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
 from streamlet.testing import TopologyTestDriver
 from streamlet.windowed import Windowed
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.helpers.kafka import create_topics, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

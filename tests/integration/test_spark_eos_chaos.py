@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 from streamlet.testing.local_broker import LocalKafkaBroker
+from tests.helpers.kafka import create_kept_topics, produce_records, read_all
 from tests.spark.cli_runs import kill_group, spark_cli, word_counts, word_lines
-from tests.spark.harness import create_topics, produce, read_all
 
 pytestmark = [pytest.mark.broker,
               pytest.mark.skipif(os.environ.get("STREAMLET_SPARK_CHAOS") != "1",
@@ -64,7 +64,7 @@ def test_spark_exactly_once_survives_kill_9_and_a_failed_task(kafka_broker: Loca
     bootstrap = kafka_broker.bootstrap_servers
     prefix = f"spark-eos-chaos-{uuid.uuid4().hex[:8]}"
     source, output = f"{prefix}-lines", f"{prefix}-counts"
-    asyncio.run(create_topics(bootstrap, {source: 2, output: 2}))
+    asyncio.run(create_kept_topics(bootstrap, {source: 2, output: 2}))
     lines = word_lines(source, int(time.time() * 1000) - 60_000, LINES)
     truth = word_counts(lines)
     log, marker, checkpoint = tmp_path / "spark-run.log", tmp_path / "task-failed", tmp_path / "checkpoint"
@@ -74,7 +74,7 @@ def test_spark_exactly_once_survives_kill_9_and_a_failed_task(kafka_broker: Loca
     started = time.monotonic()
 
     for attempt in range(KILLS):
-        asyncio.run(produce(bootstrap, lines[attempt * quarter:(attempt + 1) * quarter]))
+        asyncio.run(produce_records(bootstrap, lines[attempt * quarter:(attempt + 1) * quarter]))
         app = _start(bootstrap, prefix, checkpoint, source, output, marker, log)
         try:
             deadline = time.monotonic() + 120
@@ -95,7 +95,7 @@ def test_spark_exactly_once_survives_kill_9_and_a_failed_task(kafka_broker: Loca
         done = sum(len(u) for u in _committed_updates(bootstrap, output).values())
         kills.append(f"kill {attempt + 1}: {pause:.2f} s after the first committed output, {done} updates committed")
 
-    asyncio.run(produce(bootstrap, lines[KILLS * quarter:]))
+    asyncio.run(produce_records(bootstrap, lines[KILLS * quarter:]))
     app = _start(bootstrap, prefix, checkpoint, source, output, marker, log)
     try:
         deadline = time.monotonic() + 180

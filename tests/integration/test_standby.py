@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from examples.wordcount import split_words
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, produce
 from tests.integration.chaos import check_sequences, make_lines, read_sequences
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
+from tests.helpers.app_process import AppProcess
 from tests.integration.chaos import TARGET, run_chaos
-from tests.integration.kafka_helpers import AppProcess
 from tests.integration.state_faults import corrupt_stores, delete_state_dir, stop_fault_restart
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

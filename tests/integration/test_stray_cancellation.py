@@ -19,8 +19,8 @@ from streamlet.errors import error_summary
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from streamlet.runtime.supervisor import Supervisor
 from streamlet.testing.local_broker import LocalKafkaBroker
-from tests.integration.kafka_helpers import create_topics, produce, read_until
-from tests.integration.test_runtime_pipe import upper_topology
+from tests.helpers.kafka import create_topics, produce, read_until
+from tests.integration.topologies import upper_topology
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -122,7 +122,7 @@ async def test_a_member_that_ends_abruptly_leaves_its_stores_closed_for_the_repl
     never closes its task): the replacement could not open them ("lock ... already held by process")
     and rejoined the group forever, seen in the 60 s outage test. Every task a member leaves open is
     now closed dirty when it ends, and the replacement restores and continues with exact counts."""
-    from tests.integration.test_restore_waits_for_open_transactions import _count_topology
+    from tests.integration.topologies import count_topology
 
     bootstrap = kafka_broker.bootstrap_servers
     sfx = uuid.uuid4().hex[:8]
@@ -130,7 +130,7 @@ async def test_a_member_that_ends_abruptly_leaves_its_stores_closed_for_the_repl
     await create_topics(bootstrap, {inp: 2, out: 2})
     cancel_now = asyncio.Event()
     calls = _cancel_poll_loop_once(monkeypatch, cancel_now)
-    streams = KafkaStreams(_count_topology(inp, out), {
+    streams = KafkaStreams(count_topology(inp, out), {
         "application.id": f"abrupt-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
         "commit.interval.ms": 100, "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0})
     keys = [f"k{i}" for i in range(6)]

@@ -27,7 +27,7 @@ from streamlet.kafka.streams_group_protocol import (
 )
 from streamlet.kafka.topic_manager import plan_internal_topics, prepare_topics
 from streamlet.topology import Topology
-from tests.integration.kafka_helpers import create_topics
+from tests.helpers.kafka import create_topics
 
 
 def _wordcount(source: str, sink: str) -> Topology:

@@ -29,9 +29,9 @@ from streamlet.http.streams_app import StreamsApp
 from streamlet.kafka.streams_group_protocol import StreamsGroupDescribe
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.metadata import HostInfo
+from tests.helpers.kafka import create_topics, produce, set_group_config
 from tests.http.served_apps import free_ports
-from tests.integration.kafka_helpers import create_topics, produce
-from tests.integration.test_streams_group_runtime import STREAMS, _counting, _set_group_config
+from tests.integration.topologies import STREAMS, counting_topology
 
 WORDS = [f"w{i:02d}" for i in range(24)]
 
@@ -47,7 +47,7 @@ EXPECTED = Counter(value.decode() for _key, value in _input() if value is not No
 async def _start_pair(bootstrap: str, tmp_path: Path, app_id: str, inp: str, out: str,
                       ) -> tuple[list[KafkaStreams], list[Any], list[int]]:
     ports = free_ports(2)
-    instances = [KafkaStreams(_counting(inp, out, "counts"), {
+    instances = [KafkaStreams(counting_topology(inp, out, "counts"), {
         "application.id": app_id, "bootstrap.servers": bootstrap, **STREAMS, "commit.interval.ms": 200,
         "state.dir": str(tmp_path / str(i)), "application.server": f"127.0.0.1:{port}"})
         for i, port in enumerate(ports)]
@@ -162,8 +162,8 @@ async def test_members_report_their_standby_task_offsets_to_the_broker(kafka_bro
     sfx = uuid.uuid4().hex[:8]
     inp, out, app_id = f"sg-off-in-{sfx}", f"sg-off-out-{sfx}", f"sg-off-{sfx}"
     await create_topics(bootstrap, {inp: 4, out: 4})
-    _set_group_config(kafka_broker, app_id, "streams.num.standby.replicas", "1")
-    _set_group_config(kafka_broker, app_id, "streams.task.offset.interval.ms", "15000")  # the broker's least
+    set_group_config(kafka_broker, app_id, "streams.num.standby.replicas", "1")
+    set_group_config(kafka_broker, app_id, "streams.task.offset.interval.ms", "15000")  # the broker's least
     instances, servers, _ports = await _start_pair(bootstrap, tmp_path, app_id, inp, out)
     changelog = f"{app_id}-counts-changelog"
     try:
@@ -202,11 +202,11 @@ async def test_the_broker_gives_stateful_tasks_to_the_member_reporting_their_sta
     sfx = uuid.uuid4().hex[:8]
     inp, out, app_id = f"sg-sticky-in-{sfx}", f"sg-sticky-out-{sfx}", f"sg-sticky-{sfx}"
     await create_topics(bootstrap, {inp: 2, out: 2})
-    _set_group_config(kafka_broker, app_id, "streams.initial.rebalance.delay.ms", "8000")  # both join in time
+    set_group_config(kafka_broker, app_id, "streams.initial.rebalance.delay.ms", "8000")  # both join in time
     ports = free_ports(2)
 
     def instance(i: int) -> KafkaStreams:
-        return KafkaStreams(_counting(inp, out, "counts"), {
+        return KafkaStreams(counting_topology(inp, out, "counts"), {
             "application.id": app_id, "bootstrap.servers": bootstrap, **STREAMS, "commit.interval.ms": 200,
             "state.dir": str(tmp_path / str(i)), "application.server": f"127.0.0.1:{ports[i]}"})
 

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 from examples.wordcount import split_words
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics
 from tests.integration.chaos import TARGET, check_sequences, make_lines, produce_steadily, read_sequences
-from tests.integration.kafka_helpers import AppProcess, create_topics
 
 interop = pytest.importorskip("tests.interop.kafka_streams_app", reason="the Kafka Streams interop module")
 

@@ -9,7 +9,6 @@ holds is a streams group, not a classic consumer group.
 from __future__ import annotations
 
 import re
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,9 @@ from aiokafka.admin import AIOKafkaAdminClient
 from streamlet import KafkaStreams, State
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
+from tests.helpers.kafka import create_topics, produce, set_group_config
 from tests.integration.chaos import ChaosResult, freeze_one, kill_randomly, run_chaos
-from tests.integration.kafka_helpers import create_topics, produce
-from tests.integration.test_uncaught_handler import failing_topology
-
-STREAMS = {"group.protocol": "streams"}
+from tests.integration.topologies import STREAMS, counting_topology, failing_topology
 
 
 def test_the_classic_protocol_stays_the_default() -> None:
@@ -143,18 +140,6 @@ async def test_shutdown_application_stops_every_member_of_the_streams_group(kafk
             await s.close()
 
 
-def _set_group_config(broker: Any, group: str, key: str, value: str) -> None:
-    """Kafka's own kafka-configs tool (`--entity-type groups`): a streams group's standby count is the
-    group's config, as for Kafka Streams."""
-    from streamlet.testing.local_broker import ensure_kafka_jars
-
-    libs = ensure_kafka_jars(version=broker.version)
-    classpath = ":".join(str(p) for p in sorted(libs.glob("*.jar")))
-    subprocess.run(["java", "-cp", classpath, "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
-                    broker.bootstrap_servers, "--entity-type", "groups", "--entity-name", group, "--alter",
-                    "--add-config", f"{key}={value}"], check=True, capture_output=True, timeout=180)
-
-
 _STANDBY_OPENED = re.compile(r"standby task \d+_\d+ opened")
 
 
@@ -163,7 +148,7 @@ _STANDBY_OPENED = re.compile(r"standby task \d+_\d+ opened")
 @pytest.mark.usefixtures("streams_groups")
 async def test_standby_tasks_the_broker_assigns_are_kept_warm(kafka_broker: Any, tmp_path: Path) -> None:
     app_id = f"sg-standby-{uuid.uuid4().hex[:8]}"
-    _set_group_config(kafka_broker, app_id, "streams.num.standby.replicas", "1")
+    set_group_config(kafka_broker, app_id, "streams.num.standby.replicas", "1")
     result = await run_chaos(kafka_broker.bootstrap_servers, tmp_path, words=40_000, disrupt=kill_randomly(3),
                              guarantee="exactly_once_v2", produce_seconds=20, seed=13,
                              extra_settings={**STREAMS, "application.id": app_id})
@@ -189,17 +174,6 @@ async def test_a_frozen_member_is_fenced_and_its_tasks_lost(kafka_broker: Any, t
     assert lost or refused, zombie_log[-4000:]
 
 
-def _counting(inp: str, out: str, store: str) -> Any:
-    from streamlet import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
-
-    builder = StreamsBuilder()
-    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .group_by(lambda _k, v: v, Grouped(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .count(Materialized(store))
-     .to_stream().to(out, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long())))
-    return builder.build()
-
-
 @pytest.mark.anyio
 @pytest.mark.broker
 @pytest.mark.usefixtures("streams_groups")
@@ -210,8 +184,8 @@ async def test_an_instance_with_another_topology_is_refused_naming_the_differenc
     inp, out, app_id = f"sg-topo-in-{sfx}", f"sg-topo-out-{sfx}", f"sg-topo-{sfx}"
     await create_topics(bootstrap, {inp: 2, out: 2})
     config = {"application.id": app_id, "bootstrap.servers": bootstrap, **STREAMS}
-    first = KafkaStreams(_counting(inp, out, "counts"), {**config, "state.dir": str(tmp_path / "a")})
-    renamed = KafkaStreams(_counting(inp, out, "renamed"), {**config, "state.dir": str(tmp_path / "b")})
+    first = KafkaStreams(counting_topology(inp, out, "counts"), {**config, "state.dir": str(tmp_path / "a")})
+    renamed = KafkaStreams(counting_topology(inp, out, "renamed"), {**config, "state.dir": str(tmp_path / "b")})
     try:
         await first.start()
         with anyio.fail_after(60):

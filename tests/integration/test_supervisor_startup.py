@@ -13,7 +13,7 @@ from streamlet.config import StreamsConfig
 from streamlet.runtime import supervisor as supervisor_module
 from streamlet.runtime.instance_id import ID_FILE, claim_instance_id
 from streamlet.runtime.supervisor import Supervisor
-from tests.integration.kafka_helpers import create_topics
+from tests.helpers.kafka import create_topics
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -32,7 +32,8 @@ from streamlet import (
     Topology,
 )
 from streamlet.errors import ConfigError
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, produce
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -10,34 +10,14 @@ import anyio
 import pytest
 
 from streamlet import (
-    Consumed,
     KafkaStreams,
-    Produced,
-    Serdes,
     State,
-    StreamsBuilder,
     StreamThreadExceptionResponse,
-    Topology,
 )
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until
+from tests.integration.topologies import failing_topology
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
-
-
-def failing_topology(inp: str, out: str, failures: list[str]) -> Topology:
-    """Upper-cases values; the first "boom" raises (later ones pass: `failures` records the one)."""
-
-    def upper(v: str) -> str:
-        if v == "boom" and not failures:
-            failures.append(v)
-            raise RuntimeError("boom")
-        return v.upper()
-
-    builder = StreamsBuilder()
-    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=Serdes.String()))
-     .map_values(upper)
-     .to(out, Produced(key_serde=Serdes.String(), value_serde=Serdes.String())))
-    return builder.build()
 
 
 async def test_replace_thread_resumes_after_a_failure(kafka_broker: Any, tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ from aiokafka import AIOKafkaProducer
 from streamlet import Consumed, KafkaStreams, Materialized, Produced, Serdes, Stores, StreamsBuilder, Topology
 from streamlet.http import streams_app
 from streamlet.testing import TopologyTestDriver
-from tests.http.test_asgi_mount import _call
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.helpers.kafka import create_topics, read_until
+from tests.http.served_apps import call_asgi
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -103,7 +103,7 @@ def _settings(bootstrap: str, app_id: str, state_dir: Path) -> dict[str, Any]:
 async def _check_http_queries(app: Any) -> None:
     """The restored versions answer over HTTP: `/stores/versions/keys/<key>?as_of=T`."""
     async def ask(path: str) -> tuple[int, Any]:
-        status, body = await _call(app, path)
+        status, body = await call_asgi(app, path)
         return status, orjson.loads(body)
 
     status, latest = await ask("/stores/versions/keys/k1")

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS
+from tests.helpers.kafka import RECENT_BASE_TS as BASE_TS
 from tests.integration import windowed_failover_apps as apps
 from tests.integration.staged_failover import Rows, run_staged_failover
-from tests.integration.test_windows_join_broker import BASE_TS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -11,33 +10,15 @@ from typing import Any
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaProducer
 
-from tests.integration.kafka_helpers import AppProcess, create_topics, read_until
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import RECENT_BASE_TS, create_topics, produce_at, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 MODULE = "examples.bench_topologies_windows_join"
-# Recent event times (a minute boundary six hours ago): window changelogs are compact,delete with a
-# retention of store retention + 1 day, and the broker expires records by timestamp, so events from a
-# fixed date in the past could vanish from a changelog (or a default-retention input) mid-test. Six hours,
-# because the takeover test's 200,000 events, one every 100 ms, span 5.6 hours, and a Kafka 4.x broker
-# refuses records timestamped more than an hour ahead of its clock (InvalidTimestampError).
-BASE_TS = int(time.time() * 1000) - 6 * 3_600_000
-BASE_TS -= BASE_TS % 60_000
+BASE_TS = RECENT_BASE_TS  # recent: the takeover test's events span 5.6 hours (see RECENT_BASE_TS)
 USERS = [f"u{i}" for i in range(12)]
-
-
-async def produce_at(bootstrap: str, topic: str, records: list[tuple[str, bytes, int]]) -> None:
-    """Produce (key, value, timestamp ms) records: event time matters to windows."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
-    await producer.start()
-    try:
-        futures = [await producer.send(topic, key=k.encode(), value=v, timestamp_ms=ts) for k, v, ts in records]
-        for future in futures:
-            await future
-    finally:
-        await producer.stop()
 
 
 async def join_topics(bootstrap: str, tag: str, partitions: int) -> tuple[str, tuple[str, str, str]]:

@@ -13,19 +13,14 @@ from typing import Any
 import pytest
 
 from examples.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, split_words
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce, read_until
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, produce, read_until
+from tests.integration.wordcount_app import TARGET, settings, topic_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 WORDS = ["kafka", "streams", "python", "actor", "state", "store", "topic", "partition", "task", "commit",
          "window", "join", "table", "stream", "offset", "leader"]
-
-
-TARGET = "tests.integration.wordcount_app:topology"
-
-
-def topic_env(inp: str, out: str) -> dict[str, str]:
-    return {"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out}
 
 
 def make_lines(n: int, rng: random.Random) -> list[str]:
@@ -37,17 +32,6 @@ def latest_counts(records: list[Any]) -> dict[str, int]:
     for r in records:
         latest[r.key.decode()] = struct.unpack(">q", r.value)[0]
     return latest
-
-
-def settings(bootstrap: str, app_id: str, state_dir: Path) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "application.id": app_id,
-        "state.dir": state_dir,
-        "commit.interval.ms": 200,
-        "default.key.serde": "String",
-        "default.value.serde": "String",
-    }
 
 
 async def run_topics(bootstrap: str, suffix: str, partitions: int) -> tuple[str, str]:

@@ -30,7 +30,7 @@ import pytest
 
 from streamlet.runtime.parent_death import die_with_parent
 from streamlet.testing.local_broker import HOST, free_ports
-from tests.integration.kafka_helpers import REPO
+from tests.helpers.app_process import REPO
 
 SERVER = REPO / ".cache" / "bin" / "toxiproxy-server"
 

@@ -1,7 +1,7 @@
 """A real Kafka Streams 4.4.0 application in a subprocess, for the offline-move tests.
 
-`KafkaStreamsApp` builds tests/interop/java with Maven when a source is newer than the jar (the build
-stays in java/target), starts `io.streamlet.interop.Main` with one of its topologies, and follows the
+`KafkaStreamsApp` builds tests/java/interop with Maven when a source is newer than the jar (the build
+stays in tests/java/interop/target), starts `io.streamlet.interop.Main` with one of its topologies, and follows the
 lines it prints (DESCRIBE, STATE ..., CLOSED; see Main.java). `close()` closes it the way Kafka
 Streams closes by default, whose members stay in the group until their session times out.
 """
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-JAVA_DIR = Path(__file__).parent / "java"
+JAVA_DIR = Path(__file__).parents[1] / "java" / "interop"
 _JAR = JAVA_DIR / "target" / "streamlet-interop-0.1.0.jar"
 _CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
 _BUILD_LOCK = threading.Lock()

@@ -28,8 +28,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from streamlet.config import WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
-from streamlet.kafka.topic_manager import admin_client, describe_partition_counts
-from tests.integration.kafka_helpers import AppProcess, create_topics
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics, producer, read_topic
 from tests.interop.apps import OPERATOR_ROLES, TOPICS_ENV
 from tests.interop.kafka_streams_app import KafkaStreamsApp
 
@@ -94,53 +94,26 @@ def make_input(seed: int = 2025) -> tuple[Input, Input]:
     return first, second
 
 
-async def produce(bootstrap: str, topics: dict[str, str], records: Input, seconds: float = 0.0) -> None:
+async def produce_input(bootstrap: str, topics: dict[str, str], records: Input, seconds: float = 0.0) -> None:
     """Write `records`, each role's in its order (so each input partition gets the same sequence however
     it is cut); with `seconds`, spread over about that long in acknowledged chunks, ten a second, each
     holding its share of every role: input that keeps arriving while instances come and go."""
-    from aiokafka import AIOKafkaProducer
-
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, enable_idempotence=True)
-    await producer.start()
-    try:
+    async with producer(bootstrap, idempotent=True) as p:
         chunks = max(1, int(seconds * 10))
         began = time.monotonic()
         for c in range(chunks):
-            futures = [await producer.send(topics[role], key=k.encode(), value=None if v is None else v.encode(),
-                                           timestamp_ms=ts)
+            futures = [await p.send(topics[role], key=k.encode(), value=None if v is None else v.encode(),
+                                    timestamp_ms=ts)
                        for role in INPUT_ROLES
                        for k, v, ts in records[role][len(records[role]) * c // chunks:
                                                      len(records[role]) * (c + 1) // chunks]]
             await asyncio.gather(*futures)
             await asyncio.sleep(max(0.0, began + seconds * (c + 1) / chunks - time.monotonic()))
-    finally:
-        await producer.stop()
 
 
-async def read_all(bootstrap: str, topic: str) -> list[Record]:
+async def read_committed(bootstrap: str, topic: str) -> list[Record]:
     """Every committed record of `topic` up to its last stable offsets, by partition then offset."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                                isolation_level="read_committed", auto_offset_reset="earliest")
-    await consumer.start()
-    try:
-        async with admin_client(bootstrap) as admin:
-            count = (await describe_partition_counts(admin, [topic])).get(topic, 0)
-        parts = [TopicPartition(topic, p) for p in range(count)]
-        if not parts:
-            return []
-        consumer.assign(parts)
-        await consumer.seek_to_beginning(*parts)
-        ends = await consumer.end_offsets(parts)
-        got: dict[int, list[Record]] = {tp.partition: [] for tp in parts}
-        deadline = time.monotonic() + 60
-        while [tp for tp in parts if await consumer.position(tp) < ends[tp]]:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{topic}: not read to its end offsets {ends}")
-            for tp, records in (await consumer.getmany(timeout_ms=500)).items():
-                got[tp.partition].extend((tp.partition, r.key, r.value, r.timestamp) for r in records)
-        return [r for p in sorted(got) for r in got[p]]
-    finally:
-        await consumer.stop()
+    return [(r.partition, r.key, r.value, r.timestamp) for r in await read_topic(bootstrap, topic)]
 
 
 async def wait_processed(bootstrap: str, app_id: str, topics: dict[str, str], quiet: float = 4.0,
@@ -253,9 +226,9 @@ async def collect(bootstrap: str, app_id: str, topics: dict[str, str], instances
     """What a finished run left: its outputs, its stores' changelogs and its instances' logs."""
     result = RunResult(app_id)
     for role in OUTPUT_ROLES:
-        result.outputs[role] = await read_all(bootstrap, topics[role])
+        result.outputs[role] = await read_committed(bootstrap, topics[role])
     for store in STORES:
-        result.changelogs[store] = await read_all(bootstrap, f"{app_id}-{store}-changelog")
+        result.changelogs[store] = await read_committed(bootstrap, f"{app_id}-{store}-changelog")
     result.logs = {i.name: i.log_text() for i in instances}
     result.seconds = time.monotonic() - began
     return result
@@ -267,7 +240,7 @@ async def run(bootstrap: str, tmp: Path, first_engine: str, second_engine: str, 
     when both are "java" and it is the reference)."""
     began = time.monotonic()
     app_id, topics = await new_application(bootstrap, f"{first_engine[0]}{second_engine[0]}")
-    await produce(bootstrap, topics, first)
+    await produce_input(bootstrap, topics, first)
     first_instance = Instance(first_engine, bootstrap, app_id, topics, tmp, java_session_timeout_ms,
                               name=f"{first_engine}-0").start()
     instances = [first_instance]
@@ -281,7 +254,7 @@ async def run(bootstrap: str, tmp: Path, first_engine: str, second_engine: str, 
                                name=f"{second_engine}-1")
             instances.append(running)
             running.start()  # at once: no pause after the first instance's close
-        await produce(bootstrap, topics, second)
+        await produce_input(bootstrap, topics, second)
         await wait_processed(bootstrap, app_id, topics)
     finally:
         if running is not None:

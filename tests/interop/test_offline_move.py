@@ -12,46 +12,34 @@ start-up takes a few seconds of it, the rest is the wait the test checks is logg
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from examples.wordcount import split_words
-from tests.integration.kafka_helpers import AppProcess, create_topics, produce, read_until
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import produce
 from tests.interop.kafka_streams_app import KafkaStreamsApp, java_available, java_describe
+from tests.interop.wordcount_move import (
+    counts,
+    java_settings,
+    latest_counts,
+    make_lines,
+    read_committed_until,
+    wordcount_topics,
+)
 
 pytestmark = [
     pytest.mark.anyio, pytest.mark.broker,
     pytest.mark.skipif(not java_available(), reason="needs Java 17 and Maven"),
 ]
 
-WORDS = ["kafka", "streams", "python", "java", "state", "store", "topic", "partition", "task", "commit",
-         "window", "join", "table", "stream", "offset", "leader", "group", "member"]
-JAVA_SESSION_TIMEOUT_MS = os.environ.get("INTEROP_JAVA_SESSION_TIMEOUT_MS", "20000")
-"""The Java apps' session.timeout.ms; "default" leaves Kafka Streams' own (45 s) for a manual run."""
 STREAMLET_TARGET = "tests.integration.wordcount_app:topology"
 WAIT_LOG = "still holds members of another protocol"
-
-
-def make_lines(n: int, rng: random.Random) -> list[str]:
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(n)]
-
-
-def counts(lines: list[str]) -> dict[str, int]:
-    return dict(Counter(w for ln in lines for w in split_words(ln)))
-
-
-def latest_counts(records: list[Any]) -> dict[str, int]:
-    latest: dict[str, int] = {}
-    for r in records:
-        latest[r.key.decode()] = struct.unpack(">q", r.value)[0]
-    return latest
 
 
 def updates_per_word(records: list[Any]) -> dict[str, list[int]]:
@@ -69,30 +57,11 @@ def assert_exact_updates(records: list[Any], expected: dict[str, int]) -> None:
     assert not wrong and set(updates) == set(expected), {w: (u[:12], expected.get(w)) for w, u in wrong.items()}
 
 
-async def read_committed_until(bootstrap: str, topic: str, expected: dict[str, int]) -> list[Any]:
-    return await read_until(bootstrap, topic, lambda rs: latest_counts(rs) == expected, timeout=180,
-                            isolation_level="read_committed")
-
-
-def java_settings(bootstrap: str, app_id: str, state_dir: Path) -> dict[str, Any]:
-    settings = {"bootstrap.servers": bootstrap, "application.id": app_id, "state.dir": state_dir,
-                "replication.factor": 1}
-    if JAVA_SESSION_TIMEOUT_MS != "default":
-        settings["session.timeout.ms"] = JAVA_SESSION_TIMEOUT_MS
-    return settings
-
-
 def streamlet_app(bootstrap: str, app_id: str, state_dir: Path, topics: dict[str, str], log: Path) -> AppProcess:
     settings = {"bootstrap.servers": bootstrap, "application.id": app_id, "state.dir": state_dir,
                 "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0}
     env = {"WORDCOUNT_INPUT": topics["input"], "WORDCOUNT_OUTPUT": topics["output"]}
     return AppProcess(STREAMLET_TARGET, settings, log, env=env)
-
-
-async def wordcount_topics(bootstrap: str, suffix: str) -> dict[str, str]:
-    topics = {"input": f"interop-lines-{suffix}", "output": f"interop-counts-{suffix}"}
-    await create_topics(bootstrap, {topics["input"]: 2, topics["output"]: 2})
-    return topics
 
 
 def test_wordcount_describes_as_kafka_streams() -> None:

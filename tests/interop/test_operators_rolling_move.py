@@ -60,7 +60,7 @@ from tests.interop.operator_runs import (
     make_input,
     new_application,
     per_source_key,
-    produce,
+    produce_input,
     run,
     wait_processed,
 )
@@ -115,7 +115,7 @@ async def rolling_run(bootstrap: str, tmp: Path, first: Input, second: Input) ->
 
     async def during(step: int, move: Callable[[], Awaitable[None]]) -> None:
         """Produce the step's slice of the input while the move happens."""
-        producing = asyncio.create_task(produce(bootstrap, topics, parts[step], STEP_SECONDS))
+        producing = asyncio.create_task(produce_input(bootstrap, topics, parts[step], STEP_SECONDS))
         try:
             await move()
         finally:

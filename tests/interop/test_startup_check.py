@@ -20,9 +20,10 @@ import pytest
 
 from examples.wordcount import split_words
 from streamlet import Consumed, Grouped, Produced, Serdes, StreamsBuilder, Topology
-from tests.integration.kafka_helpers import AppProcess, produce
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import produce
 from tests.interop.kafka_streams_app import KafkaStreamsApp, java_available
-from tests.interop.test_offline_move import (
+from tests.interop.wordcount_move import (
     counts,
     java_settings,
     make_lines,

@@ -11,7 +11,7 @@ from typing import Any
 from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.topology import Topology
-from tests.integration.kafka_helpers import create_topics
+from tests.helpers.kafka import create_topics
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Streamlet's built-in metric names against Kafka Streams 4.4.0's (MetricsCheck in tests/java_streams4): the
+"""Streamlet's built-in metric names against Kafka Streams 4.4.0's (MetricsCheck in tests/java/streams4): the
 client, thread, task, processor-node, state-store and record-cache metrics at DEBUG level of a word count
 into a cached persistent store, as "group name tag-keys". Every difference must be listed below with its
 reason; a name Kafka Streams gains or streamlet loses fails the test.
@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.integration.kafka_helpers import produce, read_until
+from tests.helpers.kafka import produce, read_until
 from tests.metrics.small_app import small_app
 from tests.streams4_java import run_check
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.kafka import produce
 from tests.http.served_apps import free_ports, served_wordcount
-from tests.integration.kafka_helpers import produce
 from tests.metrics.promtool_check import promtool_complaints
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

@@ -17,7 +17,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, produce, read_until
+from tests.helpers.kafka import create_topics, produce, read_until
 from tests.metrics.small_app import restarted, small_app
 from tests.streams4_java import enforced_check_topology, run_check
 
@@ -101,7 +101,7 @@ async def test_enforced_processing_counts_the_records_processed_without_the_empt
         kafka_broker: Any, tmp_path: Path, idle_ms: int) -> None:
     """A stream-table join (one task reading both topics' partition 0) whose table topic stays empty: every
     stream record is processed only once the table partition, fetched to its end, had no data for
-    `max.task.idle.ms` (at once with 0); Kafka Streams 4.4.0 (EnforcedProcessingCheck in tests/java_streams4)
+    `max.task.idle.ms` (at once with 0); Kafka Streams 4.4.0 (EnforcedProcessingCheck in tests/java/streams4)
     records enforced processing before each of them, and streamlet counts as many."""
     bootstrap = kafka_broker.bootstrap_servers
     sfx = uuid.uuid4().hex[:8]

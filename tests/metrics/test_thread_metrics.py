@@ -14,7 +14,7 @@ import pytest
 
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.thread_state import ThreadState
-from tests.integration.kafka_helpers import produce, read_until
+from tests.helpers.kafka import produce, read_until
 from tests.metrics.small_app import small_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

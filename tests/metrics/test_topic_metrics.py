@@ -1,5 +1,5 @@
 """The values of `stream-topic-metrics` (KIP-846) against Kafka Streams 4.4.0's on the same broker and input
-(TopicMetricsCheck in tests/java_streams4): records and bytes consumed from the input topic by the source node
+(TopicMetricsCheck in tests/java/streams4): records and bytes consumed from the input topic by the source node
 and produced to the output topic by the sink node, with keys, a null key, a null value and headers, so every
 term of Kafka Streams' byte reckoning is exercised. Each side writes to its own output topic, of the same
 name length (the topic's name is part of a record's size)."""
@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaProducer
 
 from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, read_until
+from tests.helpers.kafka import create_topics, read_until
 from tests.streams4_java import run_check
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

@@ -14,8 +14,8 @@ import pytest
 
 from streamlet.http.client import ForwardingError, get, get_json
 from streamlet.http.workers_app import merge_expositions
+from tests.helpers.kafka import produce
 from tests.http.served_apps import free_ports, served_wordcount
-from tests.integration.kafka_helpers import produce
 from tests.metrics.promtool_check import promtool_complaints
 
 pytestmark = [pytest.mark.anyio]

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from streamlet.http.client import get_json
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics
 from tests.http.served_apps import free_ports
-from tests.integration.kafka_helpers import AppProcess, create_topics
 from tests.queries.helpers import BASE_TS, eventually_async, expected_counts, produce_counts
 from tests.queries.query_app import WINDOW_MS
 

@@ -20,8 +20,9 @@ import pytest
 from streamlet import KafkaStreams
 from streamlet.http import StreamsApp, serve
 from streamlet.http.client import get, get_json
+from tests.helpers.app_process import AppProcess
+from tests.helpers.kafka import create_topics
 from tests.http.served_apps import free_ports
-from tests.integration.kafka_helpers import AppProcess, create_topics
 from tests.queries.helpers import BASE_TS, eventually_async, expected_counts, produce_counts
 from tests.queries.query_app import WINDOW_MS, topology
 

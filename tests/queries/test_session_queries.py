@@ -24,7 +24,7 @@ from streamlet import (
     StreamsBuilder,
     Topology,
 )
-from tests.integration.kafka_helpers import create_topics
+from tests.helpers.kafka import create_topics
 from tests.queries.helpers import BASE_TS, eventually, expected_counts, produce_counts
 from tests.queries.query_app import WINDOW_MS
 

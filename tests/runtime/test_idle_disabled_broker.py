@@ -8,7 +8,7 @@ long backlog, written one record per batch and read one batch per fetch (`max.pa
 last rows the users the orders name; the orders, written later in one batch, arrive in the first fetch. With 0
 the task waits for the table's backlog and every order finds its user; with -1 it joins the orders while the
 table's rows are still on the broker, and none does. Kafka Streams 4.4.0 (EnforcedProcessingCheck in
-tests/java_streams4) is run over the same input and must give the same output.
+tests/java/streams4) is run over the same input and must give the same output.
 
 Found while adding the enforced-processing metric: streamlet treated -1 as 0.
 """
@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 from streamlet.runtime.kafka_streams import KafkaStreams
-from tests.integration.kafka_helpers import create_topics, produce, produce_in_order, read_until
+from tests.helpers.kafka import create_topics, produce, produce_in_order, read_until
 from tests.streams4_java import enforced_check_topology, run_check
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]

@@ -12,8 +12,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from tests.helpers.kafka import Rec
 from tests.spark.apps import INPUT_ENV, OUTPUT_ENV
-from tests.spark.harness import Rec
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS_PER_PARTITION = 12

@@ -19,75 +19,20 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 
-from benchmarks.kafka_bench import create_topics as _create_topics
-from streamlet.kafka.client_settings import stop_client
 from streamlet.partitioner import default_partition
 from streamlet.serdes import Serdes
 from streamlet.spark.streams import flow_order
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import Topology
+from tests.helpers.kafka import Rec
 
 B = Serdes.Bytes()
-Headers = tuple[tuple[str, bytes], ...]
-
-
-@dataclass(frozen=True)
-class Rec:
-    """One record of a topic partition, as produced or as read back."""
-
-    topic: str
-    partition: int
-    key: bytes
-    value: bytes | None
-    timestamp: int
-    headers: Headers = field(default=())
-
-
-async def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
-    """Topics that keep records of any age: the inputs carry fixed timestamps from 2023, which the broker's
-    default 7-day retention would delete at its next check (a first run of this test lost outputs so)."""
-    await _create_topics(bootstrap, partitions, {"retention.ms": "-1"})
-
-
-async def produce(bootstrap: str, records: Iterable[Rec]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True)
-    await producer.start()
-    try:
-        sent = [await producer.send(r.topic, r.value, key=r.key, partition=r.partition, timestamp_ms=r.timestamp,
-                                    headers=list(r.headers) or None) for r in records]
-        await asyncio.gather(*sent)
-    finally:
-        await producer.stop()
-
-
-async def read_all(bootstrap: str, topics: dict[str, int], timeout_s: float = 60.0,
-                   isolation_level: str = "read_uncommitted") -> dict[tuple[str, int], list[Rec]]:
-    """Everything in `topics` (name -> partitions) up to their current ends, by partition in offset order
-    (`read_committed`: only what committed transactions wrote, up to the last stable offsets)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
-                                isolation_level=isolation_level)
-    await consumer.start()
-    found: dict[tuple[str, int], list[Rec]] = defaultdict(list)
-    try:
-        partitions = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
-        consumer.assign(partitions)
-        ends = await consumer.end_offsets(partitions)
-        deadline = time.monotonic() + timeout_s
-        while [tp for tp in partitions if await consumer.position(tp) < ends[tp]]:
-            assert time.monotonic() < deadline, "reading the output back timed out"
-            for tp, records in (await consumer.getmany(timeout_ms=500)).items():
-                found[(tp.topic, tp.partition)].extend(
-                    Rec(r.topic, r.partition, r.key, r.value, r.timestamp, tuple(r.headers)) for r in records)
-    finally:
-        await stop_client(consumer)
-    return found
 
 
 def _merged(queues: dict[str, list[Rec]], order: list[str]) -> list[Rec]:

@@ -32,7 +32,8 @@ from streamlet.spark import SparkStreams
 from streamlet.spark.query import Bounds
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
-from tests.spark.harness import Rec, compare, create_topics, expected_outputs, produce, read_all, run_asyncio_runtime
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records, read_all
+from tests.spark.harness import compare, expected_outputs, run_asyncio_runtime
 from tests.spark.topologies import Topics, everything, wordcount
 
 pytestmark = pytest.mark.broker
@@ -71,9 +72,9 @@ def _run_both(spark: Any, build: Callable[[Topics], Topology], records_for: Call
     for engine, topics in (("spark", on_spark), ("asyncio", on_asyncio)):
         topology = build(topics)
         counts = {topics.events: PARTITIONS, topics.table: PARTITIONS, **dict.fromkeys(topics.outputs, PARTITIONS)}
-        asyncio.run(create_topics(bootstrap, counts))
+        asyncio.run(create_kept_topics(bootstrap, counts))
         mine = records_for(topics)
-        asyncio.run(produce(bootstrap, mine))
+        asyncio.run(produce_records(bootstrap, mine))
         config = {"application.id": topics.prefix, "bootstrap.servers": bootstrap, "statestore.cache.max.bytes": 0,
                   "state.dir": str(tmp_path / engine), "commit.interval.ms": 100,
                   "repartition.purge.interval.ms": 3_600_000,  # the check reads the repartition topics back

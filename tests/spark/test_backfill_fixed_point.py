@@ -40,8 +40,9 @@ from streamlet.spark.query import Bounds, start_query
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 from tests.fidelity.topology import apply
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records, read_all
 from tests.spark.apps import INPUT_ENV
-from tests.spark.harness import Rec, create_topics, produce, read_all, run_asyncio_runtime
+from tests.spark.harness import run_asyncio_runtime
 
 pytestmark = pytest.mark.broker
 
@@ -171,8 +172,8 @@ def test_backfill_writes_what_the_asyncio_runtime_writes(spark: Any, kafka_broke
         def topic(name: str, prefix: str = prefix) -> str:
             return prefix + name
 
-        asyncio.run(create_topics(bootstrap, {topic(name): PARTITIONS for name in [*_INPUTS, *_OUTPUTS]}))
-        asyncio.run(produce(bootstrap, _input(topic)))
+        asyncio.run(create_kept_topics(bootstrap, {topic(name): PARTITIONS for name in [*_INPUTS, *_OUTPUTS]}))
+        asyncio.run(produce_records(bootstrap, _input(topic)))
         config = _config(prefix.rstrip("-"), bootstrap, tmp_path)
         started = time.monotonic()
         if engine == "spark":
@@ -201,8 +202,8 @@ def test_a_loop_without_end_fails_the_backfill_saying_so(spark: Any, kafka_broke
     bootstrap = kafka_broker.bootstrap_servers
     prefix = f"bfix-{uuid.uuid4().hex[:8]}-endless"
     monkeypatch.setenv(INPUT_ENV, f"{prefix}-loop")
-    asyncio.run(create_topics(bootstrap, {f"{prefix}-loop": 1}))
-    asyncio.run(produce(bootstrap, [Rec(f"{prefix}-loop", 0, b"k", b"a", BASE_TS)]))
+    asyncio.run(create_kept_topics(bootstrap, {f"{prefix}-loop": 1}))
+    asyncio.run(produce_records(bootstrap, [Rec(f"{prefix}-loop", 0, b"k", b"a", BASE_TS)]))
     code = main(["spark", "backfill", "tests.spark.apps:endless_loop", "--checkpoint", str(tmp_path / "checkpoint"),
                  "--set", f"bootstrap.servers={bootstrap}", "--set", f"application.id={prefix}",
                  "--set", "spark.backfill.max.rounds=3", "--set", f"state.dir={tmp_path}"])
@@ -219,8 +220,9 @@ def test_a_query_stopped_before_the_end_of_its_input_fails_the_backfill(spark: A
     prefix = f"bfix-{uuid.uuid4().hex[:8]}-stopped"
     builder = StreamsBuilder()
     builder.stream(f"{prefix}-in", Consumed(S, S)).map_values(str.upper).to(f"{prefix}-out", Produced(S, S))
-    asyncio.run(create_topics(bootstrap, {f"{prefix}-in": 1, f"{prefix}-out": 1}))
-    asyncio.run(produce(bootstrap, [Rec(f"{prefix}-in", 0, b"k", f"v{i}".encode(), BASE_TS + i) for i in range(5)]))
+    asyncio.run(create_kept_topics(bootstrap, {f"{prefix}-in": 1, f"{prefix}-out": 1}))
+    asyncio.run(produce_records(bootstrap,
+                                [Rec(f"{prefix}-in", 0, b"k", f"v{i}".encode(), BASE_TS + i) for i in range(5)]))
     streams = SparkStreams(builder.build(), _config(prefix, bootstrap, tmp_path), spark=spark)
     [plan] = streams._plan()
     checkpoint = tmp_path / "stopped-checkpoint"

@@ -11,7 +11,7 @@ import pytest
 from streamlet.errors import ConfigError
 from streamlet.spark.bounds import backfill_bounds, offsets_at
 from streamlet.testing.local_broker import LocalKafkaBroker
-from tests.spark.harness import Rec, create_topics, produce
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
@@ -20,8 +20,8 @@ async def _topic_with_times(bootstrap: str, times: list[int]) -> str:
     """A fresh two-partition topic (kept forever: its timestamps are old) with one record per time,
     alternately in partitions 0 and 1."""
     topic = f"backfill-times-{uuid.uuid4().hex[:8]}"
-    await create_topics(bootstrap, {topic: 2})
-    await produce(bootstrap, [Rec(topic, i % 2, b"k", b"v", ts) for i, ts in enumerate(times)])
+    await create_kept_topics(bootstrap, {topic: 2})
+    await produce_records(bootstrap, [Rec(topic, i % 2, b"k", b"v", ts) for i, ts in enumerate(times)])
     return topic
 
 

@@ -29,7 +29,7 @@ from streamlet.spark.plan import SubTopologyPlan
 from streamlet.spark.query import Bounds
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
-from tests.spark.harness import Rec, create_topics, produce, read_all
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records, read_all
 
 S, L = Serdes.String(), Serdes.Long()
 APP = "offsets-app"
@@ -111,10 +111,10 @@ def test_backfill_from_offsets_over_three_subtopologies(spark: Any, kafka_broker
     bootstrap = kafka_broker.bootstrap_servers
     run = uuid.uuid4().hex[:8]
     a, b, out_a, out_b = (f"offsets-{run}-{n}" for n in ("a", "b", "out-a", "out-b"))
-    asyncio.run(create_topics(bootstrap, dict.fromkeys((a, b, out_a, out_b), 2)))
+    asyncio.run(create_kept_topics(bootstrap, dict.fromkeys((a, b, out_a, out_b), 2)))
     records = [Rec(a, i % 2, f"k{i}".encode(), f"v{i % 3}".encode(), 1_700_000_000_000 + i) for i in range(30)]
     records += [Rec(b, i % 2, f"k{i % 4}".encode(), b"x", 1_700_000_000_000 + i) for i in range(20)]
-    asyncio.run(produce(bootstrap, records))
+    asyncio.run(produce_records(bootstrap, records))
     start = {a: {"0": 4, "1": -2}, b: {"0": -2, "1": 6}}
     offset_of: dict[Rec, int] = {}
     for r in records:  # produced in order: a record's offset is how many went to its partition before it

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from streamlet.testing.local_broker import LocalKafkaBroker
+from tests.helpers.kafka import create_kept_topics
 from tests.spark.cli_runs import spark_cli
-from tests.spark.harness import create_topics
 
 pytestmark = pytest.mark.broker
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.broker
 def test_ctrl_c_stops_spark_run_cleanly(kafka_broker: LocalKafkaBroker, tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:8]
     source, sink = f"ctrl-c-in-{run}", f"ctrl-c-out-{run}"
-    asyncio.run(create_topics(kafka_broker.bootstrap_servers, {source: 1, sink: 1}))
+    asyncio.run(create_kept_topics(kafka_broker.bootstrap_servers, {source: 1, sink: 1}))
     log = tmp_path / "spark.log"
     app = spark_cli("run", kafka_broker.bootstrap_servers, f"ctrl-c-{run}", tmp_path / "checkpoint", sink, source,
                     log, master="local[1]")

@@ -23,10 +23,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streamlet.testing.local_broker import LocalKafkaBroker
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records, read_all
 from tests.spark.cli_runs import kill_group, word_lines
 from tests.spark.cli_runs import spark_cli as _spark_cli
 from tests.spark.cli_runs import word_counts as _truth
-from tests.spark.harness import Rec, create_topics, produce, read_all
 
 pytestmark = pytest.mark.broker
 
@@ -67,18 +67,18 @@ def test_kill_9_restart_then_backfill_writes_the_same(kafka_broker: LocalKafkaBr
     bootstrap = kafka_broker.bootstrap_servers
     prefix = f"restart-{uuid.uuid4().hex[:8]}"
     source, continuous, backfilled = f"{prefix}-lines", f"{prefix}-counts", f"{prefix}-backfill-counts"
-    asyncio.run(create_topics(bootstrap, {source: 2, continuous: 2, backfilled: 2}))
+    asyncio.run(create_kept_topics(bootstrap, {source: 2, continuous: 2, backfilled: 2}))
     lines = word_lines(source, int(time.time() * 1000) - 60_000, LINES)
     truth = _truth(lines)
     total = sum(truth.values())
     log = tmp_path / "spark-run.log"
 
-    asyncio.run(produce(bootstrap, lines[: LINES // 2]))
+    asyncio.run(produce_records(bootstrap, lines[: LINES // 2]))
     app = _spark_cli("run", bootstrap, prefix, tmp_path / "checkpoint", continuous, source, log)
     try:
         _wait_for(bootstrap, continuous, total // 4, app, log, 120)
         written_before = asyncio.run(_written(bootstrap, continuous))
-        asyncio.run(produce(bootstrap, lines[LINES // 2:]))
+        asyncio.run(produce_records(bootstrap, lines[LINES // 2:]))
         # Kill as soon as the second half's updates start to appear: most likely inside the micro-batch
         # that writes them, before Spark commits it.
         deadline = time.monotonic() + 60

@@ -24,7 +24,8 @@ from streamlet.partitioner import default_partition
 from streamlet.spark import SparkStreams
 from streamlet.spark.query import Bounds
 from streamlet.testing.local_broker import LocalKafkaBroker
-from tests.spark.harness import Rec, compare, create_topics, expected_outputs, produce, read_all
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records, read_all
+from tests.spark.harness import compare, expected_outputs
 from tests.spark.topologies import Topics, everything
 
 pytestmark = pytest.mark.broker
@@ -70,7 +71,7 @@ def test_spark_writes_what_the_driver_writes(spark: Any, kafka_broker: LocalKafk
     topology = everything(topics)
     bootstrap = kafka_broker.bootstrap_servers
     counts = {topics.events: PARTITIONS, topics.table: PARTITIONS, **dict.fromkeys(topics.outputs, PARTITIONS)}
-    asyncio.run(create_topics(bootstrap, counts))
+    asyncio.run(create_kept_topics(bootstrap, counts))
     records = _records(topics.table, rows) + _records(topics.events, events)
     cut %= len(records) + 1
     batches = [records[:cut], records[cut:]]
@@ -80,7 +81,7 @@ def test_spark_writes_what_the_driver_writes(spark: Any, kafka_broker: LocalKafk
               "spark.task.partitions": 1,
               "spark.checkpoint.location": str(tmp_path / uuid.uuid4().hex)}
     for batch in batches:
-        asyncio.run(produce(bootstrap, batch))
+        asyncio.run(produce_records(bootstrap, batch))
         SparkStreams(topology, config, spark=spark).backfill(Bounds(bounded=True))
 
     repartition = [f"{topics.prefix}-{name}" for name, spec in topology.internal_topics.items()

@@ -33,12 +33,11 @@ from streamlet.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuil
 from streamlet.record import KeyValue
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.serdes import Serdes
-from streamlet.spark import SparkStreams
-from streamlet.spark.query import Bounds
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 from streamlet.windowed import Windowed
-from tests.spark.harness import Rec, create_topics, produce, read_all
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records, read_all
+from tests.spark.engine_moves import handoff_config, on_spark
 
 pytestmark = pytest.mark.broker
 
@@ -74,12 +73,6 @@ def _lines(topic: str, first: int, count: int, base_ms: int) -> list[Rec]:
     return out
 
 
-def _config(app: str, bootstrap: str, tmp_path: Path) -> dict[str, Any]:
-    return {"application.id": app, "bootstrap.servers": bootstrap, "processing.guarantee": "exactly_once_v2",
-            "statestore.cache.max.bytes": 0, "commit.interval.ms": 100, "state.dir": str(tmp_path / app),
-            "spark.checkpoint.location": str(tmp_path / f"{app}-checkpoint")}
-
-
 Found = dict[str, list[tuple[int, bytes, bytes | None, int]]]
 
 
@@ -103,10 +96,6 @@ async def _asyncio_until(topology: Topology, config: dict[str, Any], outputs: li
                 return
             assert time.monotonic() < deadline, f"{config['application.id']}: the asyncio runtime did not finish"
             await asyncio.sleep(0.5)
-
-
-def _on_spark(spark: Any, topology: Topology, config: dict[str, Any]) -> None:
-    SparkStreams(topology, config, spark=spark).backfill(Bounds(bounded=True))
 
 
 def _drop_last_spark_commits(checkpoint: Path) -> int:
@@ -148,9 +137,9 @@ def test_state_moves_between_spark_and_asyncio_both_ways(spark: Any, kafka_broke
     apps = {"reference": f"handoff-{run}-ref", "spark-first": f"handoff-{run}-sa", "asyncio-first": f"handoff-{run}-as"}
     outputs = {name: [f"{app}-words", f"{app}-windows"] for name, app in apps.items()}
     topics = {source: PARTITIONS, **{t: PARTITIONS for ts in outputs.values() for t in ts}}
-    asyncio.run(create_topics(bootstrap, topics))
+    asyncio.run(create_kept_topics(bootstrap, topics))
     topologies = {name: _topology(source, app) for name, app in apps.items()}
-    configs = {name: _config(app, bootstrap, tmp_path) for name, app in apps.items()}
+    configs = {name: handoff_config(app, bootstrap, tmp_path) for name, app in apps.items()}
 
     # Recent timestamps: the windowed store's changelog deletes records older than its retention (one day
     # beyond the windows'), which old timestamps would make the broker do before the handoff reads them.
@@ -160,22 +149,22 @@ def test_state_moves_between_spark_and_asyncio_both_ways(spark: Any, kafka_broke
     updates_all = updates_first + _words(second) + len(second)
 
     early, late = first[: len(first) // 2], first[len(first) // 2:]
-    asyncio.run(produce(bootstrap, early))
-    _on_spark(spark, topologies["spark-first"], configs["spark-first"])
+    asyncio.run(produce_records(bootstrap, early))
+    on_spark(spark, topologies["spark-first"], configs["spark-first"])
     assert _drop_last_spark_commits(Path(configs["spark-first"]["spark.checkpoint.location"])) == 2
-    asyncio.run(produce(bootstrap, late))
+    asyncio.run(produce_records(bootstrap, late))
     # Replays the last batches (their input is committed in Kafka: nothing may be written again, and the
     # Spark state must catch up from the changelogs), then counts the late lines on top of that state.
-    _on_spark(spark, topologies["spark-first"], configs["spark-first"])
+    on_spark(spark, topologies["spark-first"], configs["spark-first"])
     replayed = asyncio.run(_read_committed(bootstrap, outputs["spark-first"]))
     assert sum(len(v) for v in replayed.values()) == updates_first, "a replayed Spark batch wrote its output again"
     asyncio.run(_asyncio_until(topologies["asyncio-first"], configs["asyncio-first"], outputs["asyncio-first"],
                                updates_first))
 
-    asyncio.run(produce(bootstrap, second))
+    asyncio.run(produce_records(bootstrap, second))
     asyncio.run(_asyncio_until(topologies["spark-first"], configs["spark-first"], outputs["spark-first"],
                                updates_all))
-    _on_spark(spark, topologies["asyncio-first"], configs["asyncio-first"])
+    on_spark(spark, topologies["asyncio-first"], configs["asyncio-first"])
     asyncio.run(_asyncio_until(topologies["reference"], configs["reference"], outputs["reference"], updates_all))
 
     reference = apps["reference"]

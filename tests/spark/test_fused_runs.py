@@ -18,7 +18,7 @@ from streamlet.kafka.client_settings import stop_client
 from streamlet.spark import SparkStreams
 from streamlet.spark.query import Bounds
 from streamlet.testing.local_broker import LocalKafkaBroker
-from tests.spark.harness import Rec, create_topics, produce, read_all
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records, read_all
 from tests.spark.topologies import Topics, wordcount
 
 pytestmark = pytest.mark.broker
@@ -29,7 +29,7 @@ BASE_TS = 1_700_000_000_000
 
 def _setup(bootstrap: str, tmp_path: Path, **extra: Any) -> tuple[Topics, dict[str, Any]]:
     topics = Topics(f"fused-{uuid.uuid4().hex[:8]}")
-    asyncio.run(create_topics(bootstrap, {topics.events: PARTITIONS, topics.out("count"): PARTITIONS}))
+    asyncio.run(create_kept_topics(bootstrap, {topics.events: PARTITIONS, topics.out("count"): PARTITIONS}))
     config = {"application.id": topics.prefix, "bootstrap.servers": bootstrap, "statestore.cache.max.bytes": 0,
               "spark.checkpoint.location": str(tmp_path / "checkpoint"), **extra}
     return topics, config
@@ -42,7 +42,7 @@ def _lines(topics: Topics, first: int, count: int) -> list[Rec]:
 
 def _run(topics: Topics, config: dict[str, Any], spark: Any, lines: list[Rec]) -> list[str]:
     """Produce `lines`, run a bounded backfill; returns the ids of the queries that ran."""
-    asyncio.run(produce(config["bootstrap.servers"], lines))
+    asyncio.run(produce_records(config["bootstrap.servers"], lines))
     streams = SparkStreams(wordcount(topics), config, spark=spark)
     streams.backfill(Bounds(bounded=True))
     return [plan.query_id for plan in streams.plans]

@@ -17,9 +17,16 @@ import pytest
 
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
+from tests.helpers.kafka import Rec, produce_records
 from tests.integration.emit_final_apps import graced_final_counts
-from tests.spark.harness import Rec, produce
-from tests.spark.test_emit_final_handoff import SECOND, _committed_metadata, _expected, _output, new_move, topology_on
+from tests.spark.engine_moves import (
+    SECOND,
+    committed_metadata,
+    committed_output,
+    expected_finals,
+    new_move,
+    topology_on,
+)
 
 pytestmark = pytest.mark.broker
 
@@ -51,18 +58,18 @@ def test_out_of_order_windows_close_on_the_stream_time_carried_across_the_move(
               Rec(source, 0, b"k2", b"late-ok-2", base_ms + 58 * SECOND),
               Rec(source, 0, b"k3", b"too-late", base_ms + 47 * SECOND),
               *_out_of_order(source, list(range(60, 90)), base_ms)]
-    expected = _expected(_topology(source, out), source, out, phase1 + phase2)
+    expected = expected_finals(_topology(source, out), source, out, phase1 + phase2)
     assert len(expected) == len(set(expected))
     stream_time = max(r.timestamp for r in phase1)
     closed_before = sum(1 for key, _ in expected if int(key.rsplit("@", 1)[1].split("-")[0]) + 15_000 <= stream_time)
 
-    asyncio.run(produce(bootstrap, phase1))
+    asyncio.run(produce_records(bootstrap, phase1))
     move.run_on(first, spark, topology, closed_before)
-    meta = asyncio.run(_committed_metadata(bootstrap, app, source))
+    meta = asyncio.run(committed_metadata(bootstrap, app, source))
     assert meta.partition_time == stream_time
     assert "graced-counts" in meta.processor_metadata  # the store's last emit, as Kafka Streams keeps it
 
-    asyncio.run(produce(bootstrap, phase2))
+    asyncio.run(produce_records(bootstrap, phase2))
     move.run_on("spark" if first == "asyncio" else "asyncio", spark, topology, len(expected))
     time.sleep(2)  # a final result sent twice would show up now
-    assert asyncio.run(_output(bootstrap, out)) == expected
+    assert asyncio.run(committed_output(bootstrap, out)) == expected

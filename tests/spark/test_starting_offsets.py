@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streamlet.kafka.client_settings import stop_client
 from streamlet.spark.starting_offsets import committed_starting_offsets, is_fresh
 from streamlet.testing.local_broker import LocalKafkaBroker
-from tests.spark.harness import Rec, create_topics, produce
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records
 
 pytestmark = pytest.mark.broker
 
@@ -34,8 +34,8 @@ def test_fresh_queries_start_at_the_committed_offsets(kafka_broker: LocalKafkaBr
     bootstrap = kafka_broker.bootstrap_servers
     run = uuid.uuid4().hex[:8]
     app, source, repartition = f"start-{run}", f"start-{run}-in", f"start-{run}-app-repartition"
-    asyncio.run(create_topics(bootstrap, {source: 3, repartition: 2}))
-    asyncio.run(produce(bootstrap, [Rec(source, p, b"k", b"v", 1) for p in range(3) for _ in range(5)]
+    asyncio.run(create_kept_topics(bootstrap, {source: 3, repartition: 2}))
+    asyncio.run(produce_records(bootstrap, [Rec(source, p, b"k", b"v", 1) for p in range(3) for _ in range(5)]
                         + [Rec(repartition, 0, b"k", b"v", 1) for _ in range(4)]))
     settings = {"bootstrap.servers": bootstrap, "application.id": app}
     partitions = {source: 3, repartition: 2}

@@ -14,7 +14,7 @@ import pytest
 
 from streamlet.spark import SparkStreams
 from streamlet.testing.local_broker import LocalKafkaBroker
-from tests.spark.harness import Rec, create_topics, produce, read_all
+from tests.helpers.kafka import Rec, create_kept_topics, produce_records, read_all
 from tests.spark.topologies import Topics, wall_clock
 
 pytestmark = pytest.mark.broker
@@ -25,9 +25,10 @@ def test_wall_clock_punctuation_fires_between_inputs(spark: Any, kafka_broker: L
     topics = Topics(f"wall-{uuid.uuid4().hex[:8]}")
     bootstrap = kafka_broker.bootstrap_servers
     out = topics.out("ticks")
-    asyncio.run(create_topics(bootstrap, {topics.events: 1, out: 1}))
+    asyncio.run(create_kept_topics(bootstrap, {topics.events: 1, out: 1}))
     now = int(time.time() * 1000)
-    asyncio.run(produce(bootstrap, [Rec(topics.events, 0, b"k", b"v", now), Rec(topics.events, 0, b"k", b"w", now)]))
+    asyncio.run(produce_records(bootstrap,
+                                [Rec(topics.events, 0, b"k", b"v", now), Rec(topics.events, 0, b"k", b"w", now)]))
     streams = SparkStreams(wall_clock(topics), {"application.id": topics.prefix, "bootstrap.servers": bootstrap,
                                                 "spark.checkpoint.location": str(tmp_path / "checkpoint")},
                            spark=spark)

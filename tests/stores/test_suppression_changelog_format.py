@@ -1,7 +1,7 @@
 """The suppression buffer's changelog is Kafka Streams' own (its v3 buffer format), so a suppressed table's
 buffer moves between a Java application and streamlet like every other store.
 
-Kafka Streams 4.4.0's TopologyTestDriver (tests/java_streams4 `SuppressChangelogCheck`) and streamlet's run
+Kafka Streams 4.4.0's TopologyTestDriver (tests/java/streams4 `SuppressChangelogCheck`) and streamlet's run
 the same cases: a windowed count suppressed until its windows close, and a table suppressed for a time limit,
 over drawn records (with and without headers, tombstones for the table). Every record the buffer's changelog
 received must be byte for byte Kafka Streams' (key, value, headers), in the same order, and so must the

@@ -1,6 +1,6 @@
 """streamlet's commit metadata against Kafka Streams 4.4.0's own `TopicPartitionMetadata`, both ways.
 
-tests/java_commit_metadata (built here with Maven when its sources are newer than its jar) decodes the
+tests/java/commit_metadata (built here with Maven when its sources are newer than its jar) decodes the
 strings streamlet encodes with Kafka Streams' `TopicPartitionMetadata.decode`, and encodes maps with
 Kafka Streams' `ProcessorMetadata` and `TopicPartitionMetadata.encode` for streamlet to decode. Strings
 that are not valid metadata are decoded by both and must come out alike.
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from streamlet.kafka.commit_metadata import STREAMLET_KEY_PREFIX, TopicPartitionMetadata
 
-JAVA_DIR = Path(__file__).parents[1] / "java_commit_metadata"
+JAVA_DIR = Path(__file__).parents[1] / "java" / "commit_metadata"
 _JAR = JAVA_DIR / "target" / "streamlet-commit-metadata-check-0.1.0.jar"
 _CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
 

@@ -1,4 +1,4 @@
-"""The partitioner against vectors produced by the real Java client (tests/java_vectors, kafka-clients 3.9.1)."""
+"""The partitioner against vectors produced by the real Java client (tests/java/vectors, kafka-clients 3.9.1)."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ public final class Murmur2Vectors {
 
         HexFormat hex = HexFormat.of();
         StringBuilder out = new StringBuilder();
-        out.append("{\n  \"generator\": \"tests/java_vectors (org.apache.kafka:kafka-clients:3.9.1)\",\n");
+        out.append("{\n  \"generator\": \"tests/java/vectors (org.apache.kafka:kafka-clients:3.9.1)\",\n");
         out.append("  \"partition_counts\": [");
         for (int i = 0; i < PARTITION_COUNTS.length; i++) {
             out.append(i == 0 ? "" : ", ").append(PARTITION_COUNTS[i]);

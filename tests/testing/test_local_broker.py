@@ -17,6 +17,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from streamlet.errors import BrokerUnavailableError
 from streamlet.testing import local_broker
 from streamlet.testing.local_broker import LocalKafkaBroker, ensure_kafka_jars
+from tests.helpers.kafka import read_settled
 
 pytestmark = pytest.mark.broker
 
@@ -34,27 +35,6 @@ async def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
         await admin.close()
 
 
-async def read_all(bootstrap: str, topic: str, expected: int, isolation_level: str = "read_uncommitted",
-                   idle_polls: int = 4) -> list[tuple[bytes | None, bytes | None]]:
-    """Read from the beginning until `expected` records arrived and a few more polls bring nothing."""
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                enable_auto_commit=False, group_id=None, isolation_level=isolation_level)
-    await consumer.start()
-    records: list[tuple[bytes | None, bytes | None]] = []
-    quiet = 0
-    try:
-        for _ in range(120):
-            batch = await consumer.getmany(timeout_ms=250)
-            got = [(r.key, r.value) for recs in batch.values() for r in recs]
-            records.extend(got)
-            quiet = quiet + 1 if not got else 0
-            if len(records) >= expected and quiet >= idle_polls:
-                break
-    finally:
-        await consumer.stop()
-    return records
-
-
 @pytest.mark.anyio
 async def test_produce_and_consume_a_record(kafka_broker: LocalKafkaBroker) -> None:
     bootstrap = kafka_broker.bootstrap_servers
@@ -67,7 +47,7 @@ async def test_produce_and_consume_a_record(kafka_broker: LocalKafkaBroker) -> N
         await producer.send_and_wait(topic, key=b"k", value=b"hello kafka")
     finally:
         await producer.stop()
-    assert await read_all(bootstrap, topic, expected=1) == [(b"k", b"hello kafka")]
+    assert await read_settled(bootstrap, topic, expected=1) == [(b"k", b"hello kafka")]
 
 
 @pytest.mark.anyio
@@ -87,10 +67,10 @@ async def test_transactions_commit_and_abort(kafka_broker: LocalKafkaBroker) -> 
             await producer.send(topic, value=b"after-abort")
     finally:
         await producer.stop()
-    committed = await read_all(bootstrap, topic, expected=2, isolation_level="read_committed")
+    committed = await read_settled(bootstrap, topic, expected=2, isolation_level="read_committed")
     assert [value for _, value in committed] == [b"committed", b"after-abort"]
     # The aborted record is in the log all the same: read_uncommitted sees it.
-    everything = await read_all(bootstrap, topic, expected=3)
+    everything = await read_settled(bootstrap, topic, expected=3)
     assert [value for _, value in everything] == [b"committed", b"aborted", b"after-abort"]
 
 
@@ -114,7 +94,7 @@ async def test_restart_keeps_port_and_data(tmp_path: Path) -> None:
         assert broker.is_running()
         assert broker.pid != first_pid
         assert broker.bootstrap_servers == bootstrap
-        assert await read_all(bootstrap, topic, expected=1) == [(None, b"before restart")]
+        assert await read_settled(bootstrap, topic, expected=1) == [(None, b"before restart")]
     assert not broker.is_running()
     assert (data_dir / "kafka-logs" / "meta.properties").is_file(), "a given data dir is kept"
 

@@ -52,7 +52,7 @@ async def _partition_counts(bootstrap: str, topics: set[str]) -> dict[str, int]:
 def test_topics_create_without_an_application_id(new_cluster: LocalKafkaBroker,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     bootstrap = new_cluster.bootstrap_servers
-    code = main(["topics", "create", "tests.test_cli_new_cluster:upper_topology",
+    code = main(["topics", "create", "tests.cli.test_cli_new_cluster:upper_topology",
                  "--set", f"bootstrap.servers={bootstrap}", "--partitions", "2"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -64,7 +64,7 @@ def test_topics_create_without_an_application_id(new_cluster: LocalKafkaBroker,
 def test_reset_dry_run_on_a_cluster_that_never_saw_a_group(new_cluster: LocalKafkaBroker,
                                                            capsys: pytest.CaptureFixture[str],
                                                            tmp_path: Path) -> None:
-    code = main(["reset", "tests.test_cli_new_cluster:upper_topology", "--set",
+    code = main(["reset", "tests.cli.test_cli_new_cluster:upper_topology", "--set",
                  f"bootstrap.servers={new_cluster.bootstrap_servers}", "--set", f"application.id=upper-{_SUFFIX}",
                  "--set", f"state.dir={tmp_path}", "--dry-run"])
     captured = capsys.readouterr()

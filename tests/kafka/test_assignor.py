@@ -368,7 +368,7 @@ def _whole_tasks(partitions: set[tuple[str, int]], topics: list[str]) -> set[Tas
 @pytest.mark.anyio
 @pytest.mark.broker
 async def test_two_real_members_get_whole_tasks_balanced_and_sticky(kafka_broker: Any) -> None:
-    from tests.integration.kafka_helpers import create_topics
+    from tests.helpers.kafka import create_topics
 
     suffix = uuid.uuid4().hex[:8]
     topics = [f"assignor-left-{suffix}", f"assignor-right-{suffix}"]

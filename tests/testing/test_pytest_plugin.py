@@ -38,7 +38,7 @@ def test_a_users_test_gets_the_fixtures_without_a_conftest(tmp_path: Path) -> No
 # -- async tests ---------------------------------------------------------------------------------------
 
 pytest_plugins = ["pytester"]
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

@@ -31,7 +31,7 @@ from streamlet.testing import local_broker
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # -- a tiny Processor-API application, loaded by the CLI from this module --------------------------
@@ -110,10 +110,10 @@ def test_set_pairs_split_at_the_first_equals_sign() -> None:
 # -- loading applications -------------------------------------------------------------------------
 
 def test_load_target_accepts_a_topology_or_a_tuple_with_config() -> None:
-    topology, config = load_target("tests.test_cli:uppercase_topology")
+    topology, config = load_target("tests.cli.test_cli:uppercase_topology")
     assert isinstance(topology, Topology) and set(topology.nodes) == {"Source", "Upper", "Sink"}
     assert config == {}
-    topology, config = load_target("tests.test_cli:uppercase_app")
+    topology, config = load_target("tests.cli.test_cli:uppercase_app")
     assert isinstance(topology, Topology)
     assert config == {"application.id": "from-the-app", "commit.interval.ms": "50"}
 
@@ -122,9 +122,9 @@ def test_load_target_reports_user_mistakes_in_one_line(capsys: pytest.CaptureFix
     with pytest.raises(UsageError, match="no such module"):
         load_target("tests.no_such_module:topology")
     with pytest.raises(UsageError, match="no attribute 'missing'"):
-        load_target("tests.test_cli:missing")
+        load_target("tests.cli.test_cli:missing")
     with pytest.raises(UsageError, match="not a Topology"):
-        load_target("tests.test_cli:NOT_A_TOPOLOGY")
+        load_target("tests.cli.test_cli:NOT_A_TOPOLOGY")
     assert main(["describe", "tests.no_such_module:topology"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("streamlet: error: ") and err.count("\n") == 1 and "Traceback" not in err
@@ -133,7 +133,7 @@ def test_load_target_reports_user_mistakes_in_one_line(capsys: pytest.CaptureFix
 @pytest.mark.skipif(importlib.util.find_spec("streamlet.topology_description") is None,
                     reason="streamlet.topology_description (Topology.describe) is not written yet")
 def test_describe_prints_kafka_streams_format(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["describe", "tests.test_cli:uppercase_topology"]) == 0
+    assert main(["describe", "tests.cli.test_cli:uppercase_topology"]) == 0
     out = capsys.readouterr().out
     assert out == f"{uppercase_topology().describe()}\n"
     lines = [line.strip() for line in out.splitlines()]
@@ -196,7 +196,7 @@ async def test_run_processes_records_and_exits_zero_on_sigterm(kafka_broker: Loc
     config_file = tmp_path / "app.properties"
     config_file.write_text(f"bootstrap.servers={bootstrap}\napplication.id=from-the-file\n")
     app_id = f"cli-run-{suffix}"
-    command = [sys.executable, "-m", "streamlet", "run", "tests.test_cli:uppercase_app",
+    command = [sys.executable, "-m", "streamlet", "run", "tests.cli.test_cli:uppercase_app",
                "--config", str(config_file), "--set", f"application.id={app_id}",
                "--set", f"state.dir={tmp_path / 'state'}"]
     with open(log_path, "wb") as log_file:
@@ -226,7 +226,7 @@ def test_run_against_an_unreachable_broker_fails_in_one_line(tmp_path: Path) -> 
     closed_port = local_broker.free_ports(1)[0]  # nothing listens there
     env = dict(os.environ, PYTHONPATH=str(REPO))
     result = subprocess.run(
-        [sys.executable, "-m", "streamlet", "run", "tests.test_cli:uppercase_topology",
+        [sys.executable, "-m", "streamlet", "run", "tests.cli.test_cli:uppercase_topology",
          "--set", "application.id=unreachable", "--set", f"bootstrap.servers=127.0.0.1:{closed_port}",
          "--set", f"state.dir={tmp_path}"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
