@@ -43,6 +43,10 @@ BOTTOM_MODULES = (
     "streamlet.partitioner",
     "streamlet.topology",
     "streamlet.topology_description",
+    "streamlet.topology_specs",
+    "streamlet.durations",
+    "streamlet.redaction",
+    "streamlet.dsl_store_settings",
 )
 # The layers above it, which no bottom module may import.
 UPPER_PACKAGES = (
