@@ -20,6 +20,7 @@ parent package is harmless), only imports that are written down count.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -60,6 +61,17 @@ UPPER_PACKAGES = (
     "streamlet.http",
 )
 
+# Cycles inside one package that are known and accepted, each as the failure message's first line. The DSL's
+# fluent classes return each other as Kafka Streams' interfaces do (`KStream.to_table()` is a `KTable`,
+# `KTable.to_stream()` a `KStream`, a grouped table's aggregation a `KTable`): one module of each pair
+# imports the other inside the method that builds it. The entry must match the cycle exactly, so that it
+# is updated when the cycle grows or shrinks.
+KNOWN_CYCLES_INSIDE_PACKAGES: tuple[str, ...] = (
+    "streamlet.dsl: cycle among 9 nodes: streamlet.dsl.cogrouped_stream, streamlet.dsl.foreign_key_join, "
+    "streamlet.dsl.grouped_stream, streamlet.dsl.grouped_table, streamlet.dsl.kstream, streamlet.dsl.ktable, "
+    "streamlet.dsl.session_windowed_stream, streamlet.dsl.sliding_windowed_stream, streamlet.dsl.windowed_stream",
+)
+
 
 @dataclass(frozen=True)
 class Edge:
@@ -69,9 +81,11 @@ class Edge:
     target: str
     path: Path
     line: int
+    how: str = ""
+    """"" at the module's top; "in a function" or "TYPE_CHECKING" otherwise (said in the failure message)."""
 
     def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        return f"{self.path.relative_to(ROOT)}:{self.line}" + (f" [{self.how}]" if self.how else "")
 
 
 def module_name(path: Path) -> str:
@@ -81,6 +95,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+@functools.cache
 def all_modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
@@ -117,15 +132,31 @@ def targets(node: ast.Import | ast.ImportFrom, importer: str, modules: dict[str,
             yield name
 
 
+def import_statements(tree: ast.AST, how: str = "") -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement in `tree`, with where it sits: "", "in a function" or "TYPE_CHECKING"."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, how
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            yield from import_statements(node, how or "in a function")
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                yield from import_statements(ast.Module(body=[child], type_ignores=[]), how or "TYPE_CHECKING")
+            for child in node.orelse:
+                yield from import_statements(ast.Module(body=[child], type_ignores=[]), how)
+        else:
+            yield from import_statements(node, how)
+
+
+@functools.cache
 def import_edges() -> list[Edge]:
     modules = all_modules()
     edges = []
     for importer, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                edges.extend(Edge(importer, target, path, node.lineno)
-                             for target in targets(node, importer, modules) if target != importer)
+        for node, how in import_statements(tree):
+            edges.extend(Edge(importer, target, path, node.lineno, how)
+                         for target in targets(node, importer, modules) if target != importer)
     return edges
 
 
@@ -226,15 +257,32 @@ def test_no_cycle_between_packages() -> None:
 
 
 def test_no_cycle_among_modules_inside_a_package() -> None:
+    """Inside one package, imports that run (at the top or in a function) form no cycle either, except the
+    DSL's fluent classes (`KNOWN_CYCLES_INSIDE_PACKAGES`). Here `if TYPE_CHECKING:` imports do not count:
+    classes of one package may name each other in annotations (a task and the nodes it owns do), and
+    naming them by a protocol instead would cost the compiled hot path its native attribute access."""
     modules = all_modules()
-    edges = import_edges()
+    edges = [edge for edge in import_edges() if edge.how != "TYPE_CHECKING"]
     reports = []
     for package in sorted(name for name in modules if "." in name and is_package(name, modules)
                           and package_node(name) == name):
         inside = [edge for edge in edges if package_node(edge.source) == package == package_node(edge.target)]
         node_of = {name: name for name in modules if package_node(name) == package}
-        reports.extend(describe_cycles(inside, node_of, package))
+        reports.extend(report for report in describe_cycles(inside, node_of, package)
+                       if report.split("\n", 1)[0] not in KNOWN_CYCLES_INSIDE_PACKAGES)
     assert not reports, "import cycles between modules of one package:\n" + "\n".join(reports)
+
+
+def test_known_cycles_are_still_there() -> None:
+    """An entry of `KNOWN_CYCLES_INSIDE_PACKAGES` that no longer matches a cycle (it shrank or went) must go."""
+    modules = all_modules()
+    edges = [edge for edge in import_edges() if edge.how != "TYPE_CHECKING"]
+    found = set()
+    for package in {entry.split(":", 1)[0] for entry in KNOWN_CYCLES_INSIDE_PACKAGES}:
+        inside = [edge for edge in edges if package_node(edge.source) == package == package_node(edge.target)]
+        node_of = {name: name for name in modules if package_node(name) == package}
+        found.update(report.split("\n", 1)[0] for report in describe_cycles(inside, node_of, package))
+    assert set(KNOWN_CYCLES_INSIDE_PACKAGES) <= found, set(KNOWN_CYCLES_INSIDE_PACKAGES) - found
 
 
 def test_bottom_modules_import_no_upper_layer() -> None:
@@ -247,6 +295,9 @@ def test_bottom_modules_import_no_upper_layer() -> None:
 def test_graph_sees_function_local_and_relative_imports() -> None:
     """The reader itself: an import inside a function counts, and a relative import resolves."""
     modules = all_modules()
+    tree = ast.parse("import os\nif TYPE_CHECKING:\n    import a\nclass C:\n    def f(self):\n        import b\n")
+    assert [(type(node).__name__, node.lineno, how) for node, how in import_statements(tree)] == [
+        ("Import", 1, ""), ("Import", 3, "TYPE_CHECKING"), ("Import", 6, "in a function")]
     tree = ast.parse("def f():\n    from .errors import ConfigError\n    from . import serdes\n")
     nodes = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     assert list(targets(nodes[0], "streamlet.config", modules)) == ["streamlet.errors"]

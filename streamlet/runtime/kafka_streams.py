@@ -52,7 +52,7 @@ from streamlet.queries.window_view import ReadOnlyWindowView
 from streamlet.redaction import redact
 from streamlet.runtime.close_options import CloseOptions
 from streamlet.runtime.instance_id import clean_up, ensure_state_directory, state_root
-from streamlet.runtime.supervisor import Supervisor
+from streamlet.runtime.supervisor import Supervisor, request_application_shutdown
 from streamlet.serdes import Serde, Serializer
 from streamlet.topology import Topology
 
@@ -341,8 +341,6 @@ class KafkaStreams:
                     self._set_state(State.REBALANCING)
                     continue
                 if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
-                    from streamlet.runtime.supervisor import request_application_shutdown
-
                     try:
                         if not await request_application_shutdown(self.topology, self.config):
                             log.error("the group did not acknowledge the application shutdown request")
