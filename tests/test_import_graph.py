@@ -151,7 +151,7 @@ def import_statements(tree: ast.AST, how: str = "") -> Iterator[tuple[ast.Import
 @functools.cache
 def import_edges() -> list[Edge]:
     modules = all_modules()
-    edges = []
+    edges: list[Edge] = []
     for importer, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node, how in import_statements(tree):
@@ -256,11 +256,8 @@ def test_no_cycle_between_packages() -> None:
     assert not reports, "import cycles between streamlet's packages:\n" + "\n".join(reports)
 
 
-def test_no_cycle_among_modules_inside_a_package() -> None:
-    """Inside one package, imports that run (at the top or in a function) form no cycle either, except the
-    DSL's fluent classes (`KNOWN_CYCLES_INSIDE_PACKAGES`). Here `if TYPE_CHECKING:` imports do not count:
-    classes of one package may name each other in annotations (a task and the nodes it owns do), and
-    naming them by a protocol instead would cost the compiled hot path its native attribute access."""
+def cycles_inside_packages() -> list[str]:
+    """The reports of cycles among the modules of each package, from imports that run (TYPE_CHECKING left out)."""
     modules = all_modules()
     edges = [edge for edge in import_edges() if edge.how != "TYPE_CHECKING"]
     reports = []
@@ -268,20 +265,23 @@ def test_no_cycle_among_modules_inside_a_package() -> None:
                           and package_node(name) == name):
         inside = [edge for edge in edges if package_node(edge.source) == package == package_node(edge.target)]
         node_of = {name: name for name in modules if package_node(name) == package}
-        reports.extend(report for report in describe_cycles(inside, node_of, package)
-                       if report.split("\n", 1)[0] not in KNOWN_CYCLES_INSIDE_PACKAGES)
+        reports.extend(describe_cycles(inside, node_of, package))
+    return reports
+
+
+def test_no_cycle_among_modules_inside_a_package() -> None:
+    """Inside one package, imports that run (at the top or in a function) form no cycle either, except the
+    DSL's fluent classes (`KNOWN_CYCLES_INSIDE_PACKAGES`). Here `if TYPE_CHECKING:` imports do not count:
+    classes of one package may name each other in annotations (a task and the nodes it owns do), and
+    naming them by a protocol instead would cost the compiled hot path its native attribute access."""
+    reports = [report for report in cycles_inside_packages()
+               if report.split("\n", 1)[0] not in KNOWN_CYCLES_INSIDE_PACKAGES]
     assert not reports, "import cycles between modules of one package:\n" + "\n".join(reports)
 
 
 def test_known_cycles_are_still_there() -> None:
     """An entry of `KNOWN_CYCLES_INSIDE_PACKAGES` that no longer matches a cycle (it shrank or went) must go."""
-    modules = all_modules()
-    edges = [edge for edge in import_edges() if edge.how != "TYPE_CHECKING"]
-    found = set()
-    for package in {entry.split(":", 1)[0] for entry in KNOWN_CYCLES_INSIDE_PACKAGES}:
-        inside = [edge for edge in edges if package_node(edge.source) == package == package_node(edge.target)]
-        node_of = {name: name for name in modules if package_node(name) == package}
-        found.update(report.split("\n", 1)[0] for report in describe_cycles(inside, node_of, package))
+    found = {report.split("\n", 1)[0] for report in cycles_inside_packages()}
     assert set(KNOWN_CYCLES_INSIDE_PACKAGES) <= found, set(KNOWN_CYCLES_INSIDE_PACKAGES) - found
 
 
