@@ -12,8 +12,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from streamlet.dsl_store_settings import check_settings
 from streamlet.errors import ConfigError
 from streamlet.offset_reset import AutoOffsetReset
+from streamlet.redaction import redact
 from streamlet.serdes import Serde, resolve_serde
 
 AT_LEAST_ONCE = "at_least_once"
@@ -298,8 +300,6 @@ class StreamsConfig(Mapping[str, Any]):
             raise ConfigError(f"internal.topics.check must be one of {', '.join(INTERNAL_TOPICS_CHECKS)}, "
                               f"got {values['internal.topics.check']!r}")
         values["internal.topics.check"] = check
-        from streamlet.dsl.store_suppliers import check_settings  # the DSL package imports this module
-
         check_settings(values)
         if not values["state.dir"]:
             values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
@@ -364,8 +364,6 @@ class StreamsConfig(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         """Secrets (passwords, sasl.jaas.config, keys, tokens) show as [hidden]: configs get logged."""
-        from streamlet.kafka.client_settings import redact
-
         return f"StreamsConfig({redact(self._values)!r})"
 
 

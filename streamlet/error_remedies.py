@@ -5,7 +5,8 @@ handler appropriately"), so that whoever meets a poison record reads what to cha
 says what happened, not in four chained tracebacks. The sentences here are added where the errors are
 raised, for the configuration in force. Errors that come from the data or the surroundings (a record,
 the broker, a topic, the configuration) say all there is to say in that line: their traceback, which
-shows only streamlet's own frames, goes to the debug log (`noise_traceback`). Errors from the
+shows only streamlet's own frames, goes to the debug log (`streamlet.kafka.error_remedies` tells
+them apart, as it needs the Kafka layer's errors; this module imports nothing). Errors from the
 application's own code keep theirs: it points at the line to fix.
 """
 
@@ -51,24 +52,3 @@ def unreachable_remedy(bootstrap_servers: object, task_timeout_ms: object, start
     return (f"the cluster stayed unreachable for longer than task.timeout.ms ({task_timeout_ms} ms): check "
             f"bootstrap.servers ({bootstrap_servers}) and the brokers, or raise task.timeout.ms to wait longer")
 
-
-def noise_traceback(error: BaseException) -> bool:
-    """True for an error whose message (and notes) say all there is to say: a record that cannot be
-    read or written, a missing topic, a bad setting, an unreachable cluster. Its traceback belongs in
-    the debug log. False for anything raised by the application's code or unexpected in streamlet."""
-    from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
-
-    from streamlet.errors import (
-        ApplicationShutdownError,
-        ConfigError,
-        DeserializationError,
-        GroupHeldByOtherProtocolError,
-        StateDirectoryError,
-    )
-    from streamlet.kafka.internal_topic_check import InternalTopicsMismatchError
-    from streamlet.kafka.record_sender import ProductionError
-    from streamlet.kafka.topic_manager import MissingTopicsError
-
-    return isinstance(error, DeserializationError | ProductionError | MissingTopicsError | ConfigError
-                      | StateDirectoryError | ApplicationShutdownError | InternalTopicsMismatchError
-                      | GroupHeldByOtherProtocolError | KafkaConnectionError | KafkaTimeoutError)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from streamlet.error_remedies import DESERIALIZATION_REMEDY
+
 
 class StreamsError(Exception):
     """Base class of every streamlet error."""
@@ -37,8 +39,6 @@ class DeserializationError(StreamsError):
     log_and_fail); names where it came from and, as Kafka Streams' message does, the setting to change."""
 
     def __init__(self, topic: str, partition: int, offset: int, cause: BaseException) -> None:
-        from streamlet.error_remedies import DESERIALIZATION_REMEDY
-
         super().__init__(
             f"failed to deserialize the record at topic {topic!r} partition {partition} offset {offset}: "
             f"{type(cause).__name__}: {cause}; {DESERIALIZATION_REMEDY}"

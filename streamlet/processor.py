@@ -15,9 +15,11 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from streamlet.durations import epoch_millis as epoch_millis  # re-exported: the API's own helpers
+from streamlet.durations import to_millis as to_millis
 from streamlet.record import Headers, Record, RecordMetadata
 from streamlet.stores.api import RecordContext
 
@@ -47,28 +49,6 @@ class Cancellable(ABC):
         """Stop this punctuation schedule; it fires no more."""
 
 
-def to_millis(duration: timedelta | int | float) -> int:
-    """Durations in the API are `timedelta` or int milliseconds."""
-    if isinstance(duration, timedelta):
-        return int(duration / timedelta(milliseconds=1))
-    if isinstance(duration, bool) or not isinstance(duration, int | float):
-        raise TypeError(f"a duration must be a timedelta or milliseconds, got {duration!r}")
-    return int(duration)
-
-
-def epoch_millis(instant: datetime | int) -> int:
-    """Instants in the API are timezone-aware `datetime` or int epoch milliseconds (a naive datetime is
-    refused: which zone it meant cannot be known)."""
-    if isinstance(instant, datetime):
-        if instant.tzinfo is None:
-            raise ValueError(f"a datetime instant needs a timezone (e.g. tzinfo=timezone.utc), got {instant!r}")
-        return int((instant - _EPOCH) / timedelta(milliseconds=1))
-    if isinstance(instant, bool) or not isinstance(instant, int):
-        raise TypeError(f"an instant must be a datetime or epoch milliseconds, got {instant!r}")
-    return instant
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _raise_on(record: Record, exc: Exception) -> None:

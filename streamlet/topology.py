@@ -12,79 +12,26 @@ names of their source nodes), so `describe()` and task ids match a Java app's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streamlet.errors import ConfigError, TopologyError
 from streamlet.offset_reset import AutoOffsetReset
 from streamlet.processor import Processor, ProcessorSupplier, TimestampExtractor
 from streamlet.serdes import Deserializer, Serializer
+from streamlet.topology_description import TopologyDescription
+from streamlet.topology_specs import (
+    InternalTopicSpec,
+    NodeSpec,
+    ProcessorSpec,
+    SinkSpec,
+    SourceSpec,
+    StreamPartitioner,
+    SubTopology,
+    TopicExtractor,
+)
 
 if TYPE_CHECKING:
     from streamlet.stores.api import StoreBuilder
-    from streamlet.topology_description import TopologyDescription
-
-StreamPartitioner = Callable[[str, Any, Any, int], int | None]
-"""`partitioner(topic, key, value, num_partitions) -> partition` (None: the default partitioner)."""
-TopicExtractor = Callable[[Any, Any, Any], str]
-"""`extractor(key, value, record_context) -> topic`: a `TopicNameExtractor` or any such callable."""
-
-
-@dataclass(eq=False)
-class SourceSpec:
-    name: str
-    topics: list[str]
-    key_deserializer: Deserializer[Any] | None = None
-    value_deserializer: Deserializer[Any] | None = None
-    timestamp_extractor: TimestampExtractor | None = None
-    offset_reset: AutoOffsetReset | None = None
-
-
-@dataclass(eq=False)
-class ProcessorSpec:
-    name: str
-    supplier: ProcessorSupplier
-    parents: list[str]
-    stores: list[str] = field(default_factory=list)
-
-
-@dataclass(eq=False)
-class SinkSpec:
-    name: str
-    topic: str
-    parents: list[str]
-    key_serializer: Serializer[Any] | None = None
-    value_serializer: Serializer[Any] | None = None
-    partitioner: StreamPartitioner | None = None
-    topic_extractor: TopicExtractor | None = None
-    """Set for a sink that routes each record to the topic it names (`topic` is then empty)."""
-
-
-NodeSpec = SourceSpec | ProcessorSpec | SinkSpec
-
-
-@dataclass(eq=False)
-class InternalTopicSpec:
-    """A topic the application owns; its real name is `<application.id>-<name>`."""
-
-    name: str
-    kind: str  # "repartition" | "changelog"
-    num_partitions: int | None = None  # None: derived from the sub-topology's source topics
-    config: dict[str, str] = field(default_factory=dict)
-    copartition: bool = False
-    """Partitioned like the other source topics of the sub-topology that reads it, not like its writers (a
-    foreign-key join's subscription and response topics, co-partitioned with a table as in Kafka Streams)."""
-
-
-@dataclass(eq=False)
-class SubTopology:
-    """A connected component of the graph; one task per partition of its source topics."""
-
-    id: int
-    nodes: list[str]
-    source_topics: list[str]  # as named in the topology (internal ones unprefixed)
-    sink_topics: list[str]
-    stores: list[str]
 
 
 class Topology:
@@ -380,8 +327,6 @@ class Topology:
     def describe(self) -> TopologyDescription:
         """The topology's sub-topologies, nodes and stores; `str()` of the result is Kafka Streams' `describe()`
         text."""
-        from streamlet.topology_description import TopologyDescription
-
         return TopologyDescription.of(self)
 
     def __repr__(self) -> str:

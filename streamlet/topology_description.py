@@ -19,12 +19,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec
+from streamlet.topology_specs import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, SubTopology
 
-if TYPE_CHECKING:
-    from streamlet.topology import Topology
+
+class DescribedTopology(Protocol):
+    """What a description reads of a `Topology` (which builds on this module, so it is named by its shape)."""
+
+    nodes: dict[str, NodeSpec]
+
+    def parents_of(self, name: str) -> list[str]: ...
+
+    def sub_topologies(self) -> list[SubTopology]: ...
+
+    def global_sub_topologies(self) -> list[SubTopology]: ...
 
 # -- Java collection orders -----------------------------------------------------------------------
 
@@ -327,7 +336,7 @@ class TopologyDescription:
     global_stores: list[GlobalStoreDescription] = field(default_factory=list)
 
     @classmethod
-    def of(cls, topology: Topology) -> TopologyDescription:
+    def of(cls, topology: DescribedTopology) -> TopologyDescription:
         """Describe `topology` as Kafka Streams would (sub-topologies numbered and nodes named the same way)."""
         subs = [_describe_subtopology(topology, sub.id, sub.nodes) for sub in topology.sub_topologies()]
         stores = []
@@ -344,7 +353,7 @@ class TopologyDescription:
         return "Topologies:\n " + "".join(f"  {text}" for _, text in sorted(parts, key=lambda p: p[0]))
 
 
-def _describe_subtopology(topology: Topology, sub_id: int, member_names: list[str]) -> SubtopologyDescription:
+def _describe_subtopology(topology: DescribedTopology, sub_id: int, member_names: list[str]) -> SubtopologyDescription:
     order = {name: i for i, name in enumerate(topology.nodes)}
     insertion_ordered = sorted(member_names, key=order.__getitem__)
     # Kafka Streams walks the group's nodes in HashMap order and links each to its parents in turn.
@@ -382,3 +391,16 @@ def _describe_subtopology(topology: Topology, sub_id: int, member_names: list[st
 
     ordered = sorted(nodes.values(), key=lambda n: (-n.size, java_string_key(n.name)))
     return SubtopologyDescription(sub_id, [described[n.name] for n in ordered])
+
+
+def groups(description: TopologyDescription) -> list[SubtopologyDescription]:
+    """The sub-topologies, global stores' groups (a source and its processor) included, by id: what a drawing
+    of the topology shows."""
+    globals_ = [SubtopologyDescription(g.id, [g.source, g.processor]) for g in description.global_stores]
+    return sorted([*description.subtopologies, *globals_], key=lambda s: s.id)
+
+
+def node_kind(node: NodeDescription) -> str:
+    """The node's kind as the drawings name it: source, processor or sink."""
+    return "source" if isinstance(node, SourceDescription) else "sink" if isinstance(node, SinkDescription) \
+        else "processor"

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from streamlet.topology_description import (
-    NodeDescription,
     ProcessorDescription,
     SinkDescription,
     SourceDescription,
     SubtopologyDescription,
     TopologyDescription,
+    groups,
+    node_kind,
 )
+from streamlet.topology_svg import to_svg as draw
 
 FORMATS = ("text", "dot", "mermaid", "svg")
 
@@ -33,12 +35,6 @@ def render(description: TopologyDescription, fmt: str) -> str:
     if fmt == "svg":
         return to_svg(description)
     raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
-
-
-def _subs(description: TopologyDescription) -> list[SubtopologyDescription]:
-    """The sub-topologies, global stores' groups (a source and its processor) included, by id."""
-    globals_ = [SubtopologyDescription(g.id, [g.source, g.processor]) for g in description.global_stores]
-    return sorted([*description.subtopologies, *globals_], key=lambda s: s.id)
 
 
 def _edges(sub: SubtopologyDescription) -> Iterator[tuple[str, str]]:
@@ -59,17 +55,12 @@ def _edges(sub: SubtopologyDescription) -> Iterator[tuple[str, str]]:
 def _topics_and_stores(description: TopologyDescription) -> tuple[list[str], list[str]]:
     topics: dict[str, None] = {}
     stores: dict[str, None] = {}
-    for sub in _subs(description):
+    for sub in groups(description):
         for src, dst in _edges(sub):
             for end in (src, dst):
                 kind, name = end.split(":", 1)
                 (topics if kind == "t" else stores if kind == "s" else {})[name] = None
     return list(topics), list(stores)
-
-
-def _kind(node: NodeDescription) -> str:
-    return "source" if isinstance(node, SourceDescription) else "sink" if isinstance(node, SinkDescription) \
-        else "processor"
 
 
 # -- DOT ------------------------------------------------------------------------------------------------
@@ -86,14 +77,14 @@ def to_dot(description: TopologyDescription) -> str:
                      'fillcolor="#e8eef7"];')
     for store in stores:
         lines.append(f"  {_dot_id('s:' + store)} [label={_dot_id(store)}, shape=cylinder];")
-    for sub in _subs(description):
+    for sub in groups(description):
         lines.append(f"  subgraph cluster_{sub.id} {{")
         lines.append(f"    label={_dot_id(f'Sub-topology {sub.id}')};")
         for node in sub.nodes:
-            shape = {"source": "invhouse", "sink": "house", "processor": "box"}[_kind(node)]
+            shape = {"source": "invhouse", "sink": "house", "processor": "box"}[node_kind(node)]
             lines.append(f"    {_dot_id('n:' + node.name)} [label={_dot_id(node.name)}, shape={shape}];")
         lines.append("  }")
-    for sub in _subs(description):
+    for sub in groups(description):
         for src, dst in _edges(sub):
             style = " [style=dashed, arrowhead=none]" if dst.startswith("s:") else ""
             lines.append(f"  {_dot_id(src)} -> {_dot_id(dst)}{style};")
@@ -118,13 +109,13 @@ def to_mermaid(description: TopologyDescription) -> str:
         lines.append(f"    {mid('t:' + topic)}[/{label(topic)}/]")
     for store in stores:
         lines.append(f"    {mid('s:' + store)}[({label(store)})]")
-    for sub in _subs(description):
+    for sub in groups(description):
         lines.append(f"    subgraph sub{sub.id}[{label(f'Sub-topology {sub.id}')}]")
         for node in sub.nodes:
-            open_, close = {"source": ("[>", "]"), "sink": ("[\\", "/]"), "processor": ("[", "]")}[_kind(node)]
+            open_, close = {"source": ("[>", "]"), "sink": ("[\\", "/]"), "processor": ("[", "]")}[node_kind(node)]
             lines.append(f"        {mid('n:' + node.name)}{open_}{label(node.name)}{close}")
         lines.append("    end")
-    for sub in _subs(description):
+    for sub in groups(description):
         for src, dst in _edges(sub):
             arrow = "-.-" if dst.startswith("s:") else "-->"
             lines.append(f"    {mid(src)} {arrow} {mid(dst)}")
@@ -134,6 +125,4 @@ def to_mermaid(description: TopologyDescription) -> str:
 # -- SVG ------------------------------------------------------------------------------------------------
 def to_svg(description: TopologyDescription) -> str:
     """A standalone SVG, every name in full and no edge through a box (see `streamlet.topology_svg`)."""
-    from streamlet.topology_svg import to_svg as draw
-
     return draw(description)

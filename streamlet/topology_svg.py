@@ -29,8 +29,9 @@ from streamlet.topology_description import (
     SourceDescription,
     SubtopologyDescription,
     TopologyDescription,
+    groups,
+    node_kind,
 )
-from streamlet.topology_render import _kind, _subs
 
 FONT_FAMILY = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"
 FONT_PX = 11
@@ -81,7 +82,7 @@ def _collect(subs: list[SubtopologyDescription]) -> tuple[dict[str, _Box], list[
                     readers.setdefault(topic, column)
     for column, sub in enumerate(subs):
         for node in sub.nodes:
-            boxes[f"n:{node.name}"] = _Box(f"n:{node.name}", node.name, _kind(node), column)
+            boxes[f"n:{node.name}"] = _Box(f"n:{node.name}", node.name, node_kind(node), column)
     for column, sub in enumerate(subs):
         for node in sub.nodes:
             key = f"n:{node.name}"
@@ -292,7 +293,7 @@ def _ports(boxes: dict[str, _Box], edges: list[_Edge]) -> None:
 
 def to_svg(description: TopologyDescription) -> str:
     """A standalone SVG of the topology (see the module docstring for its layout)."""
-    subs = _subs(description)
+    subs = groups(description)
     boxes, edges = _collect(subs)
     _ranked(boxes, edges)
     labels = [f"Sub-topology {sub.id}" for sub in subs]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from streamlet.durations import to_millis
 from streamlet.errors import SerializationError
-from streamlet.processor import to_millis
 from streamlet.serdes import Deserializer, Serde, Serializer, resolve_serde
 from streamlet.windowed import MAX_TIME, SessionWindow, TimeWindow, Windowed
 

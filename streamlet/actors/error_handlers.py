@@ -58,6 +58,7 @@ from streamlet.error_handling import (
     Result,
 )
 from streamlet.errors import ConfigError, SinkSerializationError
+from streamlet.partitioner import default_partition
 from streamlet.record import Headers, Record
 from streamlet.stores.api import RecordContext
 
@@ -294,8 +295,6 @@ class RecordErrorHandler:
 def send_dead_letter(collector: RecordCollector, r: DeadLetterRecord) -> None:
     """Hand a dead-letter record to the collector, partitioned as a Kafka producer's default partitioner
     would when it names no partition (murmur2 of the key, round robin without one)."""
-    from streamlet.partitioner import default_partition
-
     if not isinstance(r, DeadLetterRecord):
         raise HandlerFailedError(f"a handler's dead-letter records must be DeadLetterRecord, got {r!r}")
     headers = cast(Headers, tuple(r.headers))  # a None header value is legal: aiokafka writes it as null

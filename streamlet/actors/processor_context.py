@@ -13,15 +13,9 @@ from typing import TYPE_CHECKING
 
 from streamlet.actors.processor_node import entry_point, guarded_entry, raw_after
 from streamlet.config import StreamsConfig
+from streamlet.durations import epoch_millis, to_millis
 from streamlet.errors import InvalidStateStoreError, TopologyError
-from streamlet.processor import (
-    Cancellable,
-    ProcessorContext,
-    PunctuationType,
-    Punctuator,
-    epoch_millis,
-    to_millis,
-)
+from streamlet.processor import Cancellable, ProcessorContext, PunctuationType, Punctuator
 from streamlet.record import Record, RecordMetadata
 from streamlet.stores.api import RecordContext, StateStore
 

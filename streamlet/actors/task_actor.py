@@ -24,6 +24,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from streamlet.actors.partition_group import ConsumedRecord
+from streamlet.actors.processor_node import DynamicSinkNode, SinkNode
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import CommitTimes
@@ -135,6 +136,19 @@ class TaskActor:
     @property
     def task_id(self) -> str:
         return self.task.task_id
+
+    def sink_names(self) -> dict[str | None, str]:
+        """The task's sink node names by topic (the topic metrics name the sink that produced); under None,
+        the one dynamically routed sink's (when there is one), which owns every topic no static sink names."""
+        names: dict[str | None, str] = {}
+        nodes = self.task.nodes.values()
+        dynamic = [node.name for node in nodes if isinstance(node, DynamicSinkNode)]
+        for node in nodes:
+            if isinstance(node, SinkNode) and not isinstance(node, DynamicSinkNode):
+                names[node.topic] = node.name  # resolved already (an internal topic's full name)
+        if len(dynamic) == 1:
+            names[None] = dynamic[0]
+        return names
 
     async def post(self, message: Message) -> None:
         """Enqueue a message; waits while the mailbox is full (back-pressure on the poll loop)."""

@@ -6,7 +6,7 @@
                     [--dry-run]
     streamlet topics create MODULE:FUNCTION [--config FILE] [--set ...] [--partitions N]
     streamlet broker start [--port N] | stop | status | fetch
-    streamlet spark run | backfill | fetch      (see streamlet/spark/cli.py)
+    streamlet spark run | backfill | fetch      (see streamlet.cli.spark)
     streamlet version
 
 FUNCTION returns a `Topology` (or a `StreamsBuilder`, or a `(topology, config)` tuple). Config is
@@ -19,23 +19,40 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import json
 import logging
 import os
 import signal
 import sys
 import tempfile
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from aiokafka.errors import KafkaConnectionError
 
 from streamlet import _compiled
+from streamlet.cli import reset as reset_tool
+from streamlet.cli.loading import (
+    UsageError,
+    configure_logging,
+    load_target,
+    parse_settings,
+    read_config_file,
+)
+from streamlet.cli.spark import add_spark_commands
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError, StreamsError, error_summary
+from streamlet.http import serve, streams_app
+from streamlet.http.server import serve_in_thread
+from streamlet.http.workers_app import WorkersApp
+from streamlet.kafka.topic_manager import create_user_topics
 from streamlet.runtime.gc_tuning import tune_gc_for_streaming
+from streamlet.runtime.instance_id import ensure_state_directory, state_root
+from streamlet.runtime.kafka_streams import KafkaStreams
+from streamlet.runtime.workers import WorkerPool
+from streamlet.testing import local_broker
+from streamlet.topology_render import render
 
 log = logging.getLogger("streamlet.cli")
 
@@ -43,166 +60,12 @@ EXIT_NOT_RUNNING = 3
 """`broker status` exit code when no broker runs (the LSB status convention)."""
 
 
-class UsageError(StreamsError):
-    """A command-line mistake: unknown module or function, unreadable config file, malformed --set."""
-
-
-# -- configuration sources ------------------------------------------------------------------------
-
-_PROPERTIES_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape_properties(text: str) -> str:
-    out: list[str] = []
-    chars = iter(text)
-    for ch in chars:
-        if ch != "\\":
-            out.append(ch)
-            continue
-        nxt = next(chars, "")
-        if nxt == "u":
-            code = "".join(next(chars, "") for _ in range(4))
-            try:
-                out.append(chr(int(code, 16)))
-            except ValueError as exc:
-                raise UsageError(f"malformed \\u escape {code!r} in a .properties file") from exc
-        else:
-            out.append(_PROPERTIES_ESCAPES.get(nxt, nxt))
-    return "".join(out)
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    """Split a logical line at the first unescaped `=`, `:` or whitespace, as java.util.Properties."""
-    index, escaped = 0, False
-    while index < len(line):
-        ch = line[index]
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch in "=: \t\f":
-            break
-        index += 1
-    key, rest = line[:index], line[index:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return _unescape_properties(key), _unescape_properties(rest)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java `.properties` syntax: `#`/`!` comments, `=`/`:`/space separators, `\\` continuations."""
-    result: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip(" \t\f")  # continuation lines lose their indentation too
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:  # an odd number of backslashes: the line continues
-            pending += line[:-1]
-            continue
-        logical, pending = pending + line, ""
-        if logical:
-            key, value = _split_property(logical)
-            result[key] = value
-    if pending:
-        key, value = _split_property(pending)
-        result[key] = value
-    return result
-
-
-def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A `.json` object or a Java-style `.properties` file (any other extension is read as the latter)."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read the config file {file}: {exc.strerror or exc}") from exc
-    if file.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"the config file {file} is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise UsageError(f"the config file {file} must hold a JSON object of settings")
-        return {str(k): v for k, v in data.items()}
-    return dict(parse_properties(text))
-
-
-def parse_settings(items: Sequence[str]) -> dict[str, str]:
-    """`--set key=value` pairs; the value may itself contain `=`."""
-    result: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--set expects key=value, got {item!r}")
-        result[key.strip()] = value
-    return result
-
-
-# -- loading the application ----------------------------------------------------------------------
-
-def load_target(spec: str) -> tuple[Any, dict[str, Any]]:
-    """Import `MODULE:FUNCTION` and return (topology, the app's own config dict).
-
-    The current directory is importable, as with `python -m`. FUNCTION defaults to `topology`; it
-    may also name a `Topology` attribute directly. A `StreamsBuilder` result is built.
-    """
-    from streamlet.topology import Topology
-
-    module_name, _, attribute = spec.partition(":")
-    attribute = attribute or "topology"
-    if not module_name:
-        raise UsageError(f"expected MODULE:FUNCTION, got {spec!r}")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        # Only a missing *target* is a usage error; a missing import inside the app is its own bug.
-        if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise UsageError(f"cannot import {module_name!r}: no such module (run from the directory "
-                             "that contains it, or put it on PYTHONPATH)") from exc
-        raise
-    target: Any = module
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise UsageError(f"module {module_name!r} has no attribute {attribute!r}")
-        target = getattr(target, part)
-    result = target() if callable(target) and not isinstance(target, Topology) else target
-    config: dict[str, Any] = {}
-    if isinstance(result, tuple):
-        if len(result) != 2 or not isinstance(result[1], dict):
-            raise UsageError(f"{spec} returned a tuple; expected (topology, config_dict)")
-        result, config = result[0], dict(result[1])
-    if not isinstance(result, Topology) and callable(getattr(result, "build", None)):
-        result = result.build()
-    if not isinstance(result, Topology):
-        raise UsageError(f"{spec} returned {type(result).__name__}, not a Topology")
-    return result, config
-
-
 # -- commands -------------------------------------------------------------------------------------
-
-def configure_logging(level: str) -> None:
-    """Log to stderr at `level`, and say in streamlet's words when the app waits for the broker."""
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    from streamlet.kafka import broker_wait_log
-
-    broker_wait_log.install()  # "waiting for the broker" / "continuing" instead of only aiokafka's retry errors
-
 
 async def run_streams(topology: Any, config: dict[str, Any], close_timeout: float,
                       http: tuple[str, int] | None = None) -> int:
     """Run until SIGINT/SIGTERM (exit 0 after a clean close) or until the client fails (exit 1);
     with `http`, serve `streamlet.http`'s app there for as long."""
-    from streamlet.runtime.kafka_streams import KafkaStreams
-
     loop = asyncio.get_running_loop()
     finished = asyncio.Event()
     failed = False
@@ -230,8 +93,6 @@ async def run_streams(topology: Any, config: dict[str, Any], close_timeout: floa
     streams.set_state_listener(on_state_change)
     server = None
     if http is not None:
-        from streamlet.http import serve, streams_app
-
         server = await serve(streams_app(streams), *http)
         log.info("HTTP server listening on %s:%d", *http)
     try:
@@ -260,8 +121,6 @@ def _worker_state_dir(config: dict[str, Any], worker: int | str) -> str:
 def _check_worker_state_dirs(config: dict[str, Any], workers: int) -> None:
     """The workers' state directories, checked before any worker starts: a worker that fails at start
     is replaced with a back-off that never gives up on a fault as steady as an unwritable directory."""
-    from streamlet.runtime.instance_id import ensure_state_directory, state_root
-
     app_id = StreamsConfig.of(config).application_id
     for worker in range(workers):
         ensure_state_directory(state_root({"state.dir": _worker_state_dir(config, worker)}, app_id))
@@ -281,8 +140,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _log_hot_path()
     topology, config = _load_with_config(args)
     if args.workers > 1:
-        from streamlet.runtime.workers import WorkerPool
-
         _check_worker_state_dirs(config, args.workers)
         worker_args = [args.target, "--log-level", args.log_level, "--close-timeout", str(args.close_timeout)]
         if args.http:
@@ -313,9 +170,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _serve_workers_view(host: str, port: int, workers: int) -> None:
     """The pool's HTTP view over its workers (see streamlet.http.workers_app)."""
-    from streamlet.http.server import serve_in_thread
-    from streamlet.http.workers_app import WorkersApp
-
     reach = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     serve_in_thread(WorkersApp([(reach, port + 1 + i) for i in range(workers)]), host, port)
     log.info("HTTP view of %d workers listening on %s:%d", workers, host, port)
@@ -330,8 +184,6 @@ def _http_address(text: str, worker: int) -> tuple[str, int]:
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
-    from streamlet.topology_render import render
-
     topology, _ = load_target(args.target)
     print(render(topology.describe(), args.format))  # the text format as print(topology.describe()) shows it
     return 0
@@ -347,11 +199,6 @@ def _load_with_config(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _cmd_reset(args: argparse.Namespace) -> int:
-    from datetime import datetime
-
-    from streamlet.cli import reset as reset_tool
-    from streamlet.runtime.instance_id import state_root
-
     configure_logging("WARNING")
     topology, config = _load_with_config(args)
     streams_config = StreamsConfig(config)
@@ -377,8 +224,6 @@ def _cmd_reset(args: argparse.Namespace) -> int:
 
 
 def _cmd_topics(args: argparse.Namespace) -> int:
-    from streamlet.kafka.topic_manager import create_user_topics
-
     configure_logging("WARNING")
     topology, config = _load_with_config(args)
     created = asyncio.run(create_user_topics(topology, config, args.partitions, args.replication_factor))
@@ -390,8 +235,6 @@ def _cmd_topics(args: argparse.Namespace) -> int:
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
-    from streamlet.testing import local_broker
-
     if args.action == "fetch":
         versions = local_broker.KAFKA_VERSIONS if args.kafka_version == "all" else (args.kafka_version,)
         for version in versions:
@@ -486,8 +329,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="replicas of each (default: the broker's default.replication.factor)")
     topics.set_defaults(handler=_cmd_topics)
 
-    from streamlet.testing import local_broker
-
     broker = commands.add_parser("broker", help="the local development Kafka broker")
     actions = broker.add_subparsers(dest="action", required=True, metavar="ACTION")
     start = actions.add_parser("start", help="start it in the background and print its bootstrap servers")
@@ -501,8 +342,6 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--kafka-version", choices=(*local_broker.KAFKA_VERSIONS, "all"), default="all",
                        help="which version's jars (default: every version streamlet runs)")
     broker.set_defaults(handler=_cmd_broker)
-
-    from streamlet.spark.cli import add_spark_commands
 
     add_spark_commands(commands)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from streamlet.dsl import naming
 from streamlet.dsl.graph import GraphNode
 from streamlet.dsl.options import Named, validate_name
+from streamlet.dsl.processors.stateless import PassThrough
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.topology import Topology
@@ -109,8 +110,6 @@ class BranchedKStream:
         return self._branches
 
     def _create(self, branched: Branched, index: int) -> None:
-        from streamlet.dsl.processors.stateless import PassThrough
-
         source, builder = self._source, self._source._builder
         child = self._splitter + (branched.name if branched.name is not None else str(index))
         self._children.append(child)

@@ -13,7 +13,8 @@ from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.kstream import KStream
 from streamlet.dsl.ktable import KTable, table_source
 from streamlet.dsl.options import Consumed, Materialized
-from streamlet.dsl.store_suppliers import building, topology_in_memory
+from streamlet.dsl.store_suppliers import building
+from streamlet.dsl_store_settings import topology_in_memory
 from streamlet.errors import TopologyError
 from streamlet.processor import ProcessorSupplier
 from streamlet.stores.api import StoreBuilder

@@ -70,7 +70,7 @@ class CogroupedKStream:
 
     def cogroup(self, grouped: KGroupedStream, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
         """Add `grouped`, folded with `aggregator(key, value, aggregate)`. Returns this cogrouped stream."""
-        from streamlet.dsl.grouped_stream import KGroupedStream
+        from streamlet.dsl.grouped_stream import KGroupedStream  # not at the top: grouped_stream imports this module
 
         if not isinstance(grouped, KGroupedStream):
             raise TypeError(f"cogroup() takes a KGroupedStream, got {grouped!r}")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from streamlet.dsl import naming
 from streamlet.dsl.arity import required_positionals
 from streamlet.dsl.graph import GraphNode
-from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
+from streamlet.dsl.materialize import is_versioned, subscription_store_builder, timestamped_store_builder
 from streamlet.dsl.options import Materialized
 from streamlet.dsl.processors.fk_wire import (
     ResponseWrapperDeserializer,
@@ -73,7 +73,7 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[...,
                      joiner: Callable[[Any, Any], Any], table_joined: TableJoined | None,
                      materialized: Materialized | None, left: bool) -> KTable:
     """The join's graph nodes, in Kafka Streams' order (names are generated as they are created)."""
-    from streamlet.dsl.ktable import KTable
+    from streamlet.dsl.ktable import KTable  # not at the top: ktable imports this module (KTable.join calls it)
 
     if not isinstance(other, KTable):
         raise TypeError(f"a foreign-key join takes a KTable, got {other!r}")
@@ -135,8 +135,6 @@ def foreign_key_join(left_table: KTable, other: KTable, extractor: Callable[...,
     receive = SubscriptionReceiveSupplier(store_name, subscription_topic, fk_serde, pk_serde)
 
     def write_receive(topology: Topology, parents: list[str]) -> None:
-        from streamlet.dsl.materialize import subscription_store_builder
-
         topology.add_processor(receive_name, receive, *parents)
         topology.add_state_store(subscription_store_builder(store_name), receive_name)
 

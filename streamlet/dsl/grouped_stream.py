@@ -10,9 +10,10 @@ one repartition per aggregation (each named after its own store), as in Kafka St
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from streamlet.dsl import naming
+from streamlet.dsl.cogrouped_stream import CogroupedKStream
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.ktable import KTable
 from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
@@ -24,19 +25,16 @@ from streamlet.dsl.processors.aggregate import (
     count_initializer,
 )
 from streamlet.dsl.repartition import repartition_node
+from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
 from streamlet.dsl.session_windows import SessionWindows
+from streamlet.dsl.sliding_windowed_stream import SlidingWindowedKStream
 from streamlet.dsl.sliding_windows import SlidingWindows
 from streamlet.dsl.time_windows import TimeWindows
+from streamlet.dsl.windowed_stream import TimeWindowedKStream
 from streamlet.processor import ProcessorSupplier
 from streamlet.serdes import Serdes
 from streamlet.stores.api import StoreBuilder
 from streamlet.topology import Topology
-
-if TYPE_CHECKING:
-    from streamlet.dsl.cogrouped_stream import CogroupedKStream
-    from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
-    from streamlet.dsl.sliding_windowed_stream import SlidingWindowedKStream
-    from streamlet.dsl.windowed_stream import TimeWindowedKStream
 
 
 class KGroupedStream:
@@ -97,10 +95,6 @@ class KGroupedStream:
                     ) -> TimeWindowedKStream | SessionWindowedKStream | SlidingWindowedKStream:
         """Aggregate per key and time window (`TimeWindows`), sliding window (`SlidingWindows`) or session
         (`SessionWindows`); results are keyed by `Windowed`."""
-        from streamlet.dsl.session_windowed_stream import SessionWindowedKStream
-        from streamlet.dsl.sliding_windowed_stream import SlidingWindowedKStream
-        from streamlet.dsl.windowed_stream import TimeWindowedKStream
-
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
         if isinstance(windows, SlidingWindows):
@@ -112,8 +106,6 @@ class KGroupedStream:
     def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
         """Start a cogrouped aggregation with this stream folded by `aggregator(key, value, aggregate)`;
         add other grouped streams with `.cogroup(grouped, aggregator)`, finish with `.aggregate(...)`."""
-        from streamlet.dsl.cogrouped_stream import CogroupedKStream
-
         return CogroupedKStream(self._builder, self, aggregator)
 
     # -- shared with the windowed aggregations: store names and serdes, in Kafka Streams' index order --

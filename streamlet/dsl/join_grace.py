@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
+from streamlet.stores.factory import Stores
+from streamlet.stores.timeordered.buffer import TimeOrderedKeyValueBufferBuilder
+from streamlet.stores.versioned.builders import VersionedKeyValueStoreBuilder
 
 if TYPE_CHECKING:
-    from streamlet.stores.timeordered.buffer import TimeOrderedKeyValueBufferBuilder
     from streamlet.topology import Topology
 
 BUFFER_SUFFIX = "-Buffer"
@@ -41,10 +43,6 @@ class JoinBufferSpec:
 def join_buffer_builder(topology: Topology, spec: JoinBufferSpec,
                         table_stores: tuple[str, ...]) -> TimeOrderedKeyValueBufferBuilder:
     """Check the joined table's stores (versioned, history retention >= grace) and build the buffer's builder."""
-    from streamlet.stores.factory import Stores
-    from streamlet.stores.timeordered.buffer import TimeOrderedKeyValueBufferBuilder
-    from streamlet.stores.versioned.builders import VersionedKeyValueStoreBuilder
-
     persistent = False
     for store in table_stores:
         builder = topology.store_builders.get(store)

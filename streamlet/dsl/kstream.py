@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streamlet.dsl import naming
+from streamlet.dsl.branched import BranchedKStream
 from streamlet.dsl.global_ktable import GlobalKTable
 from streamlet.dsl.graph import GraphNode, InternalBuilder
+from streamlet.dsl.grouped_stream import KGroupedStream
 from streamlet.dsl.join_grace import BUFFER_SUFFIX, GRACE_NEEDS_VERSIONED, JoinBufferSpec, join_buffer_builder
 from streamlet.dsl.join_windows import JoinWindows
+from streamlet.dsl.ktable import KTable
 from streamlet.dsl.materialize import (
     check_join_store_suppliers,
     is_versioned,
@@ -25,6 +28,7 @@ from streamlet.dsl.materialize import (
     timestamped_store_builder,
 )
 from streamlet.dsl.options import Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined
+from streamlet.dsl.printed import Printed
 from streamlet.dsl.processors.fixed_key import FixedKeyProcessorAdapter
 from streamlet.dsl.processors.stateless import (
     PassThrough,
@@ -45,12 +49,6 @@ from streamlet.errors import TopologyError
 from streamlet.processor import FixedKeyProcessor, FixedKeyProcessorSupplier, Processor, ProcessorSupplier
 from streamlet.serdes import Serde
 from streamlet.topology import TopicExtractor, Topology
-
-if TYPE_CHECKING:
-    from streamlet.dsl.branched import BranchedKStream
-    from streamlet.dsl.grouped_stream import KGroupedStream
-    from streamlet.dsl.ktable import KTable
-    from streamlet.dsl.printed import Printed
 
 
 def _check_callable(fn: Any, what: str) -> None:
@@ -242,8 +240,6 @@ class KStream:
     def print(self, printed: Printed) -> None:
         """Print each record, as a line `[label]: key, value` (see `Printed`); the end of this branch. For
         debugging: the output goes to standard output or a file, not to Kafka."""
-        from streamlet.dsl.printed import Printed
-
         if not isinstance(printed, Printed):
             raise TypeError(f"print() takes a Printed, got {printed!r}")
         name = self._builder.names.name_or_generate(printed.name, naming.PRINTER)
@@ -264,16 +260,12 @@ class KStream:
 
     def split(self, named: Named | str | None = None) -> BranchedKStream:
         """Route each record to the first of the branches added next whose predicate holds (see `Branched`)."""
-        from streamlet.dsl.branched import BranchedKStream
-
         return BranchedKStream(self, named)
 
     def to_table(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
         """The stream read as a changelog: the latest value per key, None deleting it (records without a
         key are dropped). Repartitions first if the key may have changed; keeps a store when
         `materialized` names one or a downstream operation needs it, as `StreamsBuilder.table` does."""
-        from streamlet.dsl.ktable import KTable
-
         names = self._builder.names
         name = names.name_or_generate(Named.resolve(named), naming.TOTABLE)
         materialized = materialized or Materialized()
@@ -298,15 +290,11 @@ class KStream:
     # -- grouping ------------------------------------------------------------------------------------
     def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
         """Group by the current key (repartitioning first if the key may have changed)."""
-        from streamlet.dsl.grouped_stream import KGroupedStream
-
         grouped = grouped or Grouped(key_serde=self.key_serde, value_serde=self.value_serde)
         return KGroupedStream(self._builder, self.name, grouped, self.repartition_required, self._node)
 
     def group_by(self, key_selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
         """Group by `key_selector(key, value)`; the aggregation repartitions by the new key."""
-        from streamlet.dsl.grouped_stream import KGroupedStream
-
         _check_callable(key_selector, "key_selector")
         grouped = grouped or Grouped(value_serde=self.value_serde)
         name = self._builder.names.name_or_generate(grouped.name, naming.KEY_SELECT)
@@ -474,8 +462,6 @@ class KStream:
         connects the processor to them, which puts the stream's and the table's sources in one
         sub-topology: one task owns partition p
         of both topics (they must have equal partition counts, as in Kafka Streams)."""
-        from streamlet.dsl.ktable import KTable
-
         if not isinstance(table, KTable):
             raise TypeError(f"a stream-table join takes a KTable, got {table!r}")
         if table._builder is not self._builder:

@@ -21,6 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, overload
 
 from streamlet.dsl import naming
+from streamlet.dsl.foreign_key_join import foreign_key_join
 from streamlet.dsl.graph import GraphNode, InternalBuilder
 from streamlet.dsl.materialize import is_versioned, timestamped_store_builder
 from streamlet.dsl.options import Grouped, Materialized, Named
@@ -50,6 +51,7 @@ from streamlet.dsl.suppressed import Suppressed
 from streamlet.dsl.table_joined import TableJoined
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
+from streamlet.stores.suppression.buffer import SuppressionBufferBuilder
 from streamlet.topology import Topology
 
 if TYPE_CHECKING:
@@ -246,8 +248,6 @@ class KTable:
 
     def _foreign_key_join(self, other: KTable, extractor: Callable[..., Any], joiner: Callable[[Any, Any], Any],
                           table_joined: TableJoined | None, materialized: Materialized | None, left: bool) -> KTable:
-        from streamlet.dsl.foreign_key_join import foreign_key_join
-
         return foreign_key_join(self, other, extractor, joiner, table_joined, materialized, left)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], materialized: Materialized | None = None,
@@ -307,7 +307,7 @@ class KTable:
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedTable:
         """Regroup the rows: `selector(key, value)` returns the row's (group key, value) as a `KeyValue` or
         a 2-tuple; aggregate the groups with `count`, `reduce` or `aggregate` (adder and subtractor)."""
-        from streamlet.dsl.grouped_table import KGroupedTable
+        from streamlet.dsl.grouped_table import KGroupedTable  # not at the top: grouped_table imports this module
 
         if not callable(selector):
             raise TypeError(f"selector must be callable, got {selector!r}")
@@ -347,8 +347,6 @@ class KTable:
         config = suppressed.buffer_config
 
         def write(topology: Topology, parent_names: list[str]) -> None:
-            from streamlet.stores.suppression.buffer import SuppressionBufferBuilder
-
             topology.add_processor(name, supplier, *parent_names)
             builder = SuppressionBufferBuilder(store_name)
             builder = builder.with_logging_enabled(config.log_config) if config.logging else \
@@ -375,7 +373,7 @@ class KTable:
 
     def to_stream(self, named: Named | str | None = None) -> KStream:
         """The table's updates as a stream of (key, new value); a deleted row gives a None value."""
-        from streamlet.dsl.kstream import KStream
+        from streamlet.dsl.kstream import KStream  # not at the top: kstream imports this module
 
         name = self._builder.names.name_or_generate(Named.resolve(named), naming.KTABLE_TOSTREAM)
 

@@ -18,12 +18,17 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from streamlet.dsl.options import Materialized, StreamJoined
+from streamlet.dsl.processors.stream_stream_join import OuterJoinStore
 from streamlet.dsl.store_suppliers import application_default_in_memory, default_in_memory, follows_default
 from streamlet.errors import TopologyError
-from streamlet.serdes import Serde
+from streamlet.serdes import Serde, Serdes
 from streamlet.stores.api import StoreBuilder
+from streamlet.stores.builders import ConfigurableStoreBuilder
+from streamlet.stores.factory import Stores
+from streamlet.stores.session.api import SessionBytesStoreSupplier
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
 from streamlet.stores.window.api import WindowBytesStoreSupplier
+from streamlet.stores.window.suppliers import LevelDBWindowBytesStoreSupplier
 
 if TYPE_CHECKING:
     from streamlet.dsl.join_windows import JoinWindows
@@ -43,8 +48,6 @@ def is_versioned(materialized: Materialized | None) -> bool:
 @follows_default
 def timestamped_store_builder(materialized: Materialized, store_name: str) -> StoreBuilder:
     """The store of a key-value table: timestamped, or versioned when the supplier is."""
-    from streamlet.stores.factory import Stores
-
     supplier = materialized.store_supplier
     if isinstance(supplier, VersionedBytesStoreSupplier):
         versioned = Stores.versioned_key_value_store_builder(supplier, materialized.key_serde, materialized.value_serde)
@@ -81,8 +84,6 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
                                      emit_final: bool = False) -> StoreBuilder:
     """The window store of a windowed aggregation (its own supplier, or LevelDB / memory by `store_type`;
     LevelDB time-ordered for final results, as Kafka Streams' RocksDB one)."""
-    from streamlet.stores.factory import Stores
-
     supplier = materialized.store_supplier
     if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
         raise TopologyError(f"store {store_name!r}: a windowed aggregation needs a window store supplier, "
@@ -117,8 +118,6 @@ def sliding_window_store_builder(materialized: Materialized, store_name: str, wi
                                  emit_final: bool) -> StoreBuilder:
     """The window store of a sliding-window aggregation: window size = the time difference; never cached
     when it emits final results only, as in Kafka Streams."""
-    from streamlet.stores.factory import Stores
-
     supplier = materialized.store_supplier
     if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
         raise TopologyError(f"store {store_name!r}: a windowed aggregation needs a window store supplier, "
@@ -138,9 +137,6 @@ def session_store_builder(materialized: Materialized, store_name: str, windows: 
                           emit_final: bool = False) -> StoreBuilder:
     """The session store of a session aggregation (its own supplier, or LevelDB / memory by `store_type`);
     never cached when it emits final results only, as in Kafka Streams."""
-    from streamlet.stores.factory import Stores
-    from streamlet.stores.session.api import SessionBytesStoreSupplier
-
     supplier = materialized.store_supplier
     if supplier is not None and not isinstance(supplier, SessionBytesStoreSupplier):
         raise TopologyError(f"store {store_name!r}: a session aggregation needs a session store supplier, "
@@ -173,8 +169,6 @@ def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: 
     no cache) and, for left/outer joins, the shared outer store (a list-valued key-value store). A side
     given its own supplier (`StreamJoined(this_store_supplier=...)`) gets it, checked and change-logged
     with the builder's defaults, as in Kafka Streams."""
-    from streamlet.stores.factory import Stores
-
     sides: list[StoreBuilder] = []
     for name, supplier, value_serde in ((this_store, options.this_store_supplier, options.value_serde),
                                         (other_store, options.other_store_supplier, options.other_value_serde)):
@@ -190,9 +184,6 @@ def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: 
 def subscription_store_builder(store_name: str) -> StoreBuilder:
     """A foreign-key join's subscription store: bytes in, never cached, on the application's DSL backend
     (Kafka Streams' SubscriptionStoreFactory, which `StreamsBuilder(config)` does not reach)."""
-    from streamlet.serdes import Serdes
-    from streamlet.stores.factory import Stores
-
     supplier = (Stores.in_memory_key_value_store(store_name) if application_default_in_memory()
                 else Stores.persistent_timestamped_key_value_store(store_name))
     builder = Stores.timestamped_key_value_store_builder(supplier, Serdes.Bytes(), Serdes.Bytes())
@@ -218,8 +209,6 @@ def check_join_store_suppliers(options: StreamJoined, windows: JoinWindows) -> N
 @follows_default
 def _join_window_store(options: StreamJoined, windows: JoinWindows, name: str,
                        value_serde: Serde[Any] | None) -> StoreBuilder:
-    from streamlet.stores.factory import Stores
-
     size, retention = windows.size(), windows.size() + windows.grace_ms
     in_memory = options.in_memory if options.in_memory is not None else default_in_memory()
     factory = Stores.in_memory_window_store if in_memory else Stores.persistent_window_store
@@ -233,10 +222,6 @@ def _join_window_store(options: StreamJoined, windows: JoinWindows, name: str,
 def _outer_join_store(options: StreamJoined, name: str) -> StoreBuilder:
     """The shared store of a left/outer join: the join's own store type, else the type of this side's
     supplier, else the DSL default (Kafka Streams' OuterStreamJoinStoreFactory)."""
-    from streamlet.dsl.processors.stream_stream_join import OuterJoinStore
-    from streamlet.stores.builders import ConfigurableStoreBuilder
-    from streamlet.stores.factory import Stores
-
     if options.in_memory is not None:
         in_memory = options.in_memory
     elif options.this_store_supplier is not None:
@@ -264,8 +249,6 @@ def _in_memory(materialized: Materialized) -> bool:
 
 def _time_first(supplier: WindowBytesStoreSupplier, emit_final: bool) -> WindowBytesStoreSupplier:
     """Kafka Streams keeps an `on_window_close` aggregation's windows in a time-ordered RocksDB store."""
-    from streamlet.stores.window.suppliers import LevelDBWindowBytesStoreSupplier
-
     if emit_final and isinstance(supplier, LevelDBWindowBytesStoreSupplier):
         supplier.time_first = True
     return supplier

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from streamlet.durations import to_millis
 from streamlet.errors import ConfigError, TopologyError
 from streamlet.offset_reset import AutoOffsetReset
-from streamlet.processor import TimestampExtractor, to_millis
+from streamlet.processor import TimestampExtractor
 from streamlet.serdes import Serde, resolve_serde
 from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier

@@ -22,8 +22,8 @@ from datetime import timedelta
 from typing import Any
 
 from streamlet.dsl.options import validate_name
+from streamlet.durations import to_millis
 from streamlet.errors import TopologyError
-from streamlet.processor import to_millis
 
 UNBOUNDED = sys.maxsize
 """Java's Long.MAX_VALUE: no bound on records or bytes."""

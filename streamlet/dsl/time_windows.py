@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from streamlet.durations import to_millis
 from streamlet.errors import TopologyError
-from streamlet.processor import to_millis
 from streamlet.windowed import TimeWindow
 
 Duration = timedelta | int

@@ -14,6 +14,7 @@ makes that true lives here, once:
 - `transactions`: the exactly-once commit sequence (begin, acknowledgements, offsets, commit);
 - `record_sender` and `batch_pump`: task output handed to aiokafka's producer in batches;
 - `changelog_reader` and `restore_records`: rebuilding stores from their changelogs;
+- `error_remedies`: which fatal errors' tracebacks are noise (their message says it all);
 - `broker_wait_log`: saying in the log when the app waits for an unreachable broker;
 - `maven_jars`: the Java jars both engines and the tools fetch once from Maven Central.
 

@@ -43,10 +43,11 @@ from streamlet.config import (
 )
 from streamlet.errors import ConfigError, StreamsError
 from streamlet.offset_reset import AutoOffsetReset
+from streamlet.redaction import is_secret_key
+from streamlet.redaction import redact as redact  # documented as client_settings.redact
 
 log = logging.getLogger(__name__)
 
-REDACTED = "[hidden]"
 TOKEN_PROVIDER_KEY = "sasl.oauthbearer.token.provider"
 """streamlet's OAUTHBEARER hook: an `aiokafka.abc.AbstractTokenProvider` (instance or class), a callable
 returning the token (or an awaitable of it), or a `module:attr` string naming one of those."""
@@ -170,22 +171,7 @@ _STREAMS_NOT_IMPLEMENTED = frozenset({
     "default.windowed.key.serde.inner", "default.windowed.value.serde.inner", "log.summary.interval.ms",
 })
 
-_SECRET_KEY = re.compile(r"(password|secret|jaas|credential|token|(^|\.)ssl\.keystore\.key$|(^|\.)ssl\.key$)",
-                         re.IGNORECASE)
-
-
-# -- redaction ---------------------------------------------------------------------------------------------------
-def is_secret_key(key: str) -> bool:
-    """True for settings whose value must never be shown: passwords, JAAS configs, keys, tokens."""
-    return bool(_SECRET_KEY.search(key))
-
-
-def redact(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `config` fit for logs, errors and dumps: secret values are replaced by `[hidden]`."""
-    return {key: (REDACTED if is_secret_key(str(key)) and value is not None else value)
-            for key, value in config.items()}
-
-
+# -- redaction (the rules live in streamlet.redaction, beside the configuration they mask) ------------------------
 def secret_values(config: Mapping[str, Any]) -> list[str]:
     """Every secret string in `config` (passwords inside JAAS configs included): what must not leak."""
     found: list[str] = []

@@ -393,7 +393,7 @@ class StreamsMetrics:
             if source is not None:
                 add(source.name, topic, "consumed", counts)
         if counters.produced:
-            sinks = _sink_names(task)
+            sinks = actor.sink_names()
             for topic, counts in sorted(counters.produced.items()):
                 node = sinks.get(topic, sinks.get(None))
                 if node is not None:
@@ -457,21 +457,6 @@ class StreamsMetrics:
                    float(getattr(client, "failed_members", 0))),  # a gauge: Prometheus wants counters named *_total
         ]
         return found
-
-
-def _sink_names(task: Any) -> dict[str | None, str]:
-    """A task's sink node names by topic; under None, the one dynamically routed sink's (when there is one),
-    which owns every topic no static sink names."""
-    from streamlet.actors.processor_node import DynamicSinkNode, SinkNode
-
-    names: dict[str | None, str] = {}
-    dynamic = [node.name for node in task.nodes.values() if isinstance(node, DynamicSinkNode)]
-    for node in task.nodes.values():
-        if isinstance(node, SinkNode) and not isinstance(node, DynamicSinkNode):
-            names[node.topic] = node.name  # resolved already (an internal topic's full name)
-    if len(dynamic) == 1:
-        names[None] = dynamic[0]
-    return names
 
 
 def _punctuate_metrics(add: Callable[..., None], group: str, tags: tuple[tuple[str, str], ...], s: Sampler,

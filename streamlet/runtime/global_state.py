@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from aiokafka import AIOKafkaConsumer
 
 from streamlet.actors.partition_group import ConsumedRecord
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
 from streamlet.errors import StrayCancellationError
+from streamlet.kafka.topic_manager import MissingSourceTopicError, admin_client, describe_partition_counts
 from streamlet.stores.api import StateStore
 from streamlet.stores.cache import SharedCacheBudget
 from streamlet.topology import Topology
@@ -215,10 +217,6 @@ async def start_global_thread(topology: Topology, config: StreamsConfig, state_r
     `on_failure` hears of an error that stops it later (the member then fails, as Kafka Streams does)."""
     if not topology.global_stores:
         return None
-    from aiokafka import AIOKafkaConsumer
-
-    from streamlet.kafka.topic_manager import MissingSourceTopicError, admin_client, describe_partition_counts
-
     topics = set(topology.global_stores.values())
     async with admin_client(admin_kwargs) as admin:
         counts = await describe_partition_counts(admin, topics)

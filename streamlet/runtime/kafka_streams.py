@@ -30,7 +30,7 @@ from typing import Any
 from streamlet.actors.task_actor import TaskStoppedError
 from streamlet.config import StreamsConfig
 from streamlet.dsl.store_suppliers import apply_application_setting
-from streamlet.error_remedies import noise_traceback, unreachable_remedy
+from streamlet.error_remedies import unreachable_remedy
 from streamlet.errors import (
     ApplicationShutdownError,
     StateStoreNotAvailableError,
@@ -40,7 +40,7 @@ from streamlet.errors import (
     UnknownStateStoreError,
     error_summary,
 )
-from streamlet.kafka.client_settings import redact
+from streamlet.kafka.error_remedies import noise_traceback
 from streamlet.metrics.streams_metrics import StreamsMetrics
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, MetadataView, StreamsMetadata
@@ -49,9 +49,10 @@ from streamlet.queries.provider import StoreProvider, local_copies
 from streamlet.queries.session_view import ReadOnlySessionView
 from streamlet.queries.versioned_view import ReadOnlyVersionedView
 from streamlet.queries.window_view import ReadOnlyWindowView
+from streamlet.redaction import redact
 from streamlet.runtime.close_options import CloseOptions
 from streamlet.runtime.instance_id import clean_up, ensure_state_directory, state_root
-from streamlet.runtime.supervisor import Supervisor
+from streamlet.runtime.supervisor import Supervisor, request_application_shutdown
 from streamlet.serdes import Serde, Serializer
 from streamlet.topology import Topology
 
@@ -340,8 +341,6 @@ class KafkaStreams:
                     self._set_state(State.REBALANCING)
                     continue
                 if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
-                    from streamlet.runtime.supervisor import request_application_shutdown
-
                     try:
                         if not await request_application_shutdown(self.topology, self.config):
                             log.error("the group did not acknowledge the application shutdown request")

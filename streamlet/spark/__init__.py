@@ -16,7 +16,7 @@ __all__ = ["SparkStreams"]
 
 def __getattr__(name: str) -> Any:
     if name == "SparkStreams":
-        from streamlet.spark.streams import SparkStreams
+        from streamlet.spark.streams import SparkStreams  # on first use: the whole engine (see above)
 
         return SparkStreams
     raise AttributeError(f"module 'streamlet.spark' has no attribute {name!r}")

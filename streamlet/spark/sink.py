@@ -22,6 +22,7 @@ from streamlet.actors.record_collector import ProducedRecord
 from streamlet.config import StreamsConfig
 from streamlet.kafka.client_settings import ClientRole, client_kwargs, start_client
 from streamlet.kafka.record_sender import RecordSender
+from streamlet.kafka.topic_manager import await_sink_topics
 from streamlet.spark.plan import settings_key
 
 Drained = Mapping[tuple[str, int], list[ProducedRecord]]
@@ -71,8 +72,6 @@ _senders: dict[str, _Sender] = {}
 def lookup_topics(settings: dict[str, Any], topics: set[str]) -> dict[str, int]:
     """Partition counts of topics a dynamically routed sink named (`to(TopicNameExtractor)`): they must
     exist; waited for up to 60 s as the asyncio runtime waits (see `await_sink_topics`)."""
-    from streamlet.kafka.topic_manager import await_sink_topics
-
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(await_sink_topics(client_kwargs(settings, ClientRole.ADMIN), topics, 60.0))

@@ -30,11 +30,21 @@ from streamlet.errors import ConfigError, StreamsError, TopologyError
 from streamlet.kafka.client_settings import ClientRole, client_kwargs
 from streamlet.kafka.topic_manager import MissingSinkTopicError, TopicPlan, prepare_topics
 from streamlet.offset_reset import AutoOffsetReset
+from streamlet.spark.backfill import (
+    DEFAULT_MAX_ROUNDS,
+    MAX_ROUNDS_KEY,
+    BackfillQuery,
+    KafkaPositions,
+    fed_topics,
+    run_to_fixed_point,
+)
+from streamlet.spark.bounds import for_query
 from streamlet.spark.fused import FUSE_KEY, fusable_pairs, fuse_wanted
 from streamlet.spark.grouping import task_keys
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY, TRIGGER_KEY, SubTopologyPlan
 from streamlet.spark.query import Bounds, start_query
 from streamlet.spark.session import configure, spark_session, warm_up_workers
+from streamlet.spark.starting_offsets import committed_starting_offsets, is_fresh
 from streamlet.spark.stateless import is_stateless
 from streamlet.stores.spark import check_spark_backend
 from streamlet.topology import SubTopology, Topology
@@ -172,8 +182,6 @@ class SparkStreams:
 
     def _apart(self, fused: SubTopologyPlan, root: Path) -> str | None:
         """Why a fusable pair runs as two queries after all (None: it runs as one; see `_fused`)."""
-        from streamlet.spark.starting_offsets import committed_starting_offsets, is_fresh
-
         assert fused.upstream is not None
         if not is_fresh(root / f"subtopology-{fused.query_id}"):
             return None
@@ -207,8 +215,6 @@ class SparkStreams:
         """Where the query starts if its checkpoint is fresh: the group's committed offsets if it has
         any (the application ran before on the asyncio runtime or another checkpoint), else
         `auto.offset.reset` (see `starting_offsets`)."""
-        from streamlet.spark.starting_offsets import committed_starting_offsets, is_fresh
-
         reset = _spark_reset(self.config["auto.offset.reset"], self.topology.offset_reset_policies())
         if not is_fresh(checkpoint):
             return reset
@@ -228,16 +234,6 @@ class SparkStreams:
         `bounds.for_query`); `--until` does not cut the topics the topology writes itself. A `--from` that
         does not fit the application's input topics raises `ConfigError` before any query starts; a query
         that stopped short of its input, or a loop without end, raises `BackfillIncompleteError`."""
-        from streamlet.spark.backfill import (
-            DEFAULT_MAX_ROUNDS,
-            MAX_ROUNDS_KEY,
-            BackfillQuery,
-            KafkaPositions,
-            fed_topics,
-            run_to_fixed_point,
-        )
-        from streamlet.spark.bounds import for_query
-
         spark = self._session()
         root = self.checkpoint_root()
         self.plans = self._fused(self._plan(), root)

@@ -94,7 +94,7 @@ def main() -> None:
     preload()
     from pyspark import daemon
 
-    from streamlet.runtime.gc_tuning import freeze_long_lived
+    from streamlet.runtime.gc_tuning import freeze_long_lived  # after the path is set and the preloads ran
 
     freeze_long_lived()
     daemon.manager()

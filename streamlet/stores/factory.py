@@ -11,8 +11,8 @@ import re
 from datetime import timedelta
 from typing import Any
 
+from streamlet.durations import to_millis
 from streamlet.errors import TopologyError
-from streamlet.processor import to_millis
 from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
 from streamlet.stores.keyvalue.builders import KeyValueStoreBuilder, TimestampedKeyValueStoreBuilder
 from streamlet.stores.leveldb.supplier import LevelDBKeyValueBytesStoreSupplier

@@ -83,7 +83,7 @@ def __getattr__(name: str) -> Any:
         from streamlet.testing.local_broker import LocalKafkaBroker
 
         return LocalKafkaBroker
-    if name in ("Acl", "create_acls", "streams_application_acls"):  # for LocalKafkaBroker(acls=True)
+    if name in ("Acl", "create_acls", "streams_application_acls"):  # for LocalKafkaBroker(acls=True), as lazily
         from streamlet.testing import broker_acls
 
         return getattr(broker_acls, name)

@@ -38,6 +38,8 @@ _MARKED = "_streamlet_runs_on_asyncio"  # set on the test functions this plugin 
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[LocalKafkaBroker]:
     """A real Kafka broker on 127.0.0.1 for the session (KRaft, transactions on); stopped at the end."""
+    # Fixtures import streamlet when a test asks for them: the plugin loads into every pytest run of a
+    # project that installed streamlet, and must cost nothing there.
     from streamlet.testing.local_broker import LocalKafkaBroker
 
     with LocalKafkaBroker() as broker:
@@ -48,7 +50,7 @@ def kafka_broker() -> Iterator[LocalKafkaBroker]:
 def topology_test_driver() -> Iterator[Callable[..., TopologyTestDriver]]:
     """`topology_test_driver(topology, config=None, initial_wall_clock_time=None)`: a driver closed after
     the test (its state directory removed)."""
-    from streamlet.testing import TopologyTestDriver
+    from streamlet.testing import TopologyTestDriver  # when asked for, as above
 
     drivers: list[TopologyTestDriver] = []
 

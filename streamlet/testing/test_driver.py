@@ -23,8 +23,8 @@ from streamlet.actors.record_collector import ProducedRecord, RecordCollector
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, StreamsConfig
 from streamlet.dsl.store_suppliers import apply_application_setting
+from streamlet.durations import to_millis
 from streamlet.errors import StreamsError
-from streamlet.processor import to_millis
 from streamlet.record import Headers, KeyValue, Record
 from streamlet.runtime.global_state import GlobalStateUpdater
 from streamlet.serdes import Deserializer, Serde, Serializer

@@ -39,9 +39,9 @@ from streamlet.errors import StreamsError, TopologyError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.stores.api import RecordContext, ValueAndTimestamp
+from streamlet.stores.timeordered.buffer import TimeOrderedKeyValueBuffer
 
 if TYPE_CHECKING:
-    from streamlet.stores.timeordered.buffer import TimeOrderedKeyValueBuffer
     from streamlet.stores.timeordered.buffer_value import BufferedRecord
 
 ValueJoiner = Callable[[Any, Any], Any]
@@ -105,8 +105,6 @@ class BufferedStreamTableJoin(StreamTableJoin):
         self._spec = spec
 
     def init(self, context: ProcessorContext) -> None:
-        from streamlet.stores.timeordered.buffer import TimeOrderedKeyValueBuffer
-
         super().init(context)
         spec = self._spec
         if not self._versioned:

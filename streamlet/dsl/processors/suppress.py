@@ -21,9 +21,11 @@ from streamlet.errors import StreamsError, TopologyError
 from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.serdes import Serde
+from streamlet.stores.keyvalue.typed import changelog_topic
+from streamlet.stores.suppression.buffer import SuppressionBuffer
 
 if TYPE_CHECKING:
-    from streamlet.stores.suppression.buffer import BufferedChange, SuppressionBuffer
+    from streamlet.stores.suppression.buffer import BufferedChange
 
 
 class TableSuppressSupplier:
@@ -58,9 +60,6 @@ class TableSuppress(Processor):
         self._observed_stream_time = -1
 
     def init(self, context: ProcessorContext) -> None:
-        from streamlet.stores.keyvalue.typed import changelog_topic
-        from streamlet.stores.suppression.buffer import SuppressionBuffer
-
         super().init(context)
         spec = self._spec
         store = context.get_state_store(spec.store_name)

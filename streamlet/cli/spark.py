@@ -17,22 +17,20 @@ import signal
 import sys
 from typing import Any
 
+from streamlet.cli.loading import configure_logging, load_target, parse_settings, read_config_file
+from streamlet.spark.jars import ensure_spark_jars
 from streamlet.spark.plan import CHECKPOINT_KEY, ENGINE_KEY_PREFIX, MASTER_KEY
 
 log = logging.getLogger("streamlet.spark.cli")
 
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
-    from streamlet.spark.jars import ensure_spark_jars
-
     for jar in ensure_spark_jars():
         print(jar)
     return 0
 
 
 def _app(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    from streamlet.cli import configure_logging, load_target, parse_settings, read_config_file
-
     configure_logging(args.log_level)
     topology, config = load_target(args.target)
     for path in args.config or []:
@@ -55,7 +53,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    from streamlet.spark.streams import SparkStreams
+    from streamlet.spark.streams import SparkStreams  # lazy: the whole engine, only when a command runs
 
     topology, config = _app(args)
     streams = SparkStreams(topology, config)
@@ -77,7 +75,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_backfill(args: argparse.Namespace) -> int:
-    from streamlet.spark.bounds import backfill_bounds
+    from streamlet.spark.bounds import backfill_bounds  # lazy: the engine, only when a command runs
     from streamlet.spark.streams import SparkStreams
 
     topology, config = _app(args)
