@@ -37,6 +37,15 @@ def _serde(config: StreamsConfig, which: str, node: str) -> Any:
     return serde
 
 
+def _fill_defaults(config: StreamsConfig, value_serde: Serializer[Any] | Deserializer[Any], node: str) -> None:
+    """A wrapper with no inner serde given (a table grouping's Change serde, a foreign-key join's
+    subscriptions and responses) takes the default; one with a serde from upstream needs none."""
+    if isinstance(value_serde, InnerDefaulted) and value_serde.inner is None:
+        value_serde.use_default_inner(_serde(config, "value", node))
+    if isinstance(value_serde, KeyDefaulted) and value_serde.inner is None:
+        value_serde.use_default_key(_serde(config, "key", node))
+
+
 def _default_extractor(config: StreamsConfig) -> Any:
     extractor = config.get("default.timestamp.extractor")
     if extractor is None:
@@ -53,12 +62,7 @@ def build_nodes(task: StreamTask, resolve_topic: Callable[[str], str]) -> None:
         if isinstance(spec, SourceSpec):
             kd: Deserializer[Any] = spec.key_deserializer or _serde(config, "key", name).deserializer
             vd: Deserializer[Any] = spec.value_deserializer or _serde(config, "value", name).deserializer
-            # A wrapper with no inner serde given (a table grouping's Change serde, a foreign-key join's
-            # subscriptions and responses) takes the default; one with a serde from upstream needs none.
-            if isinstance(vd, InnerDefaulted) and vd.inner is None:
-                vd.use_default_inner(_serde(config, "value", name))
-            if isinstance(vd, KeyDefaulted) and vd.inner is None:
-                vd.use_default_key(_serde(config, "key", name))
+            _fill_defaults(config, vd, name)
             extractor = spec.timestamp_extractor or _default_extractor(config)
             topics = [resolve_topic(t) for t in spec.topics]
             node = SourceNode(name, topics, kd, vd, extractor)
@@ -74,10 +78,7 @@ def build_nodes(task: StreamTask, resolve_topic: Callable[[str], str]) -> None:
             assert isinstance(spec, SinkSpec)
             ks: Serializer[Any] = spec.key_serializer or _serde(config, "key", name).serializer
             vs: Serializer[Any] = spec.value_serializer or _serde(config, "value", name).serializer
-            if isinstance(vs, InnerDefaulted) and vs.inner is None:
-                vs.use_default_inner(_serde(config, "value", name))
-            if isinstance(vs, KeyDefaulted) and vs.inner is None:
-                vs.use_default_key(_serde(config, "key", name))
+            _fill_defaults(config, vs, name)
             if spec.topic_extractor is not None:
                 node = DynamicSinkNode(name, spec.topic_extractor, ks, vs, spec.partitioner, task.collector,
                                        partial(_record_ctx_of, task))  # no Python frame: asked per record
