@@ -17,30 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from streamlet.actors.error_handlers import RecordErrorHandler
+from streamlet.actors.node_graph import build_nodes
 from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup, with_origin
-from streamlet.actors.processor_context import NodeContext
-from streamlet.actors.processor_node import (
-    DynamicSinkNode,
-    Node,
-    ProcessorNode,
-    SinkNode,
-    SourceNode,
-    failed_node,
-    mark_failed,
-)
+from streamlet.actors.processor_node import Node, ProcessorNode, SourceNode, failed_node, mark_failed
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule, first_punctuation
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.actors.task_progress import CarriesProgress, CommitTimes, TaskProgress
 from streamlet.config import StreamsConfig
-from streamlet.error_remedies import PROCESSING_REMEDY, missing_serde_remedy
-from streamlet.errors import ConfigError, SinkSerializationError, StateStoreCorruptedError, StreamsError
+from streamlet.error_remedies import PROCESSING_REMEDY
+from streamlet.errors import SinkSerializationError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
 from streamlet.record import Record
-from streamlet.serdes import Deserializer, InnerDefaulted, KeyDefaulted, Serializer
 from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
 from streamlet.stores.cache import SharedCacheBudget
-from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec, SubTopology, Topology
+from streamlet.topology import SubTopology, Topology
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
 _record_ctx_of = attrgetter("record_ctx")
@@ -137,77 +128,13 @@ class StreamTask:
         )
         self.nodes: dict[str, Node] = {}
         self.sources_by_topic: dict[str, SourceNode] = {}
-        self._build_nodes(resolve_topic)
+        build_nodes(self, resolve_topic)
         self.stores: dict[str, StateStore] = {}
         self.global_stores: Mapping[str, StateStore] = {}
         """The instance's global stores (the runtime sets them before `initialize_processors`)."""
         self.errors = RecordErrorHandler(config, self.task_id, collector,
                                          is_global=subtopology.id < 0)  # the global task's group
         self.partition_group = PartitionGroup(self.sources_by_topic, self.errors.on_deserialization_error)
-
-    # -- construction -------------------------------------------------------------------------------
-    def _serde(self, which: str, node: str) -> Any:
-        serde = self.config.default_key_serde() if which == "key" else self.config.default_value_serde()
-        if serde is None:
-            raise ConfigError(
-                f"node {node!r} has no {which} serde and default.{which}.serde is not configured: "
-                f"{missing_serde_remedy(which)}"
-            )
-        return serde
-
-    def _build_nodes(self, resolve_topic: Callable[[str], str]) -> None:
-        topo = self.topology
-        for name in self.subtopology.nodes:
-            spec = topo.nodes[name]
-            node: Node
-            if isinstance(spec, SourceSpec):
-                kd: Deserializer[Any] = spec.key_deserializer or self._serde("key", name).deserializer
-                vd: Deserializer[Any] = spec.value_deserializer or self._serde("value", name).deserializer
-                # A wrapper with no inner serde given (a table grouping's Change serde, a foreign-key join's
-                # subscriptions and responses) takes the default; one with a serde from upstream needs none.
-                if isinstance(vd, InnerDefaulted) and vd.inner is None:
-                    vd.use_default_inner(self._serde("value", name))
-                if isinstance(vd, KeyDefaulted) and vd.inner is None:
-                    vd.use_default_key(self._serde("key", name))
-                extractor = spec.timestamp_extractor or self._default_extractor()
-                topics = [resolve_topic(t) for t in spec.topics]
-                node = SourceNode(name, topics, kd, vd, extractor)
-                node.task = self
-                for t in topics:
-                    self.sources_by_topic[t] = node
-            elif isinstance(spec, ProcessorSpec):
-                processor = spec.supplier()
-                node = ProcessorNode(name, processor, list(spec.stores))
-                node.context = NodeContext(self, node)
-                node.on_error = self._on_node_error
-            else:
-                assert isinstance(spec, SinkSpec)
-                ks: Serializer[Any] = spec.key_serializer or self._serde("key", name).serializer
-                vs: Serializer[Any] = spec.value_serializer or self._serde("value", name).serializer
-                if isinstance(vs, InnerDefaulted) and vs.inner is None:
-                    vs.use_default_inner(self._serde("value", name))
-                if isinstance(vs, KeyDefaulted) and vs.inner is None:
-                    vs.use_default_key(self._serde("key", name))
-                if spec.topic_extractor is not None:
-                    node = DynamicSinkNode(name, spec.topic_extractor, ks, vs, spec.partitioner, self.collector,
-                                           lambda: self.record_ctx)
-                else:
-                    node = SinkNode(name, resolve_topic(spec.topic), ks, vs, spec.partitioner, self.collector)
-                node.on_serialization_error = self._on_serialization_error
-            self.nodes[name] = node
-        for name in self.subtopology.nodes:
-            self.nodes[name].children = [self.nodes[c] for c in topo.children[name]]
-        for node in self.nodes.values():
-            if len(node.children) > 1:
-                for child in node.children:
-                    if isinstance(child, SinkNode):
-                        child.task = self  # frees the consumed bytes for its later siblings (`raw_after`)
-
-    def _default_extractor(self) -> Any:
-        extractor = self.config.get("default.timestamp.extractor")
-        if extractor is None:
-            return None
-        return extractor() if isinstance(extractor, type) else extractor
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def initialize_stores(self) -> None:

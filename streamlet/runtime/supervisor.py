@@ -268,25 +268,75 @@ class Supervisor:
         self.thread_state.set(ThreadState.STARTING)
         try:
             async with AsyncExitStack() as resources:
-                await self._run(resources, task_status)
+                listener = await self._open(resources)
+                await self._serve(listener, task_status)
         finally:
             self.thread_state.set(ThreadState.PENDING_SHUTDOWN)  # a failure ends the member too
             self.thread_state.set(ThreadState.DEAD)
 
-    async def _run(self, resources: AsyncExitStack, task_status: Any) -> None:
+    async def _open(self, resources: AsyncExitStack) -> StreamsRebalanceListener:
+        """Prepare the topics, make the member's clients and parts and start them, each start followed by
+        the cleanup that undoes it on `resources`; returns the rebalance listener `_serve` subscribes with."""
         config = self.config
         self.plan = await prepare_topics(self.topology, self.app_id, self._client_kwargs(ClientRole.ADMIN),
                                          replication_factor=int(config["replication.factor"]),
                                          dead_letter_topic=dead_letter_topic(config),
                                          internal_topics_check=config["internal.topics.check"])
         self._partition_counts = self.plan.partition_counts
-        producer_config = {**self._client_kwargs(ClientRole.PRODUCER), "acks": "all"}
-        replicas = int(config["num.standby.replicas"])
-        stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}
         instance_id = ""
         if config.exactly_once or config.streams_group:
             instance_id, release_instance_id = claim_instance_id(self._state_root())
             resources.callback(release_instance_id)
+        membership, group = self._make_clients(instance_id)
+        assert self.tasks is not None and self.commit_protocol is not None
+        resources.callback(self.tasks.abandon)  # runs last: tasks a failure left open are closed dirty
+        if self.producer is not None:
+            await self.producer.start()
+            resources.push_async_callback(stop_client, self.producer)
+        replicas = int(config["num.standby.replicas"])
+        if replicas > 0 or config.streams_group:  # in a streams group the broker decides (a group config)
+            self.standby_consumer = AIOKafkaConsumer(
+                **self._client_kwargs(ClientRole.RESTORE_CONSUMER), group_id=None, enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
+            )
+            await self.standby_consumer.start()
+            resources.push_async_callback(_stop_groupless_consumer, self.standby_consumer)
+            self.standbys = StandbyTasks(self.topology, config, self.standby_consumer, self._state_root(),
+                                         self.resolve_topic, self._partition_count)
+            resources.callback(self.standbys.close)
+        await self.restore_consumer.start()
+        resources.push_async_callback(_stop_groupless_consumer, self.restore_consumer)
+        self.global_thread = await start_global_thread(  # restored before any task starts
+            self.topology, config, self._state_root(), self._client_kwargs(ClientRole.RESTORE_CONSUMER),
+            self._client_kwargs(ClientRole.ADMIN), self._fail)
+        if self.global_thread is not None:
+            resources.push_async_callback(self.global_thread.close)
+            self.tasks.global_stores = self.global_thread.stores
+        listener = self._wire_parts(self.tasks, membership, group)
+        await self.consumer.start()
+        always_hand_out_as_decoded(self.consumer)  # the tasks need no ConsumerRecord per record
+        streams_membership = self._streams_membership
+        if streams_membership is None:
+            resources.push_async_callback(lambda: _stop_group_consumer(self.consumer, self._leave_group))
+        else:
+            resources.push_async_callback(stop_client, self.consumer)
+            resources.push_async_callback(self._leave_streams_group, streams_membership)  # after the tasks closed
+            # Assigned by hand from now on; until the first assignment a poll returns nothing after its
+            # timeout (a consumer that was never assigned anything would wait for an assignment instead).
+            self.consumer.assign([])
+        resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
+        return listener
+
+    def _make_clients(self, instance_id: str) -> tuple[GroupMembership | StreamsGroupMembership, Any]:
+        """Make (not start) the group consumer and its membership, the commit protocol with its producer,
+        the restore consumer, the repartition purger and the task manager; returns the membership and the
+        group (see `_wire_parts`)."""
+        assert self.plan is not None
+        config = self.config
+        producer_config = {**self._client_kwargs(ClientRole.PRODUCER), "acks": "all"}
+        replicas = int(config["num.standby.replicas"])
+        stateful = {sub.id for sub in self.topology.sub_topologies() if sub.stores}
         isolation = "read_committed" if config.exactly_once else "read_uncommitted"
         membership: GroupMembership | StreamsGroupMembership
         group: Any  # who answers for the group's offsets: the group consumer, or the streams group membership
@@ -333,42 +383,13 @@ class Supervisor:
                                  self._state_root(), self.resolve_topic, self._partition_count)
         self.tasks.on_task_created = self.on_task_created
         self.tasks.resolve_topics = self._learn_topics
-        resources.callback(self.tasks.abandon)  # runs last: tasks a failure left open are closed dirty
-        if self.producer is not None:
-            await self.producer.start()
-            resources.push_async_callback(stop_client, self.producer)
-        if replicas > 0 or config.streams_group:  # in a streams group the broker decides (a group config)
-            self.standby_consumer = AIOKafkaConsumer(
-                **self._client_kwargs(ClientRole.RESTORE_CONSUMER), group_id=None, enable_auto_commit=False,
-                auto_offset_reset="earliest",
-                isolation_level="read_committed" if config.exactly_once else "read_uncommitted",
-            )
-            await self.standby_consumer.start()
-            resources.push_async_callback(_stop_groupless_consumer, self.standby_consumer)
-            self.standbys = StandbyTasks(self.topology, config, self.standby_consumer, self._state_root(),
-                                         self.resolve_topic, self._partition_count)
-            resources.callback(self.standbys.close)
-        await self.restore_consumer.start()
-        resources.push_async_callback(_stop_groupless_consumer, self.restore_consumer)
-        self.global_thread = await start_global_thread(  # restored before any task starts
-            self.topology, config, self._state_root(), self._client_kwargs(ClientRole.RESTORE_CONSUMER),
-            self._client_kwargs(ClientRole.ADMIN), self._fail)
-        if self.global_thread is not None:
-            resources.push_async_callback(self.global_thread.close)
-            self.tasks.global_stores = self.global_thread.stores
-        listener = self._wire_parts(self.tasks, membership, group)
-        await self.consumer.start()
-        always_hand_out_as_decoded(self.consumer)  # the tasks need no ConsumerRecord per record
+        return membership, group
+
+    async def _serve(self, listener: StreamsRebalanceListener, task_status: Any) -> None:
+        """Join the group and run the poll loop and the task actors in one task group until the member
+        stops; then commit and close the tasks (clean), or close them dirty and raise what ended it."""
+        assert self.plan is not None and self.tasks is not None
         streams_membership = self._streams_membership
-        if streams_membership is None:
-            resources.push_async_callback(lambda: _stop_group_consumer(self.consumer, self._leave_group))
-        else:
-            resources.push_async_callback(stop_client, self.consumer)
-            resources.push_async_callback(self._leave_streams_group, streams_membership)  # after the tasks closed
-            # Assigned by hand from now on; until the first assignment a poll returns nothing after its
-            # timeout (a consumer that was never assigned anything would wait for an assignment instead).
-            self.consumer.assign([])
-        resources.push_async_callback(self.commit_protocol.stop)  # before the consumer stops (LIFO)
         if streams_membership is None:
             self.consumer.subscribe(sorted(self.plan.source_topics), listener=listener)
         async with anyio.create_task_group() as tg:
