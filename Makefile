@@ -104,27 +104,27 @@ demo: compile broker-jars
 demo-spark: compile broker-jars spark-jars
 	$(BIN)/python examples/demo_spark_wordcount.py
 
-# The long chaos run of issue #3: 2,000,000 words, 12 kill -9 of random instances, exactly-once checked.
+# The long chaos run: 2,000,000 words, 12 kill -9 of random instances, exactly-once checked.
 chaos: compile broker-jars
 	$(BIN)/python -m tests.integration.chaos --words 2000000 --kills 12
 
-# Issue #15's chaos on Spark: WordCount under exactly_once_v2 on `streamlet spark run`, 3 kill -9 of the driver
+# Chaos on Spark: WordCount under exactly_once_v2 on `streamlet spark run`, 3 kill -9 of the driver
 # (JVM and Python workers too) at random moments and a task failed mid-batch; exactly 1..n per word. ~3 minutes.
 spark-chaos: compile broker-jars spark-jars
 	STREAMLET_SPARK_CHAOS=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/integration/test_spark_eos_chaos.py
 
-# Issue #11's repeated runs: every chaos test (and the lost-membership test) RUNS times, each run a fresh
+# Repeated runs: every chaos test (and the lost-membership test) RUNS times, each run a fresh
 # pytest process; ends with a table of passes and failures per test. Nothing is retried.
 RUNS ?= 20
 chaos-repeat: compile broker-jars
 	$(BIN)/python -m tests.integration.repeat --runs $(RUNS)
 
-# Issue #11's soak: three exactly-once apps at once under mixed random faults for MINUTES (not in `make test`).
+# The soak: three exactly-once apps at once under mixed random faults for MINUTES (not in `make test`).
 MINUTES ?= 30
 soak: compile broker-jars toxiproxy
 	$(BIN)/python -m tests.integration.soak --minutes $(MINUTES)
 
-# Issue #16's differential suite at length: CASES generated topologies and inputs, each run on Kafka Streams
+# The differential suite at length: CASES generated topologies and inputs, each run on Kafka Streams
 # 4.4.0's own TopologyTestDriver (tests/java/fidelity, built with Maven on first use; FIDELITY_KAFKA_VERSION=3.9.1
 # for the older line) and on streamlet's, record for record (`make test` runs 2,000 of them). A case is a round
 # trip between the JVM and streamlet that keeps under half a core busy, so the cases run in shards on LANES
@@ -137,7 +137,7 @@ fidelity: compile $(INSTALLED)
 	FIDELITY_CASES=$(CASES) FIDELITY_SHARDS=$$(( $(LANES) * 2 )) $(BIN)/pytest -q -p no:cacheprovider -n $(LANES) \
 	  --dist worksteal tests/fidelity
 
-# Issue 23's restart differential suite at length (tests/fidelity_restart/README.md): CASES generated cases (given
+# The restart differential suite at length (tests/fidelity_restart/README.md): CASES generated cases (given
 # on the command line; else RESTART_CASES, 300) from seed RESTART_SEED (random when empty), each run on Kafka
 # Streams 4.4.0 (tests/java/fidelity's RestartApp, a real application) and on streamlet against a fresh local broker
 # through the same stop point (a clean close, a kill -9 after a commit, a kill -9 with a batch in flight) and

@@ -474,7 +474,7 @@ def table(w: Workload) -> list[str]:
         on_spark, native = w.row(engine_key), w.row(native_key)
         if on_spark is not None and native is not None and on_spark.correct and native.correct:
             notes.append(f"{on_spark.label}: {fmt_ratio(ratio(on_spark, native))} {native.label}'s records/s "
-                         f"(issue 27's target: at least 0.8{TIMES}).")
+                         f"(target: at least 0.8{TIMES}).")
     baselines = (f"Kafka Streams {fmt_int(ks.rate)} records/s" if ks else "Kafka Streams: no correct result",
                  f"best Python peer {peer.label} {fmt_int(peer.rate)} records/s" if peer
                  else "best Python peer: no correct result")

@@ -196,7 +196,7 @@ def spark_command(engine: str, master: str = SPARK_MASTER) -> Callable[[RunSpec]
 
 SPARK_EOS_ELSEWHERE = "exactly-once on the Spark engine is the streamlet-spark-eos system"
 SPARK_EOS_ONLY = "streamlet-spark-eos is the Spark engine under exactly_once_v2: WordCount exactly-once only"
-SPARK_WORKLOADS = "issue #12 compares the Spark engine on WordCount, the window count and the join"
+SPARK_WORKLOADS = "the Spark engine is compared on WordCount, the window count and the join"
 NATIVE_SPARK_ONLY = "the hand-written Spark anchor is WordCount only"
 SPARK_CLUSTER_NA = dict.fromkeys(("pipe", "wordcount_eos", "window_count", "join", "session_count", "stream_join"),
                                  "the standalone cluster pair measures WordCount at-least-once, beside native Spark")
