@@ -6,6 +6,7 @@
                     [--dry-run]
     streamlet topics create MODULE:FUNCTION [--config FILE] [--set ...] [--partitions N]
     streamlet broker start [--port N] | stop | status | fetch
+    streamlet registry start [--port N] | stop | status | fetch
     streamlet spark run | backfill | fetch      (see streamlet.cli.spark)
     streamlet version
 
@@ -51,7 +52,7 @@ from streamlet.runtime.gc_tuning import tune_gc_for_streaming
 from streamlet.runtime.instance_id import ensure_state_directory, state_root
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.workers import WorkerPool
-from streamlet.testing import local_broker
+from streamlet.testing import local_broker, local_registry
 from streamlet.topology_render import render
 
 log = logging.getLogger("streamlet.cli")
@@ -258,6 +259,28 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_registry(args: argparse.Namespace) -> int:
+    if args.action == "fetch":
+        print(local_registry.ensure_registry_app())
+        return 0
+    if args.action == "start":
+        state, started = local_registry.start_dev_registry(args.port)
+        if not started:
+            print(f"already running (pid {state.pid})", file=sys.stderr)
+        print(state.url)
+        return 0
+    if args.action == "stop":
+        stopped = local_registry.stop_dev_registry()
+        print(f"stopped the schema registry at {stopped.url}" if stopped else "not running")
+        return 0
+    running = local_registry.dev_registry_status()
+    if running is None:
+        print("not running")
+        return EXIT_NOT_RUNNING
+    print(f"running at {running.url} (pid {running.pid})")
+    return 0
+
+
 def _cmd_version(args: argparse.Namespace) -> int:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -342,6 +365,18 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--kafka-version", choices=(*local_broker.KAFKA_VERSIONS, "all"), default="all",
                        help="which version's jars (default: every version streamlet runs)")
     broker.set_defaults(handler=_cmd_broker)
+
+    registry = commands.add_parser("registry", help="the local development schema registry (Confluent's API)")
+    registry_actions = registry.add_subparsers(dest="action", required=True, metavar="ACTION")
+    registry_start = registry_actions.add_parser(
+        "start", help="start it in the background (schemas in memory) and print its schema.registry.url")
+    registry_start.add_argument("--port", type=int, default=None,
+                                help=f"HTTP port (default {local_registry.DEFAULT_DEV_PORT} if free)")
+    registry_actions.add_parser("stop", help="stop it (its schemas are gone)")
+    registry_actions.add_parser("status", help=f"say whether it runs (exit code {EXIT_NOT_RUNNING} if not)")
+    registry_actions.add_parser("fetch", help=f"download Apicurio Registry {local_registry.REGISTRY_VERSION} "
+                                              "into the cache (done once)")
+    registry.set_defaults(handler=_cmd_registry)
 
     add_spark_commands(commands)
 

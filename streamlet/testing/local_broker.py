@@ -144,8 +144,9 @@ def _pid_command_line(pid: int) -> str:
         return result.stdout
 
 
-def terminate_pid(pid: int, timeout: float) -> None:
-    """SIGTERM (the broker shuts down cleanly), then SIGKILL if it is still there after `timeout`."""
+def terminate_pid(pid: int, timeout: float, what: str = "the Kafka broker") -> None:
+    """SIGTERM (the broker shuts down cleanly), then SIGKILL if it is still there after `timeout`;
+    `what` names the process in the warning."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -153,7 +154,7 @@ def terminate_pid(pid: int, timeout: float) -> None:
         if not _pid_alive(pid):
             return
         time.sleep(0.1)
-    log.warning("the Kafka broker (pid %d) did not stop within %.0fs; killing it", pid, timeout)
+    log.warning("%s (pid %d) did not stop within %.0fs; killing it", what, pid, timeout)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     while _pid_alive(pid):
