@@ -31,7 +31,14 @@ AvroSchema = str | Mapping[str, Any]
 
 
 def _schema_text(schema: AvroSchema) -> str:
-    return schema if isinstance(schema, str) else json.dumps(schema)
+    """The schema's JSON text; a bare primitive name ("string", "long") is taken as that type."""
+    if not isinstance(schema, str):
+        return json.dumps(schema)
+    try:
+        json.loads(schema)
+    except ValueError:
+        return json.dumps(schema.strip())
+    return schema
 
 
 def _schema_id(data: bytes) -> str:
