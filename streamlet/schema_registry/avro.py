@@ -177,8 +177,8 @@ class AvroRegistryDeserializer(Deserializer[T]):
             raise SerializationError(f"{state.kind}: the record of topic {topic!r} does not match its writer schema "
                                      f"(schema id {_schema_id(data)}): {type(exc).__name__}: {exc}") from exc
         if state.from_dict is not None and isinstance(value, dict):
-            return state.from_dict(value)  # type: ignore[no-any-return]
-        return value  # type: ignore[no-any-return]
+            return typing.cast(T, state.from_dict(value))
+        return typing.cast(T, value)
 
 
 class _AvroSerde(Serde[T]):
@@ -315,7 +315,8 @@ def _to_dict(record: Any) -> dict[str, Any]:
 def _from_dict_for(record_type: type[T]) -> Callable[[dict[str, Any]], T]:
     """A converter from a decoded dict (nested dicts for nested records) to `record_type`."""
     hints = typing.get_type_hints(record_type)
-    converters = {field.name: _converter(hints[field.name]) for field in dataclasses.fields(record_type)}
+    converters = {field.name: _converter(hints[field.name])
+                  for field in dataclasses.fields(typing.cast(Any, record_type))}
 
     def convert(value: dict[str, Any]) -> T:
         return record_type(**{name: converters[name](item) if name in converters else item

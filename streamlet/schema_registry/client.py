@@ -9,6 +9,7 @@ registry per scope, as Java's `MockSchemaRegistry` does, until `drop_scope(SCOPE
 from __future__ import annotations
 
 import threading
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +56,7 @@ def _strategy(config: Mapping[str, Any], name: str) -> SubjectNameStrategy:
     if value is None:
         return topic_subject_name_strategy
     if callable(value):
-        return value  # type: ignore[no-any-return]
+        return typing.cast(SubjectNameStrategy, value)
     short = str(value).strip().rsplit(".", 1)[-1].lower()
     if short not in _STRATEGIES:
         raise ConfigError(f"{name}={value!r} is not a subject name strategy: use TopicNameStrategy, "

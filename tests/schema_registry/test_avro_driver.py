@@ -27,7 +27,8 @@ def totals_topology() -> object:
     builder = StreamsBuilder()
     (builder.stream("orders", Consumed(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Order)))
         .group_by_key()
-        .aggregate(lambda: Total(0, 0.0), lambda _key, order, total: Total(total.orders + 1, total.amount + order.amount),
+        .aggregate(lambda: Total(0, 0.0),
+                   lambda _key, order, total: Total(total.orders + 1, total.amount + order.amount),
                    Materialized("totals", key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Total)))
         .to_stream()
         .to("totals", Produced(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Total))))

@@ -16,7 +16,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from streamlet.errors import SerializationError
 from streamlet.schema_registry import GenericAvroSerde, SpecificAvroSerde
 from streamlet.schema_registry.client import RegistrySettings, registry_client
-from tests.schema_registry.test_avro_serdes import ORDER_V1, ORDER_V2, Order, _body
+from tests.schema_registry.test_avro_serdes import ORDER_V1, Order, _body
 
 pytestmark = pytest.mark.registry
 
