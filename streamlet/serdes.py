@@ -376,3 +376,16 @@ def configure_from_application(part: object, config: Mapping[str, Any], is_key: 
             hook(config, is_key)
             return
         part = getattr(part, "inner", None)
+
+
+SERDE_SETTINGS = frozenset({
+    "auto.register.schemas", "use.latest.version", "normalize.schemas", "basic.auth.credentials.source",
+    "basic.auth.user.info", "key.subject.name.strategy", "value.subject.name.strategy", "specific.avro.reader",
+})
+"""Confluent's serde settings (with every `schema.registry.*` key): the application's config carries them to
+the serdes that take them (`configure_from_application`); they are no Kafka client's settings."""
+
+
+def is_serde_setting(key: str) -> bool:
+    """True for a setting the schema'd serdes read (`schema.registry.url`, `auto.register.schemas`, ...)."""
+    return key in SERDE_SETTINGS or key.startswith("schema.registry.")

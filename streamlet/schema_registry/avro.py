@@ -21,7 +21,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from streamlet.errors import ConfigError, SerializationError
 from streamlet.schema_registry.client import RegistrySettings, registry_client
-from streamlet.serdes import Deserializer, Serde, Serializer
+from streamlet.serdes import Deserializer, Serde, Serializer, is_serde_setting
 
 T = TypeVar("T")
 _ID = struct.Struct(">I")
@@ -97,10 +97,7 @@ class _Configurable:
 
 
 def _fingerprint(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((key, repr(value)) for key, value in config.items()
-                        if key.startswith(("schema.registry.", "basic.auth.")) or key in (
-                            "auto.register.schemas", "use.latest.version", "normalize.schemas",
-                            "key.subject.name.strategy", "value.subject.name.strategy", "specific.avro.reader")))
+    return tuple(sorted((key, repr(value)) for key, value in config.items() if is_serde_setting(key)))
 
 
 class AvroRegistrySerializer(Serializer[T]):

@@ -27,13 +27,6 @@ from streamlet.errors import ConfigError
 SubjectNameStrategy = Callable[[Any, str | None], str | None]
 """confluent-kafka's form: (SerializationContext, record name) -> subject."""
 
-SETTINGS = (
-    "schema.registry.url", "auto.register.schemas", "use.latest.version", "normalize.schemas",
-    "basic.auth.credentials.source", "basic.auth.user.info", "key.subject.name.strategy",
-    "value.subject.name.strategy", "specific.avro.reader",
-)
-"""Confluent's serde settings these serdes read (also with a `schema.registry.` prefix on the basic.auth ones)."""
-
 _STRATEGIES: dict[str, SubjectNameStrategy] = {
     "topicnamestrategy": topic_subject_name_strategy,
     "recordnamestrategy": record_subject_name_strategy,
