@@ -100,20 +100,28 @@ def _fingerprint(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((key, repr(value)) for key, value in config.items() if is_serde_setting(key)))
 
 
-class AvroRegistrySerializer(Serializer[T]):
-    """Writes a value as magic byte 0, the schema's 4-byte big-endian id, then the Avro body."""
+class _SharesConfiguration:
+    """A serde, or its serializer or deserializer: configuring any of them configures all three."""
 
     def __init__(self, state: _Configurable) -> None:
-        super().__init__()
         self._state = state
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Configure the serde this serializer belongs to (Confluent's settings), by hand."""
+        """Configure with Confluent's settings (`schema.registry.url`, ...) for keys (`is_key`) or values,
+        as Java's `configure(props, isKey)`; configured so by hand, it keeps these settings."""
         self._state.configure(config, is_key, by_hand=True)
 
     def configure_from_application(self, config: Mapping[str, Any], is_key: bool) -> None:
         """Called by streamlet with the application's config when tasks are built (no-op if configured by hand)."""
         self._state.configure_from_application(config, is_key)
+
+
+class AvroRegistrySerializer(_SharesConfiguration, Serializer[T]):
+    """Writes a value as magic byte 0, the schema's 4-byte big-endian id, then the Avro body."""
+
+    def __init__(self, state: _Configurable) -> None:
+        Serializer.__init__(self)
+        _SharesConfiguration.__init__(self, state)
 
     def serialize(self, topic: str | None, data: T | None) -> bytes | None:
         if data is None:
@@ -138,21 +146,13 @@ class AvroRegistrySerializer(Serializer[T]):
         return result
 
 
-class AvroRegistryDeserializer(Deserializer[T]):
+class AvroRegistryDeserializer(_SharesConfiguration, Deserializer[T]):
     """Reads Confluent's wire format: the writer's schema by id from the registry (cached), resolved against
     the reader's schema when there is one."""
 
     def __init__(self, state: _Configurable) -> None:
-        super().__init__()
-        self._state = state
-
-    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Configure the serde this deserializer belongs to (Confluent's settings), by hand."""
-        self._state.configure(config, is_key, by_hand=True)
-
-    def configure_from_application(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Called by streamlet with the application's config when tasks are built (no-op if configured by hand)."""
-        self._state.configure_from_application(config, is_key)
+        Deserializer.__init__(self)
+        _SharesConfiguration.__init__(self, state)
 
     def deserialize(self, topic: str | None, data: bytes | None) -> T | None:
         if data is None:
@@ -178,21 +178,12 @@ class AvroRegistryDeserializer(Deserializer[T]):
         return typing.cast(T, value)
 
 
-class _AvroSerde(Serde[T]):
+class _AvroSerde(_SharesConfiguration, Serde[T]):
     def __init__(self, state: _Configurable, config: Mapping[str, Any] | None, is_key: bool) -> None:
-        self._state = state
-        super().__init__(AvroRegistrySerializer(state), AvroRegistryDeserializer(state))
+        _SharesConfiguration.__init__(self, state)
+        Serde.__init__(self, AvroRegistrySerializer(state), AvroRegistryDeserializer(state))
         if config is not None:
             self.configure(config, is_key)
-
-    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Configure with Confluent's settings (`schema.registry.url`, ...) for keys (`is_key`) or values,
-        as Java's `Serde.configure(props, isKey)`; a serde configured so keeps these settings."""
-        self._state.configure(config, is_key, by_hand=True)
-
-    def configure_from_application(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Called by streamlet with the application's config when tasks are built (no-op if configured by hand)."""
-        self._state.configure_from_application(config, is_key)
 
     @property
     def configured(self) -> bool:

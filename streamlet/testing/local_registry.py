@@ -35,8 +35,10 @@ from streamlet.testing.local_broker import (
     _pid_alive,
     _pid_command_line,
     _tail,
+    dev_service_dir,
     free_ports,
     port_is_free,
+    read_state_file,
     terminate_pid,
 )
 
@@ -207,8 +209,7 @@ class DevRegistryState:
 
 def dev_registry_dir() -> Path:
     """`STREAMLET_DEV_REGISTRY_DIR`, else `<cache>/dev-registry`: state file and log."""
-    configured = os.environ.get("STREAMLET_DEV_REGISTRY_DIR")
-    return Path(configured).expanduser().resolve() if configured else cache_dir() / "dev-registry"
+    return dev_service_dir("STREAMLET_DEV_REGISTRY_DIR", "dev-registry")
 
 
 def _state_file() -> Path:
@@ -216,11 +217,7 @@ def _state_file() -> Path:
 
 
 def _read_state() -> DevRegistryState | None:
-    try:
-        raw = json.loads(_state_file().read_text())
-        return DevRegistryState(int(raw["pid"]), int(raw["port"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    return read_state_file(_state_file(), lambda raw: DevRegistryState(int(raw["pid"]), int(raw["port"])))
 
 
 def dev_registry_status() -> DevRegistryState | None:
