@@ -61,6 +61,7 @@ class _Configurable:
         self.is_key = False
         self.serializer: AvroSerializer | None = None
         self.deserializer: AvroDeserializer | None = None
+        self._contexts: dict[str | None, SerializationContext] = {}  # per topic, made once
 
     def configure(self, config: Mapping[str, Any], is_key: bool, by_hand: bool) -> None:
         settings = RegistrySettings.from_config(config)
@@ -81,6 +82,7 @@ class _Configurable:
         self.is_key = is_key
         self.by_hand = by_hand
         self.applied = _fingerprint(config)
+        self._contexts = {}
 
     def configure_from_application(self, config: Mapping[str, Any], is_key: bool) -> None:
         """The hook the runtime calls: configure unless configured by hand or already with these settings."""
@@ -89,7 +91,11 @@ class _Configurable:
         self.configure(config, is_key, by_hand=False)
 
     def context(self, topic: str | None) -> SerializationContext:
-        return SerializationContext(topic or "", MessageField.KEY if self.is_key else MessageField.VALUE)
+        context = self._contexts.get(topic)
+        if context is None:
+            context = SerializationContext(topic or "", MessageField.KEY if self.is_key else MessageField.VALUE)
+            self._contexts[topic] = context
+        return context
 
     def not_configured(self) -> SerializationError:
         return SerializationError(f"{self.kind} is not configured: call .configure(config, is_key) with "
