@@ -229,3 +229,15 @@ def test_user_info_is_never_shown() -> None:
     assert "s3cret" not in shown
     with pytest.raises(ConfigError, match="user:password"):
         RegistrySettings.from_config({"schema.registry.url": "http://h:1", "basic.auth.user.info": "nocolon"})
+
+
+def test_importing_streamlet_imports_no_registry_client() -> None:
+    """An application without schemas loads neither this package nor confluent-kafka nor fastavro."""
+    import subprocess
+    import sys
+
+    code = ("import sys, streamlet, streamlet.testing, streamlet.cli.main; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('confluent_kafka', 'fastavro') "
+            "or m.startswith('streamlet.schema_registry')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
