@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all compile demo demo-spark test lint docs broker-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
+.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
 
 all: test
 
@@ -21,7 +21,7 @@ $(INSTALLED): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamlet needs Python 3.11+, but $(PYTHON) is " + sys.version.split()[0] + " (run make PYTHON=python3.11 ...)")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[spark,dev]'
+	$(BIN)/python -m pip install -q -e '.[spark,dev,registry]'
 	touch $@
 
 # The hot path compiled with mypyc (setup.py; the modules are listed in streamlet/_compiled.py), rebuilt in place
@@ -34,6 +34,11 @@ compile: $(INSTALLED)
 # Kafka version (4.4.0, the default, and 3.9.1): no-op once fetched.
 broker-jars: $(INSTALLED)
 	$(BIN)/python -m streamlet broker fetch
+
+# The development and test schema registry (streamlet.testing.local_registry: Apicurio Registry 2.6.13.Final,
+# Confluent's API), fetched once with Maven and unpacked into .cache/apicurio-registry-<version>; no-op once there.
+registry-jars: $(INSTALLED)
+	$(BIN)/python -m streamlet registry fetch
 
 # Spark's Kafka connector and the three jars it needs that pyspark lacks (streamlet.spark.jars), fetched
 # once with Maven into .cache/spark-kafka-<version>/libs; no-op once there.
@@ -89,7 +94,7 @@ OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
-test: lint docs compile broker-jars spark-jars toxiproxy prometheus chromium
+test: lint docs compile broker-jars registry-jars spark-jars toxiproxy prometheus chromium
 	STREAMLET_KAFKA_VERSION=$(SUITE_KAFKA_VERSION) $(BIN)/pytest -q $(PYTEST_PARALLEL)
 	STREAMLET_KAFKA_VERSION=$(OTHER_KAFKA_VERSION) $(BIN)/pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) $(OTHER_VERSION_TESTS)
 
@@ -154,7 +159,7 @@ fidelity-restart: compile broker-jars
 
 # The benchmark's extra (matplotlib for the report's charts), on top of the venv; not needed by `make test`.
 $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
-	$(BIN)/python -m pip install -q -e '.[spark,dev,bench]'
+	$(BIN)/python -m pip install -q -e '.[spark,dev,registry,bench]'
 	touch $@
 
 # Every workload on every system (long; the Spark engine and native Spark's WordCount included); writes

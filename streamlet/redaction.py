@@ -14,7 +14,8 @@ from typing import Any
 
 REDACTED = "[hidden]"
 
-_SECRET_KEY = re.compile(r"(password|secret|jaas|credential|token|(^|\.)ssl\.keystore\.key$|(^|\.)ssl\.key$)",
+_SECRET_KEY = re.compile(r"(password|secret|jaas|credential|token|(^|\.)ssl\.keystore\.key$|(^|\.)ssl\.key$"
+                         r"|(^|\.)basic\.auth\.user\.info$)",
                          re.IGNORECASE)
 
 

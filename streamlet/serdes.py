@@ -8,7 +8,7 @@ apps, and a changelog or repartition topic written here must read the same there
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -357,3 +357,35 @@ class KeyDefaulted:
 
     def use_default_key(self, serde: Serde[Any]) -> None:
         raise NotImplementedError
+
+
+def configure_from_application(part: object, config: Mapping[str, Any], is_key: bool) -> None:
+    """Hand the application's config to a serde, serializer or deserializer that asks for it.
+
+    One with a `configure_from_application(config, is_key)` method (the schema'd serdes of
+    `streamlet.schema_registry`) is configured with the application's settings, as Kafka Streams' Java
+    serdes get `configure(props, isKey)`; one configured by hand keeps its own settings (the method decides).
+    A wrapper (`inner`: a `Change` serde, a windowed key serde) passes it on to what it wraps. Tasks call
+    this when they are built, never per record.
+    """
+    for _depth in range(4):
+        if part is None:
+            return
+        hook = getattr(part, "configure_from_application", None)
+        if callable(hook):
+            hook(config, is_key)
+            return
+        part = getattr(part, "inner", None)
+
+
+SERDE_SETTINGS = frozenset({
+    "auto.register.schemas", "use.latest.version", "normalize.schemas", "basic.auth.credentials.source",
+    "basic.auth.user.info", "key.subject.name.strategy", "value.subject.name.strategy", "specific.avro.reader",
+})
+"""Confluent's serde settings (with every `schema.registry.*` key): the application's config carries them to
+the serdes that take them (`configure_from_application`); they are no Kafka client's settings."""
+
+
+def is_serde_setting(key: str) -> bool:
+    """True for a setting the schema'd serdes read (`schema.registry.url`, `auto.register.schemas`, ...)."""
+    return key in SERDE_SETTINGS or key.startswith("schema.registry.")

@@ -59,6 +59,7 @@ UPPER_PACKAGES = (
     "streamlet.testing",
     "streamlet.cli",
     "streamlet.http",
+    "streamlet.schema_registry",
 )
 
 # Cycles inside one package that are known and accepted, each as the failure message's first line. The DSL's

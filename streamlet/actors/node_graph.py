@@ -2,7 +2,8 @@
 
 `build_nodes` runs when a task is created, never per record: it makes one node per node spec of the
 sub-topology, gives each the serdes it names or the configured defaults (failing with `ConfigError` when
-neither is there), wires the nodes to their children and to the task (a processor's context and error
+neither is there) and the application's config to the serdes that take it (`configure_from_application`,
+for its sources, sinks and stores), wires the nodes to their children and to the task (a processor's context and error
 handler, a sink's serialization error handler), and registers each source under its topics.
 """
 
@@ -18,7 +19,7 @@ from streamlet.actors.processor_node import DynamicSinkNode, Node, ProcessorNode
 from streamlet.config import StreamsConfig
 from streamlet.error_remedies import missing_serde_remedy
 from streamlet.errors import ConfigError
-from streamlet.serdes import Deserializer, InnerDefaulted, KeyDefaulted, Serializer
+from streamlet.serdes import Deserializer, InnerDefaulted, KeyDefaulted, Serializer, configure_from_application
 from streamlet.topology import ProcessorSpec, SinkSpec, SourceSpec
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ def build_nodes(task: StreamTask, resolve_topic: Callable[[str], str]) -> None:
             kd: Deserializer[Any] = spec.key_deserializer or _serde(config, "key", name).deserializer
             vd: Deserializer[Any] = spec.value_deserializer or _serde(config, "value", name).deserializer
             _fill_defaults(config, vd, name)
+            configure_from_application(kd, config, True)
+            configure_from_application(vd, config, False)
             extractor = spec.timestamp_extractor or _default_extractor(config)
             topics = [resolve_topic(t) for t in spec.topics]
             node = SourceNode(name, topics, kd, vd, extractor)
@@ -79,6 +82,8 @@ def build_nodes(task: StreamTask, resolve_topic: Callable[[str], str]) -> None:
             ks: Serializer[Any] = spec.key_serializer or _serde(config, "key", name).serializer
             vs: Serializer[Any] = spec.value_serializer or _serde(config, "value", name).serializer
             _fill_defaults(config, vs, name)
+            configure_from_application(ks, config, True)
+            configure_from_application(vs, config, False)
             if spec.topic_extractor is not None:
                 node = DynamicSinkNode(name, spec.topic_extractor, ks, vs, spec.partitioner, task.collector,
                                        partial(_record_ctx_of, task))  # no Python frame: asked per record
@@ -86,6 +91,10 @@ def build_nodes(task: StreamTask, resolve_topic: Callable[[str], str]) -> None:
                 node = SinkNode(name, resolve_topic(spec.topic), ks, vs, spec.partitioner, task.collector)
             node.on_serialization_error = task._on_serialization_error
         task.nodes[name] = node
+    for store_name in task.subtopology.stores:
+        builder = topo.store_builders.get(store_name)
+        configure_from_application(getattr(builder, "key_serde", None), config, True)
+        configure_from_application(getattr(builder, "value_serde", None), config, False)
     for name in task.subtopology.nodes:
         task.nodes[name].children = [task.nodes[c] for c in topo.children[name]]
     for node in task.nodes.values():

@@ -6,6 +6,7 @@
                     [--dry-run]
     streamlet topics create MODULE:FUNCTION [--config FILE] [--set ...] [--partitions N]
     streamlet broker start [--port N] | stop | status | fetch
+    streamlet registry start [--port N] | stop | status | fetch
     streamlet spark run | backfill | fetch      (see streamlet.cli.spark)
     streamlet version
 
@@ -24,10 +25,10 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka.errors import KafkaConnectionError
 
@@ -51,13 +52,14 @@ from streamlet.runtime.gc_tuning import tune_gc_for_streaming
 from streamlet.runtime.instance_id import ensure_state_directory, state_root
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.workers import WorkerPool
-from streamlet.testing import local_broker
+from streamlet.testing import local_broker, local_registry
 from streamlet.topology_render import render
 
 log = logging.getLogger("streamlet.cli")
 
 EXIT_NOT_RUNNING = 3
-"""`broker status` exit code when no broker runs (the LSB status convention)."""
+"""`broker status` / `registry status` exit code when none runs (the LSB status convention)."""
+_S = TypeVar("_S")  # a development service's state (DevBrokerState, DevRegistryState)
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -240,21 +242,40 @@ def _cmd_broker(args: argparse.Namespace) -> int:
         for version in versions:
             print(local_broker.ensure_kafka_jars(version=version))
         return 0
-    if args.action == "start":
-        state, started = local_broker.start_dev_broker(args.port, args.kafka_version)
+    return _dev_service(
+        args.action, "broker", lambda: local_broker.start_dev_broker(args.port, args.kafka_version),
+        local_broker.stop_dev_broker, local_broker.dev_broker_status,
+        lambda state: state.bootstrap_servers, lambda state: f"pid {state.pid}, data in {state.data_dir}")
+
+
+def _cmd_registry(args: argparse.Namespace) -> int:
+    if args.action == "fetch":
+        print(local_registry.ensure_registry_app())
+        return 0
+    return _dev_service(
+        args.action, "schema registry", lambda: local_registry.start_dev_registry(args.port),
+        local_registry.stop_dev_registry, local_registry.dev_registry_status,
+        lambda state: state.url, lambda state: f"pid {state.pid}")
+
+
+def _dev_service(action: str, noun: str, start: Callable[[], tuple[_S, bool]], stop: Callable[[], _S | None],
+                 status: Callable[[], _S | None], address: Callable[[_S], str], details: Callable[[_S], str]) -> int:
+    """`start`, `stop` or `status` of a background development service (the broker, the schema registry)."""
+    if action == "start":
+        state, started = start()
         if not started:
-            print(f"already running (pid {state.pid}, data in {state.data_dir})", file=sys.stderr)
-        print(state.bootstrap_servers)
+            print(f"already running ({details(state)})", file=sys.stderr)
+        print(address(state))
         return 0
-    if args.action == "stop":
-        stopped = local_broker.stop_dev_broker()
-        print(f"stopped the broker at {stopped.bootstrap_servers}" if stopped else "not running")
+    if action == "stop":
+        stopped = stop()
+        print(f"stopped the {noun} at {address(stopped)}" if stopped else "not running")
         return 0
-    running = local_broker.dev_broker_status()
+    running = status()
     if running is None:
         print("not running")
         return EXIT_NOT_RUNNING
-    print(f"running at {running.bootstrap_servers} (pid {running.pid}, data in {running.data_dir})")
+    print(f"running at {address(running)} ({details(running)})")
     return 0
 
 
@@ -342,6 +363,18 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--kafka-version", choices=(*local_broker.KAFKA_VERSIONS, "all"), default="all",
                        help="which version's jars (default: every version streamlet runs)")
     broker.set_defaults(handler=_cmd_broker)
+
+    registry = commands.add_parser("registry", help="the local development schema registry (Confluent's API)")
+    registry_actions = registry.add_subparsers(dest="action", required=True, metavar="ACTION")
+    registry_start = registry_actions.add_parser(
+        "start", help="start it in the background (schemas in memory) and print its schema.registry.url")
+    registry_start.add_argument("--port", type=int, default=None,
+                                help=f"HTTP port (default {local_registry.DEFAULT_DEV_PORT} if free)")
+    registry_actions.add_parser("stop", help="stop it (its schemas are gone)")
+    registry_actions.add_parser("status", help=f"say whether it runs (exit code {EXIT_NOT_RUNNING} if not)")
+    registry_actions.add_parser("fetch", help=f"download Apicurio Registry {local_registry.REGISTRY_VERSION} "
+                                              "into the cache (done once)")
+    registry.set_defaults(handler=_cmd_registry)
 
     add_spark_commands(commands)
 

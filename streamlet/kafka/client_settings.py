@@ -45,6 +45,7 @@ from streamlet.errors import ConfigError, StreamsError
 from streamlet.offset_reset import AutoOffsetReset
 from streamlet.redaction import is_secret_key
 from streamlet.redaction import redact as redact  # documented as client_settings.redact
+from streamlet.serdes import is_serde_setting
 
 log = logging.getLogger(__name__)
 
@@ -568,6 +569,8 @@ def _report_unusable(config: StreamsConfig, role: ClientRole) -> None:
             continue  # a Kafka Streams setting (some also reach the clients, e.g. session.timeout.ms)
         elif not prefix and base in (OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS):
             continue  # Kafka Streams' internal emit intervals, which the DSL's processors read
+        elif not prefix and is_serde_setting(base):
+            continue  # for the schema'd serdes (schema.registry.url, ...), which the tasks configure with it
         elif base in _CONTROLLED or (role, base) in _ROLE_CONTROLLED:
             reason = _CONTROLLED.get(base) or _ROLE_CONTROLLED[(role, base)]
             _warn_once(f"{key} is overridden by streamlet ({reason})")

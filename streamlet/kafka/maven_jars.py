@@ -16,8 +16,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 from streamlet.errors import BrokerUnavailableError
 
@@ -88,33 +90,64 @@ def fetch_maven_jars(pom: Path, home: Path, label: str, marker_jar: str,
     leaves a half-filled jar directory behind for the next user to trip over. `keep` (a jar's file
     name -> bool) drops jars the caller gets elsewhere.
     """
-    if (home / "libs" / marker_jar).is_file():
+    def copy_dependencies(mvn: str, scratch: Path, out: IO[bytes]) -> int:
+        shutil.copy(pom, scratch / "pom.xml")
+        code = subprocess.run(
+            [mvn, "-B", "-q", "-Dstyle.color=never", "dependency:copy-dependencies",
+             f"-DoutputDirectory={scratch / 'libs'}", "-DincludeScope=runtime"],
+            cwd=scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False,
+        ).returncode
+        if code == 0 and keep is not None and (scratch / "libs").is_dir():
+            for jar in (scratch / "libs").iterdir():
+                if not keep(jar.name):
+                    jar.unlink()
+        return code
+
+    _fetch_once(home, label, Path("libs") / marker_jar, copy_dependencies)
+
+
+def fetch_maven_archive(artifact: str, home: Path, label: str, marker: str) -> None:
+    """Unpack the `tar.gz` Maven artifact `artifact` (`group:name:version:tar.gz:classifier`) into `home`,
+    unless `home/marker` is already there; as `fetch_maven_jars`, under a lock, through a scratch directory."""
+    def copy_and_unpack(mvn: str, scratch: Path, out: IO[bytes]) -> int:
+        download = scratch / "download"
+        code = subprocess.run(
+            [mvn, "-B", "-q", "-Dstyle.color=never", "dependency:copy", f"-Dartifact={artifact}",
+             f"-DoutputDirectory={download}"],
+            cwd=scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False,
+        ).returncode
+        if code != 0:
+            return code
+        for archive in download.glob("*.tar.gz"):
+            with tarfile.open(archive) as tar:
+                tar.extractall(scratch, filter="data")
+        shutil.rmtree(download)
+        return 0
+
+    _fetch_once(home, label, Path(marker), copy_and_unpack)
+
+
+def _fetch_once(home: Path, label: str, marker: Path, fill: Callable[[str, Path, IO[bytes]], int]) -> None:
+    """Run `fill(mvn, scratch, log)` into a private scratch directory renamed to `home` when `home/marker`
+    exists after it, all under a lock file; nothing happens when `home/marker` is already there."""
+    if (home / marker).is_file():
         return
     find_java()  # Maven needs Java too; say so first, in the words that matter
     mvn = find_maven(label)
     with file_lock(home.parent / f"{home.name}.lock"):
-        if (home / "libs" / marker_jar).is_file():  # another process fetched while we waited for the lock
+        if (home / marker).is_file():  # another process fetched while we waited for the lock
             return
         scratch = home.parent / f"{home.name}.partial-{os.getpid()}"
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
-        shutil.copy(pom, scratch / "pom.xml")
         fetch_log = home.parent / f"{home.name}-fetch.log"
-        print(f"streamlet: fetching {label} jars from Maven Central into {home} ...", file=sys.stderr, flush=True)
+        print(f"streamlet: fetching {label} from Maven Central into {home} ...", file=sys.stderr, flush=True)
         with open(fetch_log, "wb") as out:
-            result = subprocess.run(
-                [mvn, "-B", "-q", "-Dstyle.color=never", "dependency:copy-dependencies",
-                 f"-DoutputDirectory={scratch / 'libs'}", "-DincludeScope=runtime"],
-                cwd=scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False,
-            )
-        if result.returncode != 0 or not (scratch / "libs" / marker_jar).is_file():
+            code = fill(mvn, scratch, out)
+        if code != 0 or not (scratch / marker).is_file():
             shutil.rmtree(scratch, ignore_errors=True)
             raise BrokerUnavailableError(
-                f"Maven could not fetch the {label} jars (exit code {result.returncode}); see {fetch_log}."
+                f"Maven could not fetch {label} (exit code {code}); see {fetch_log}."
             )
-        if keep is not None:
-            for jar in (scratch / "libs").iterdir():
-                if not keep(jar.name):
-                    jar.unlink()
         shutil.rmtree(home, ignore_errors=True)
         os.rename(scratch, home)

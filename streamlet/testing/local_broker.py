@@ -28,17 +28,18 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from streamlet.errors import BrokerUnavailableError
 from streamlet.kafka.maven_jars import cache_dir, fetch_maven_jars, file_lock, find_java
 from streamlet.runtime.parent_death import die_with_parent
 
 log = logging.getLogger(__name__)
+_State = TypeVar("_State")
 
 KAFKA_VERSIONS = ("4.4.0", "3.9.1")
 """The broker versions streamlet runs and tests against (one pom each in `broker/`); the first is the default."""
@@ -144,8 +145,9 @@ def _pid_command_line(pid: int) -> str:
         return result.stdout
 
 
-def terminate_pid(pid: int, timeout: float) -> None:
-    """SIGTERM (the broker shuts down cleanly), then SIGKILL if it is still there after `timeout`."""
+def terminate_pid(pid: int, timeout: float, what: str = "the Kafka broker") -> None:
+    """SIGTERM (the broker shuts down cleanly), then SIGKILL if it is still there after `timeout`;
+    `what` names the process in the warning."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -153,7 +155,7 @@ def terminate_pid(pid: int, timeout: float) -> None:
         if not _pid_alive(pid):
             return
         time.sleep(0.1)
-    log.warning("the Kafka broker (pid %d) did not stop within %.0fs; killing it", pid, timeout)
+    log.warning("%s (pid %d) did not stop within %.0fs; killing it", what, pid, timeout)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     while _pid_alive(pid):
@@ -633,10 +635,24 @@ class DevBrokerState:
         return f"{HOST}:{self.port}"
 
 
+def dev_service_dir(variable: str, name: str) -> Path:
+    """`$variable` if set, else `<cache>/name`: where a development service (`streamlet broker|registry start`)
+    keeps its state file."""
+    configured = os.environ.get(variable)
+    return Path(configured).expanduser().resolve() if configured else cache_dir() / name
+
+
+def read_state_file(path: Path, build: Callable[[dict[str, Any]], _State]) -> _State | None:
+    """`build(the JSON object in path)`, or None when the file is missing, unreadable or incomplete."""
+    try:
+        return build(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def dev_broker_dir() -> Path:
     """`STREAMLET_DEV_BROKER_DIR`, else `<cache>/dev-broker`: state file and broker data."""
-    configured = os.environ.get("STREAMLET_DEV_BROKER_DIR")
-    return Path(configured).expanduser().resolve() if configured else cache_dir() / "dev-broker"
+    return dev_service_dir("STREAMLET_DEV_BROKER_DIR", "dev-broker")
 
 
 def _state_file() -> Path:
@@ -644,12 +660,8 @@ def _state_file() -> Path:
 
 
 def _read_state() -> DevBrokerState | None:
-    try:
-        raw = json.loads(_state_file().read_text())
-        return DevBrokerState(int(raw["pid"]), int(raw["port"]), int(raw["controller_port"]),
-                              str(raw["data_dir"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    return read_state_file(_state_file(), lambda raw: DevBrokerState(
+        int(raw["pid"]), int(raw["port"]), int(raw["controller_port"]), str(raw["data_dir"])))
 
 
 def _is_our_broker(state: DevBrokerState) -> bool:

@@ -5,6 +5,10 @@ Fixtures for testing an application's topology:
 - `kafka_broker`: one real single-node Kafka broker (`LocalKafkaBroker`) for the whole test session,
   started on first use (needs Java 17+ and, once, Maven to fetch the jars). Tests share it: give each
   test its own topic names and application id.
+- `schema_registry`: the URL (`http://127.0.0.1:PORT/apis/ccompat/v7`, for `schema.registry.url`) of one
+  real Confluent-compatible schema registry (`LocalSchemaRegistry`, Apicurio Registry) for the whole test
+  session, started on first use (Java 17+; Maven once). Schemas live in memory and tests share them: give
+  each test its own topics (subjects).
 - `topology_test_driver`: a factory, `topology_test_driver(topology, config=None)`, returning a
   `TopologyTestDriver` that is closed when the test ends, whatever happened.
 
@@ -28,9 +32,10 @@ import pytest
 if TYPE_CHECKING:
     from streamlet.testing import TopologyTestDriver
     from streamlet.testing.local_broker import LocalKafkaBroker
+    from streamlet.testing.local_registry import LocalSchemaRegistry
     from streamlet.topology import Topology
 
-_FIXTURES = frozenset({"kafka_broker", "topology_test_driver"})
+_FIXTURES = frozenset({"kafka_broker", "schema_registry", "topology_test_driver"})
 _RUNNER_MARKS = frozenset({"anyio", "asyncio", "trio"})
 _MARKED = "_streamlet_runs_on_asyncio"  # set on the test functions this plugin hands to anyio
 
@@ -44,6 +49,16 @@ def kafka_broker() -> Iterator[LocalKafkaBroker]:
 
     with LocalKafkaBroker() as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[str]:
+    """The URL of a real schema registry on 127.0.0.1 (Confluent's API) for the session; stopped at the end."""
+    from streamlet.testing.local_registry import LocalSchemaRegistry  # when asked for, as above
+
+    registry: LocalSchemaRegistry
+    with LocalSchemaRegistry() as registry:
+        yield registry.url
 
 
 @pytest.fixture

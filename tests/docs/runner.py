@@ -75,6 +75,7 @@ class PageRun:
     namespace: dict[str, Any] = field(default_factory=dict)  # a module's, registered in sys.modules
     background: list[_Background] = field(default_factory=list)
     dev_broker_started: bool = False
+    dev_registry_started: bool = False
     _count: int = 0
 
     # -- the environment ------------------------------------------------------------------------------
@@ -87,7 +88,8 @@ class PageRun:
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
         return dict(os.environ, PYTHONPATH=os.pathsep.join([str(self.work), str(REPO)]), PATH=path,
                     TMPDIR=str(tmp), PYTHONUNBUFFERED="1",
-                    STREAMLET_DEV_BROKER_DIR=str(self.work.parent / "dev-broker"))
+                    STREAMLET_DEV_BROKER_DIR=str(self.work.parent / "dev-broker"),
+                    STREAMLET_DEV_REGISTRY_DIR=str(self.work.parent / "dev-registry"))
 
     def _log_path(self, stem: str) -> Path:
         self._count += 1
@@ -108,9 +110,10 @@ class PageRun:
         finally:
             for bg in self.background:
                 _signal_group(bg.process, signal.SIGKILL)
-            if self.dev_broker_started:
-                subprocess.run(["streamlet", "broker", "stop"], cwd=self.work, env=self.env(),
-                               capture_output=True, timeout=120)
+            for started, tool in ((self.dev_broker_started, "broker"), (self.dev_registry_started, "registry")):
+                if started:
+                    subprocess.run(["streamlet", tool, "stop"], cwd=self.work, env=self.env(),
+                                   capture_output=True, timeout=120)
 
     def _stop(self, bg: _Background) -> None:
         self.background.remove(bg)
@@ -235,6 +238,8 @@ class PageRun:
             return
         if words[:3] == ["streamlet", "broker", "start"]:
             self.dev_broker_started = True
+        if words[:3] == ["streamlet", "registry", "start"]:
+            self.dev_registry_started = True
         deadline = time.monotonic() + (_SETTLE_S if expected is not None else 0)
         while True:
             done = subprocess.run(["bash", "-c", command], cwd=self.work, env=self.env(), capture_output=True,

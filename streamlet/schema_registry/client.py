@@ -1,0 +1,135 @@
+"""Confluent's serde settings, read once, and one registry client per registry per process.
+
+Every serde that talks to the same registry (same URLs and credentials) shares one confluent-kafka
+`SchemaRegistryClient`, so schemas and ids fetched or registered by one are cached for all: after the first
+record of a subject no record costs a registry round trip. `mock://SCOPE` URLs share one in-process
+registry per scope, as Java's `MockSchemaRegistry` does, until `drop_scope(SCOPE)`.
+"""
+
+from __future__ import annotations
+
+import threading
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka.schema_registry import (
+    SchemaRegistryClient,
+    record_subject_name_strategy,
+    topic_record_subject_name_strategy,
+    topic_subject_name_strategy,
+)
+from confluent_kafka.schema_registry._sync.mock_schema_registry_client import MockSchemaRegistryClient
+
+from streamlet.errors import ConfigError
+
+SubjectNameStrategy = Callable[[Any, str | None], str | None]
+"""confluent-kafka's form: (SerializationContext, record name) -> subject."""
+
+_STRATEGIES: dict[str, SubjectNameStrategy] = {
+    "topicnamestrategy": topic_subject_name_strategy,
+    "recordnamestrategy": record_subject_name_strategy,
+    "topicrecordnamestrategy": topic_record_subject_name_strategy,
+}
+
+
+def _flag(config: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = config.get(name, default)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+def _strategy(config: Mapping[str, Any], name: str) -> SubjectNameStrategy:
+    value = config.get(name)
+    if value is None:
+        return topic_subject_name_strategy
+    if callable(value):
+        return typing.cast(SubjectNameStrategy, value)
+    short = str(value).strip().rsplit(".", 1)[-1].lower()
+    if short not in _STRATEGIES:
+        raise ConfigError(f"{name}={value!r} is not a subject name strategy: use TopicNameStrategy, "
+                          "RecordNameStrategy or TopicRecordNameStrategy (or their io.confluent class names)")
+    return _STRATEGIES[short]
+
+
+@dataclass(frozen=True)
+class RegistrySettings:
+    """Confluent's settings for one serde, read from a config mapping (other keys are ignored)."""
+
+    url: str
+    auto_register: bool
+    use_latest_version: bool
+    normalize: bool
+    user_info: str | None
+    key_strategy: SubjectNameStrategy
+    value_strategy: SubjectNameStrategy
+    specific_reader: bool
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> RegistrySettings:
+        url = config.get("schema.registry.url")
+        if not url:
+            raise ConfigError("schema.registry.url is not set: the schema'd serdes need a registry's URL "
+                              "(several comma-separated, or mock://SCOPE for tests)")
+        return cls(
+            url=",".join(part.strip() for part in str(url).split(",") if part.strip()),
+            auto_register=_flag(config, "auto.register.schemas", True),
+            use_latest_version=_flag(config, "use.latest.version", False),
+            normalize=_flag(config, "normalize.schemas", False),
+            user_info=_user_info(config),
+            key_strategy=_strategy(config, "key.subject.name.strategy"),
+            value_strategy=_strategy(config, "value.subject.name.strategy"),
+            specific_reader=_flag(config, "specific.avro.reader", False),
+        )
+
+    def __repr__(self) -> str:  # never the password
+        return f"RegistrySettings(url={self.url!r}, user_info={'***' if self.user_info else None})"
+
+
+def _user_info(config: Mapping[str, Any]) -> str | None:
+    """`basic.auth.user.info` (USER_INFO, the default source), or None for credentials in the URL (URL)."""
+    source = str(config.get("basic.auth.credentials.source")
+                 or config.get("schema.registry.basic.auth.credentials.source") or "USER_INFO").strip().upper()
+    info = config.get("basic.auth.user.info") or config.get("schema.registry.basic.auth.user.info")
+    if source == "URL":
+        return None
+    if source != "USER_INFO":
+        raise ConfigError(f"basic.auth.credentials.source={source!r} is not supported: use USER_INFO "
+                          "(basic.auth.user.info=user:password) or URL (http://user:password@host:port)")
+    if info is not None and ":" not in str(info):
+        raise ConfigError("basic.auth.user.info must be user:password (its value is not shown)")
+    return str(info) if info else None
+
+
+_lock = threading.Lock()
+_clients: dict[tuple[str, str | None], SchemaRegistryClient] = {}
+_scopes: dict[str, MockSchemaRegistryClient] = {}
+_MOCK = "mock://"
+
+
+def registry_client(settings: RegistrySettings) -> SchemaRegistryClient:
+    """The process's client for the registry `settings` name (a `mock://SCOPE` URL: that scope's registry)."""
+    with _lock:
+        if settings.url.startswith(_MOCK):
+            scope = settings.url[len(_MOCK):]
+            if scope not in _scopes:
+                _scopes[scope] = MockSchemaRegistryClient({"url": settings.url})
+            return _scopes[scope]
+        key = (settings.url, settings.user_info)
+        if key not in _clients:
+            conf: dict[str, Any] = {"url": settings.url}
+            if settings.user_info is not None:
+                conf["basic.auth.user.info"] = settings.user_info
+            _clients[key] = SchemaRegistryClient(conf)
+        return _clients[key]
+
+
+def drop_scope(scope: str) -> None:
+    """Forget the in-process registry of `mock://SCOPE` (Java's `MockSchemaRegistry.dropScope`)."""
+    with _lock:
+        _scopes.pop(scope, None)
