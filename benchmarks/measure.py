@@ -50,11 +50,14 @@ REPO = Path(__file__).resolve().parents[1]
 class Inputs:
     """The topics pre-loaded for a benchmark run."""
 
-    def __init__(self, lines: str, events: str, users: str, records: int) -> None:
+    def __init__(self, lines: str, events: str, users: str, records: int, keys: int | None = None,
+                 updates: str = "") -> None:
         self.lines, self.events, self.users, self.records = lines, events, users, records
+        self.keys = keys  # `--keys`: the key cardinality the input was generated with (None: the usual)
+        self.updates = updates
 
     def of(self, workload: str) -> str:
-        return self.lines if wl.INPUT_OF[workload] == "lines" else self.events
+        return {"lines": self.lines, "events": self.events, "updates": self.updates}[wl.INPUT_OF[workload]]
 
 
 SYSTEM_CPUS: set[int] | None = None
@@ -255,10 +258,14 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
     }
 
 
-def latency_record(workload: str, i: int, now_ms: int, rng: Any) -> tuple[bytes | None, bytes]:
+def latency_record(workload: str, i: int, now_ms: int, rng: Any, keys: int | None = None) -> tuple[bytes | None, bytes]:
+    """Record `i` of a latency run's input, over the run's keys (`--keys`, else the usual ones)."""
     if workload.startswith("wordcount"):
-        return None, " ".join(f"w{rng.randrange(10_000)}" for _ in range(3)).encode()
-    key, value = wl.event(i, rng)
+        return None, " ".join(f"w{rng.randrange(wl.WORDS if keys is None else keys)}" for _ in range(3)).encode()
+    if workload == "table_agg":
+        rows = wl.TABLE_ROWS if keys is None else keys
+        return wl.update_record(rng.randrange(rows), rng.randrange(wl.groups_of(rows)), rng.randrange(1000))
+    key, value = wl.event(i, rng, keys)
     return key, orjson.dumps(value)
 
 
@@ -320,7 +327,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
             now_ms = int(time.time() * 1000)
             # A trickle until the system's first output: its start-up must not become a backlog.
             for _ in range(per_tick if state["ready"] else 1):
-                key, value = latency_record(workload, n, now_ms, rng)
+                key, value = latency_record(workload, n, now_ms, rng, inputs.keys)
                 p = n % partitions if key is None else default_partition(key, partitions)
                 await producer.send(source, value, key=key, partition=p, timestamp_ms=now_ms)
                 n += 1
