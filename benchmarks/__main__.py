@@ -258,7 +258,8 @@ def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Name
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("--workloads", default=",".join(wl.WORKLOADS),
-                        help=f"default: the suite; also table_agg (scale workloads: {','.join(wl.SCALE_WORKLOADS)})")
+                        help=f"default: the suite; `scale`: {','.join(wl.SCALE_WORKLOADS)} (the workloads that keep "
+                             "state by key, table_agg among them)")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="100,000 records")
@@ -288,6 +289,8 @@ def main() -> None:
         args.latency_seconds = 1.5 if args.quick else 5.0
     if args.keys is not None and args.keys < 1:
         parser.error("--keys must be at least 1")
+    if args.workloads == "scale":
+        args.workloads = ",".join(wl.SCALE_WORKLOADS)
     unknown = set(args.workloads.split(",")) - set(wl.ALL_WORKLOADS)
     if unknown:
         parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")

@@ -31,7 +31,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,15 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks import workloads as wl
-from benchmarks.kafka_bench import committed, cpu_seconds, create_topics, end_offsets, partitions_of, peak_rss_mb
+from benchmarks.kafka_bench import (
+    committed,
+    cpu_seconds,
+    create_topics,
+    dir_mb,
+    end_offsets,
+    partitions_of,
+    peak_rss_mb,
+)
 from benchmarks.systems import RunSpec, System, environment
 from streamlet.runtime.parent_death import die_with_parent
 
@@ -153,14 +161,21 @@ class OutputReader:
 
     async def read_available(self, idle_ms: int = 1000) -> Iterator[Any]:
         """Everything readable now (stops after `idle_ms` without records)."""
-        assert self.consumer is not None
         out: list[Any] = []
+        async for records in self.batches_available(idle_ms):
+            out.extend(records)
+        return iter(out)
+
+    async def batches_available(self, idle_ms: int = 1000) -> AsyncIterator[list[Any]]:
+        """Everything readable now, a fetch at a time (stops after `idle_ms` without records): a scale run's
+        millions of output records are judged as they come, never all held at once."""
+        assert self.consumer is not None
         while True:
             batches = await self.consumer.getmany(timeout_ms=idle_ms, max_records=100_000)
             if not batches:
-                return iter(out)
+                return
             for records in batches.values():
-                out.extend(records)
+                yield records
 
     async def close(self) -> None:
         if self.consumer is not None:
@@ -183,7 +198,7 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     first_ms = end_ms = latest_ms = None
     stable_ms: float | None = None
-    rss = cpu = None
+    rss = cpu = state_mb = None
     try:
         await admin.start()
         await reader.open()
@@ -226,18 +241,20 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
             # Records arrive partition by partition, not in append order: the clock stops at the latest
             # append time among the records read up to the one that completed the output (everything the
             # output needed had been appended by then), not at the completing record's own time.
-            for r in await reader.read_available():
-                first_ms = r.timestamp if first_ms is None else min(first_ms, r.timestamp)
-                if not tracker.complete:
-                    latest_ms = r.timestamp if latest_ms is None else max(latest_ms, r.timestamp)
-                    tracker.add(r.key, r.value)
-                    if tracker.complete:
-                        end_ms = latest_ms
-                else:
-                    tracker.add(r.key, r.value)
+            async for batch in reader.batches_available():
+                for r in batch:
+                    first_ms = r.timestamp if first_ms is None else min(first_ms, r.timestamp)
+                    if not tracker.complete:
+                        latest_ms = r.timestamp if latest_ms is None else max(latest_ms, r.timestamp)
+                        tracker.add(r.key, r.value)
+                        if tracker.complete:
+                            end_ms = latest_ms
+                    else:
+                        tracker.add(r.key, r.value)
             if tracker.complete:
                 break
         rss, cpu = peak_rss_mb(proc.pid), cpu_seconds(proc.pid)
+        state_mb = dir_mb(run.state_dir)
     finally:
         stop(proc, log)
         await reader.close()
@@ -250,7 +267,7 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
         "system": system.label, "system_key": system.key, "workload": workload, "records": inputs.records,
         "seconds": None if seconds is None else round(seconds, 2),
         "records_per_s": round(inputs.records / seconds) if seconds else None,
-        "peak_rss_mb": rss, "cpu_s": None if cpu is None else round(cpu, 1),
+        "peak_rss_mb": rss, "cpu_s": None if cpu is None else round(cpu, 1), "state_disk_mb": state_mb,
         "correct": check.correct and seconds is not None, "outputs": check.outputs,
         "duplicates": check.duplicates, "detail": check.detail or (
             (f"stalled: no progress for {stall_s:.0f} s" if stalled else "timed out") if seconds is None else ""),
