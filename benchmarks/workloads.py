@@ -139,7 +139,7 @@ class _Spread:
 
     def __init__(self, keys: int) -> None:
         self.keys = keys
-        a = 2_654_435_761 % keys or 1
+        a = max(1, round(keys * 0.6180339887))  # the golden ratio's step: neighbours land far apart
         while math.gcd(a, keys) != 1:
             a += 1
         self.a = a
