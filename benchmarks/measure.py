@@ -12,6 +12,8 @@ Tracker's.
 A run whose output and committed offsets stop moving for `stall_s` is ended there and reported as
 stalled, and one that has committed its whole input while its output stays incomplete for `settled_s`
 is ended as incomplete: a stuck system costs minutes of the suite's budget, not the whole `--timeout`.
+Beside the rate: peak RSS and CPU seconds of the system's process tree, and the bytes under its state
+directory at the end of the run and again after it was stopped (`state_disk_mb`, `state_disk_closed_mb`).
 
 Latency. The input topic is fresh and empty; the runner writes 10,000 records/s into it (timestamp = the
 moment of sending) while a consumer reads the output `read_committed` as it arrives. Until the system's
