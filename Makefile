@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
+.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-scale bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
 
 all: test
 
@@ -176,6 +176,16 @@ bench-spark: compile broker-jars spark-jars
 
 bench-quick: compile broker-jars spark-jars $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmarks --quick
+
+# The workloads that keep state by key (WordCount both ways, table_agg, window_count, join: benchmarks/workloads.py's
+# SCALE_WORKLOADS) at SCALE_KEYS keys over SCALE_RECORDS records, streamlet (1 worker) beside Kafka Streams
+# (1 thread), each on CPU 0 and the broker and runner on the others; every output verified. Writes
+# benchmarks/results/scale/<workload>-keys<N>.json (not the suite's tables). Larger: make bench-scale SCALE_KEYS=10000000
+SCALE_KEYS ?= 1000000
+SCALE_RECORDS ?= 2000000
+bench-scale: compile broker-jars $(BENCH_INSTALLED)
+	$(BIN)/python -m benchmarks --workloads scale --systems streamlet,kafka-streams --keys $(SCALE_KEYS) \
+	  --records $(SCALE_RECORDS) --system-cpus 0
 
 # Restoring a 1,000,000-record count-store changelog, streamlet (1 worker) beside Kafka Streams (1 thread)
 # (benchmarks/restore.py; writes benchmarks/results/restore.json). Not part of make bench.

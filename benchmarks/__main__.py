@@ -3,6 +3,8 @@
     python -m benchmarks                                   # the whole suite (make bench)
     python -m benchmarks --quick                           # 100,000 records
     python -m benchmarks --workloads pipe --systems streamlet,kafka-streams --records 20000
+    python -m benchmarks --workloads wordcount_eos,table_agg --systems streamlet,kafka-streams \
+        --records 2000000 --keys 1000000 --system-cpus 0          # at scale (make bench-scale)
 
 One broker is started, the input topics are written once (see benchmarks/workloads.py), and then, one
 system at a time, each workload runs twice: for throughput over the pre-loaded input, with the output
@@ -13,6 +15,12 @@ latency runs come N times too, after the throughput rounds and alternating the s
 and p99 are reported (`median_latency`). Results go to
 benchmarks/results/<workload>.json; the report (benchmarks/RESULTS.md's generated part and the charts in
 benchmarks/results/) is regenerated from those files by benchmarks/report.py.
+
+`--keys N` sets every workload's key cardinality (WordCount's vocabulary, the events' users, the join's
+table rows, table_agg's rows; see benchmarks/workloads.py); without it the input is the suite's usual one.
+A run with `--keys` writes its results to benchmarks/results/scale/<workload>-keys<N>.json (the report
+reads only benchmarks/results/*.json, so a scale run never replaces a row of the suite's tables) and
+regenerates no report; `--results-dir` puts results elsewhere.
 """
 
 from __future__ import annotations
@@ -70,9 +78,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                 # The input's event times are fixed in the past: keep the broker from expiring it.
                 await create_topics(bootstrap, {topic: args.partitions}, {"retention.ms": "-1"})
                 t0 = time.monotonic()
-                data = {"lines": lambda: ((None, v, wl.BASE_TS) for v in wl.word_lines(n)),
-                        "events": lambda: wl.events(n), "users": wl.users}[kind]()
-                await preload(bootstrap, topic, args.partitions, data)
+                await preload(bootstrap, topic, args.partitions, wl.input_records(kind, n, args.keys))
                 print(f"pre-loaded {topic} in {time.monotonic() - t0:.1f}s", flush=True)
                 loaded[(kind, n)] = topic
             return loaded[(kind, n)]
@@ -90,12 +96,20 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
             inputs_of: dict[str, Inputs] = {}
             for system in runnable:  # every input written before any clock starts
                 n = system.records_for(workload, args.records)
+                kind = wl.INPUT_OF[workload]
                 inputs_of[system.key] = Inputs(
-                    await topic_of("lines", n) if wl.INPUT_OF[workload] == "lines" else "",
-                    await topic_of("events", n) if wl.INPUT_OF[workload] == "events" else "",
-                    await topic_of("users", wl.USERS), n)
+                    await topic_of("lines", n) if kind == "lines" else "",
+                    await topic_of("events", n) if kind == "events" else "",
+                    # The join's table: written only for a run of the join (at --keys 10M it is 10M rows).
+                    await topic_of("users", wl.USERS if args.keys is None else args.keys) if workload == "join" else "",
+                    n, keys=args.keys,
+                    updates=await topic_of("updates", n) if kind == "updates" else "")
                 if (workload, n) not in expectations:
-                    expectations[(workload, n)] = wl.Expected(workload, n, partitions=args.partitions)
+                    t0 = time.monotonic()
+                    expectations[(workload, n)] = wl.Expected(workload, n, partitions=args.partitions,
+                                                              keys=args.keys)
+                    print(f"expected output of {workload} on {n} records computed in "
+                          f"{time.monotonic() - t0:.1f}s", flush=True)
             rounds: dict[str, list[dict[str, Any]]] = {system.key: [] for system in runnable}
             for round_no in range(args.rounds):
                 # Alternating order (A B, then B A): a machine whose speed drifts favours neither side.
@@ -208,9 +222,17 @@ _MERGED_THIS_RUN: set[Path] = set()
 """Results files this process has merged into (`--merge` names each run once in a file)."""
 
 
+def results_file(workload: str, args: argparse.Namespace) -> Path:
+    """Where a run's results for `workload` go: benchmarks/results/<workload>.json, or with `--keys N`
+    benchmarks/results/scale/<workload>-keys<N>.json (`--results-dir` overrides the folder)."""
+    name = workload if args.keys is None else f"{workload}-keys{args.keys}"
+    folder = Path(args.results_dir) if args.results_dir else RESULTS if args.keys is None else RESULTS / "scale"
+    return folder / f"{name}.json"
+
+
 def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"{workload}.json"
+    out = results_file(workload, args)
+    out.parent.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python -m benchmarks", *sys.argv[1:]])
     taken_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     if args.merge and out.exists():
@@ -229,18 +251,27 @@ def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Name
         kept = [r for r in previous["results"] if r.get("system_key") not in mine]
         order = list(SYSTEMS)
         rows = sorted(kept + rows, key=lambda r: order.index(r["system_key"]) if r.get("system_key") in order else 99)
-    out.write_text(json.dumps({"command": command, "records": args.records, "taken_at": taken_at,
-                               "results": rows}, indent=2) + "\n")
+    keys = {} if args.keys is None else {"keys": args.keys}
+    out.write_text(json.dumps({"command": command, "records": args.records, **keys, "partitions": args.partitions,
+                               "taken_at": taken_at, "results": rows}, indent=2) + "\n")
     print(f"wrote {out}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    parser.add_argument("--workloads", default=",".join(wl.WORKLOADS))
+    parser.add_argument("--workloads", default=",".join(wl.WORKLOADS),
+                        help=f"default: the suite; `scale`: {','.join(wl.SCALE_WORKLOADS)} (the workloads that keep "
+                             "state by key, table_agg among them)")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="100,000 records")
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--keys", type=int, default=None,
+                        help="key cardinality of every workload: WordCount's vocabulary, the events' users, the "
+                             "join's table rows, table_agg's rows (default: 10,000 words, 1,000 users, 10,000 "
+                             "rows, the suite's usual input); results go to benchmarks/results/scale/")
+    parser.add_argument("--results-dir", default="",
+                        help="write the results files here (default benchmarks/results, with --keys .../scale)")
     parser.add_argument("--latency-seconds", type=float, default=None,
                         help="the measured window of each latency run (default 5, --quick 1.5); 0 skips them")
     parser.add_argument("--timeout", type=float, default=900.0, help="per throughput run")
@@ -258,8 +289,15 @@ def main() -> None:
         args.records = 100_000
     if args.latency_seconds is None:
         args.latency_seconds = 1.5 if args.quick else 5.0
+    if args.keys is not None and args.keys < 1:
+        parser.error("--keys must be at least 1")
+    if args.workloads == "scale":
+        args.workloads = ",".join(wl.SCALE_WORKLOADS)
+    unknown = set(args.workloads.split(",")) - set(wl.ALL_WORKLOADS)
+    if unknown:
+        parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
     asyncio.run(main_async(args))
-    if not args.no_report:
+    if not args.no_report and args.keys is None and not args.results_dir:
         from benchmarks import report
 
         report.main()

@@ -12,6 +12,7 @@ is routed to sub-topology 1's task of the same partition, as the broker would de
 
     python -m benchmarks.hot_path [--lines 100000] [--partitions 8] [--commit-every 5000] [--runs 3]
     python -m benchmarks.hot_path --profile out.prof      # cProfile of one run
+    python -m benchmarks.hot_path --lines 2000000 --keys 2000000   # WordCount over 2,000,000 distinct words
 
 `--workload NAME` drives one of the suite's workloads over its events instead (`pipe`, `window_count`,
 `join`, `session_count`, `stream_join`: `benchmarks.apps.streamlet_app`, one sub-topology each) over the
@@ -22,6 +23,9 @@ judges the output as the end-to-end runs do (`benchmarks.workloads.Expected`) af
 instruction count subtracts a child that generates the same events and builds the tasks but processes
 nothing, so the count is the tasks' alone (WordCount's subtracts a zero-line child, as it always has, so its
 numbers stay comparable).
+
+`--keys N` sets the key cardinality as `python -m benchmarks --keys N` does (WordCount's vocabulary, the
+events' users, the join's table rows; default: the suite's usual 10,000 words and 1,000 users).
 
 It reports whether the hot path ran compiled (mypyc) or as pure Python (`STREAMLET_PURE_PYTHON=1` forces
 that), CPU µs per input line or event (min over runs) and, where valgrind is installed, instructions per
@@ -199,8 +203,8 @@ def _feed(tasks: list, topic: str, records: list[Event], part_of: dict[bytes, in
             tasks[p].process()
 
 
-def run_events(workload: str, evs: list[Event], partitions: int,
-               commit_every: int) -> tuple[float, list[tuple[bytes | None, bytes | None]]]:
+def run_events(workload: str, evs: list[Event], partitions: int, commit_every: int,
+               keys: int | None = None) -> tuple[float, list[tuple[bytes | None, bytes | None]]]:
     """One pass of an events workload over `evs`; returns (CPU seconds, its output records in order).
     Batches are `max.poll.records` events of the input in order, split by partition as a poll returns them;
     `join`'s table is loaded (and committed) before the clock starts."""
@@ -218,7 +222,7 @@ def run_events(workload: str, evs: list[Event], partitions: int,
                         output.extend((r.key, r.value) for r in recs)
 
         if workload == "join":
-            table = list(users())
+            table = list(users(keys))
             _feed(tasks, TABLE, table, _partitions_of(table, partitions), [0] * partitions)
             for task in tasks:
                 task.prepare_commit()
@@ -250,12 +254,12 @@ def run_events(workload: str, evs: list[Event], partitions: int,
 
 
 def _check_events(workload: str, output: list[tuple[bytes | None, bytes | None]], records: int,
-                  partitions: int) -> str:
+                  partitions: int, keys: int | None = None) -> str:
     """'' when the output is the suite's expected one (`benchmarks.workloads.Expected`, judged as the
     end-to-end runs judge it), else what differs."""
     from benchmarks.workloads import Expected
 
-    tracker = Expected(workload, records, partitions=partitions).tracker()
+    tracker = Expected(workload, records, partitions=partitions, keys=keys).tracker()
     for key, value in output:
         tracker.add(key, value)
     verdict = tracker.check()
@@ -287,6 +291,9 @@ def main() -> None:
     ap.add_argument("--workload", default="wordcount", choices=WORKLOADS)
     ap.add_argument("--lines", type=int, default=100_000, help="input lines (WordCount) or events (session_count)")
     ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--keys", type=int, default=None,
+                    help="key cardinality: WordCount's vocabulary, the events' users, the join's table rows "
+                         "(default: 10,000 words, 1,000 users)")
     ap.add_argument("--commit-every", type=int, default=None,
                     help="lines between commits; WordCount: 5,000 (100 ms at ~50,000 lines/s; the at-least-once "
                          "interval is 1 s); session_count: 30,000 events (its 1 s interval at ~30,000 events/s)")
@@ -305,17 +312,17 @@ def main() -> None:
 
     if on_events:
         from benchmarks.workloads import events
-        evs = [] if args.input_only else list(events(args.lines))
+        evs = [] if args.input_only else list(events(args.lines, keys=args.keys))
 
         def one_run() -> tuple[float, int]:
-            cpu, output = run_events(args.workload, evs, args.partitions, commit_every)
+            cpu, output = run_events(args.workload, evs, args.partitions, commit_every, args.keys)
             if not args.no_check:  # not in callgrind's children: the check costs as much as the run
-                wrong = _check_events(args.workload, output, args.lines, args.partitions)
+                wrong = _check_events(args.workload, output, args.lines, args.partitions, args.keys)
                 if wrong:
                     raise SystemExit(f"{args.workload}: wrong output: {wrong}")
             return cpu, len(output)
     else:
-        lines = list(word_lines(args.lines))
+        lines = list(word_lines(args.lines, keys=args.keys))
 
         def one_run() -> tuple[float, int]:
             return run(lines, args.partitions, commit_every, args.guarantee)
@@ -334,13 +341,14 @@ def main() -> None:
     n = max(1, args.lines)
     unit = "event" if on_events else "line"
     checked = " (output as expected)" if on_events and not args.no_check else ""
-    print(f"{args.workload}: {args.lines} {unit}s, {args.partitions} partitions, commit every {commit_every}: "
+    keys = "" if args.keys is None else f", {args.keys} keys"
+    print(f"{args.workload}: {args.lines} {unit}s{keys}, {args.partitions} partitions, commit every {commit_every}: "
           f"{results[0][1]} output records{checked}; CPU s per run "
           f"{[round(c, 3) for c, _ in results]}; min {best * 1e6 / n:.2f} µs/{unit} "
           f"({n / best if best else 0:,.0f} {unit}s/s)")
     if not args.no_instructions and args.lines:
         argv = ["--workload", args.workload, "--partitions", str(args.partitions), "--commit-every", str(commit_every),
-                "--guarantee", args.guarantee]
+                "--guarantee", args.guarantee, *(["--keys", str(args.keys)] if args.keys is not None else [])]
         instr = _instructions(argv, args.instruction_lines, "input" if on_events else "empty")
         if instr is not None:
             print(f"instructions: {instr:,} per {unit} (callgrind, {args.instruction_lines} {unit}s, "

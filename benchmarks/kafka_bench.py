@@ -136,3 +136,18 @@ def cpu_seconds(pid: int) -> float | None:
         total += int(fields[11]) + int(fields[12])
         found = True
     return total / os.sysconf("SC_CLK_TCK") if found else None
+
+
+def dir_mb(path: Path) -> float | None:
+    """The bytes of the files under `path` (a run's state directory: its stores, checkpoints, LevelDB's or
+    RocksDB's logs), in MB, read just before the system is stopped; None if there is no such directory."""
+    if not path.exists():
+        return None
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name), follow_symlinks=False).st_size
+            except OSError:  # a file a compaction removed meanwhile
+                continue
+    return round(total / 1e6, 1)

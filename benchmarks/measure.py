@@ -12,6 +12,8 @@ Tracker's.
 A run whose output and committed offsets stop moving for `stall_s` is ended there and reported as
 stalled, and one that has committed its whole input while its output stays incomplete for `settled_s`
 is ended as incomplete: a stuck system costs minutes of the suite's budget, not the whole `--timeout`.
+Beside the rate: peak RSS and CPU seconds of the system's process tree, and the bytes under its state
+directory at the end of the run and again after it was stopped (`state_disk_mb`, `state_disk_closed_mb`).
 
 Latency. The input topic is fresh and empty; the runner writes 10,000 records/s into it (timestamp = the
 moment of sending) while a consumer reads the output `read_committed` as it arrives. Until the system's
@@ -31,7 +33,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,15 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks import workloads as wl
-from benchmarks.kafka_bench import committed, cpu_seconds, create_topics, end_offsets, partitions_of, peak_rss_mb
+from benchmarks.kafka_bench import (
+    committed,
+    cpu_seconds,
+    create_topics,
+    dir_mb,
+    end_offsets,
+    partitions_of,
+    peak_rss_mb,
+)
 from benchmarks.systems import RunSpec, System, environment
 from streamlet.runtime.parent_death import die_with_parent
 
@@ -50,11 +60,14 @@ REPO = Path(__file__).resolve().parents[1]
 class Inputs:
     """The topics pre-loaded for a benchmark run."""
 
-    def __init__(self, lines: str, events: str, users: str, records: int) -> None:
+    def __init__(self, lines: str, events: str, users: str, records: int, keys: int | None = None,
+                 updates: str = "") -> None:
         self.lines, self.events, self.users, self.records = lines, events, users, records
+        self.keys = keys  # `--keys`: the key cardinality the input was generated with (None: the usual)
+        self.updates = updates
 
     def of(self, workload: str) -> str:
-        return self.lines if wl.INPUT_OF[workload] == "lines" else self.events
+        return {"lines": self.lines, "events": self.events, "updates": self.updates}[wl.INPUT_OF[workload]]
 
 
 SYSTEM_CPUS: set[int] | None = None
@@ -150,14 +163,21 @@ class OutputReader:
 
     async def read_available(self, idle_ms: int = 1000) -> Iterator[Any]:
         """Everything readable now (stops after `idle_ms` without records)."""
-        assert self.consumer is not None
         out: list[Any] = []
+        async for records in self.batches_available(idle_ms):
+            out.extend(records)
+        return iter(out)
+
+    async def batches_available(self, idle_ms: int = 1000) -> AsyncIterator[list[Any]]:
+        """Everything readable now, a fetch at a time (stops after `idle_ms` without records): a scale run's
+        millions of output records are judged as they come, never all held at once."""
+        assert self.consumer is not None
         while True:
             batches = await self.consumer.getmany(timeout_ms=idle_ms, max_records=100_000)
             if not batches:
-                return iter(out)
+                return
             for records in batches.values():
-                out.extend(records)
+                yield records
 
     async def close(self) -> None:
         if self.consumer is not None:
@@ -180,7 +200,7 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     first_ms = end_ms = latest_ms = None
     stable_ms: float | None = None
-    rss = cpu = None
+    rss = cpu = state_mb = None
     try:
         await admin.start()
         await reader.open()
@@ -223,22 +243,28 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
             # Records arrive partition by partition, not in append order: the clock stops at the latest
             # append time among the records read up to the one that completed the output (everything the
             # output needed had been appended by then), not at the completing record's own time.
-            for r in await reader.read_available():
-                first_ms = r.timestamp if first_ms is None else min(first_ms, r.timestamp)
-                if not tracker.complete:
-                    latest_ms = r.timestamp if latest_ms is None else max(latest_ms, r.timestamp)
-                    tracker.add(r.key, r.value)
-                    if tracker.complete:
-                        end_ms = latest_ms
-                else:
-                    tracker.add(r.key, r.value)
+            async for batch in reader.batches_available():
+                for r in batch:
+                    first_ms = r.timestamp if first_ms is None else min(first_ms, r.timestamp)
+                    if not tracker.complete:
+                        latest_ms = r.timestamp if latest_ms is None else max(latest_ms, r.timestamp)
+                        tracker.add(r.key, r.value)
+                        if tracker.complete:
+                            end_ms = latest_ms
+                    else:
+                        tracker.add(r.key, r.value)
             if tracker.complete:
                 break
         rss, cpu = peak_rss_mb(proc.pid), cpu_seconds(proc.pid)
+        state_mb = dir_mb(run.state_dir)
     finally:
         stop(proc, log)
         await reader.close()
         await admin.close()
+    # After the close too: Kafka Streams runs RocksDB without its write-ahead log, so until a memtable is
+    # flushed (at close, or when its write buffers fill) its latest writes are in memory only, and the live figure
+    # undercounts them; a close that outlasts stop()'s 3 s is killed and flushes nothing.
+    closed_mb = dir_mb(run.state_dir)
     # Anything written after completion (a repeat) still counts against correctness.
     check = tracker.check()
     start_ms = first_ms if stable_ms is None or first_ms is None else min(stable_ms, first_ms)
@@ -247,18 +273,22 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
         "system": system.label, "system_key": system.key, "workload": workload, "records": inputs.records,
         "seconds": None if seconds is None else round(seconds, 2),
         "records_per_s": round(inputs.records / seconds) if seconds else None,
-        "peak_rss_mb": rss, "cpu_s": None if cpu is None else round(cpu, 1),
-        "correct": check.correct and seconds is not None, "outputs": check.outputs,
+        "peak_rss_mb": rss, "cpu_s": None if cpu is None else round(cpu, 1), "state_disk_mb": state_mb,
+        "state_disk_closed_mb": closed_mb, "correct": check.correct and seconds is not None, "outputs": check.outputs,
         "duplicates": check.duplicates, "detail": check.detail or (
             (f"stalled: no progress for {stall_s:.0f} s" if stalled else "timed out") if seconds is None else ""),
         "log": str(log_path),
     }
 
 
-def latency_record(workload: str, i: int, now_ms: int, rng: Any) -> tuple[bytes | None, bytes]:
+def latency_record(workload: str, i: int, now_ms: int, rng: Any, keys: int | None = None) -> tuple[bytes | None, bytes]:
+    """Record `i` of a latency run's input, over the run's keys (`--keys`, else the usual ones)."""
     if workload.startswith("wordcount"):
-        return None, " ".join(f"w{rng.randrange(10_000)}" for _ in range(3)).encode()
-    key, value = wl.event(i, rng)
+        return None, " ".join(f"w{rng.randrange(wl.WORDS if keys is None else keys)}" for _ in range(3)).encode()
+    if workload == "table_agg":
+        rows = wl.TABLE_ROWS if keys is None else keys
+        return wl.update_record(rng.randrange(rows), rng.randrange(wl.groups_of(rows)), rng.randrange(1000))
+    key, value = wl.event(i, rng, keys)
     return key, orjson.dumps(value)
 
 
@@ -320,7 +350,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
             now_ms = int(time.time() * 1000)
             # A trickle until the system's first output: its start-up must not become a backlog.
             for _ in range(per_tick if state["ready"] else 1):
-                key, value = latency_record(workload, n, now_ms, rng)
+                key, value = latency_record(workload, n, now_ms, rng, inputs.keys)
                 p = n % partitions if key is None else default_partition(key, partitions)
                 await producer.send(source, value, key=key, partition=p, timestamp_ms=now_ms)
                 n += 1

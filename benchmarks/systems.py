@@ -91,6 +91,7 @@ STREAMLET_TOPOLOGY = {
     "join": "benchmarks.apps.streamlet_app:join",
     "session_count": "benchmarks.apps.streamlet_app:session_count",
     "stream_join": "benchmarks.apps.streamlet_app:stream_join",
+    "table_agg": "benchmarks.apps.streamlet_app:table_agg",
 }
 
 
@@ -198,12 +199,14 @@ SPARK_EOS_ELSEWHERE = "exactly-once on the Spark engine is the streamlet-spark-e
 SPARK_EOS_ONLY = "streamlet-spark-eos is the Spark engine under exactly_once_v2: WordCount exactly-once only"
 SPARK_WORKLOADS = "the Spark engine is compared on WordCount, the window count and the join"
 NATIVE_SPARK_ONLY = "the hand-written Spark anchor is WordCount only"
-SPARK_CLUSTER_NA = dict.fromkeys(("pipe", "wordcount_eos", "window_count", "join", "session_count", "stream_join"),
+SPARK_CLUSTER_NA = dict.fromkeys(("pipe", "wordcount_eos", "window_count", "join", "session_count", "stream_join",
+                                  "table_agg"),
                                  "the standalone cluster pair measures WordCount at-least-once, beside native Spark")
 SPARK_SINK_NO_TIMESTAMPS = "Spark's Kafka sink cannot set record timestamps, which the latency measure reads"
 
 STATELESS_ONLY = "a hand-written consume→produce pipe keeps no state; it is the ceiling for `pipe` only"
-STATEFUL = ("wordcount_alos", "wordcount_eos", "window_count", "join", "session_count", "stream_join")
+STATEFUL = ("wordcount_alos", "wordcount_eos", "window_count", "join", "session_count", "stream_join", "table_agg")
+SCALE_ONLY = {"table_agg": "table_agg (a scale workload) is written for streamlet and Kafka Streams only"}
 FAUST_NO_SESSIONS = "faust-streaming 0.15.3 has tumbling and hopping windows only, no session windows"
 FAUST_NO_STREAM_JOIN = "faust-streaming 0.15.3 has no windowed stream-stream join"
 QUIX_SESSIONS = ("Quix Streams closes a session when its watermark passes the last event + 2 x gap + grace, "
@@ -222,12 +225,12 @@ SYSTEMS: dict[str, System] = {s.key: s for s in [
     # faust runs at ~100 (WordCount) to ~1,700 (pipe) records/s here: 1,000,000 records would take hours.
     System("faust", "faust-streaming 0.15.3", peer_command("faust"), provision_peer("faust"), python_peer=True,
            max_records=20_000,
-           not_applicable={"session_count": FAUST_NO_SESSIONS, "stream_join": FAUST_NO_STREAM_JOIN}),
+           not_applicable={"session_count": FAUST_NO_SESSIONS, "stream_join": FAUST_NO_STREAM_JOIN, **SCALE_ONLY}),
     # Quix runs its stateful workloads at 3,000-15,000 records/s here: on 1,000,000 records its two
     # WordCounts alone took ten minutes of the 45-minute budget; 250,000 records show the same rate.
     System("quix", "Quix Streams 3.28.1", peer_command("quix"), provision_peer("quix"), python_peer=True,
            max_records_of={w: 250_000 for w in ("wordcount_alos", "wordcount_eos", "window_count", "join")},
-           not_applicable={"session_count": QUIX_SESSIONS, "stream_join": QUIX_SELF_JOIN}),
+           not_applicable={"session_count": QUIX_SESSIONS, "stream_join": QUIX_SELF_JOIN, **SCALE_ONLY}),
     System("raw-aiokafka", "raw aiokafka pipe (ceiling)",
            lambda run: [sys.executable, "-m", "benchmarks.apps.raw_aiokafka", *run.cli_args()],
            not_applicable=dict.fromkeys(STATEFUL, STATELESS_ONLY)),
@@ -238,16 +241,18 @@ SYSTEMS: dict[str, System] = {s.key: s for s in [
     # would take minutes per workload; 250,000 show the same rate.
     System("streamlet-spark", f"streamlet on Spark ({SPARK_MASTER})", spark_command("streamlet"), provision_spark,
            not_applicable={"pipe": SPARK_WORKLOADS, "wordcount_eos": SPARK_EOS_ELSEWHERE,
-                           "session_count": SPARK_WORKLOADS, "stream_join": SPARK_WORKLOADS}, max_records=250_000),
+                           "session_count": SPARK_WORKLOADS, "stream_join": SPARK_WORKLOADS, **SCALE_ONLY},
+           max_records=250_000),
     # Issue #15: one transaction per task and micro-batch (output, changelog, offsets); its cost is this
     # system's wordcount_eos beside streamlet-spark's wordcount_alos (the same input and topology).
     System("streamlet-spark-eos", f"streamlet on Spark, exactly-once ({SPARK_MASTER})", spark_command("streamlet"),
            provision_spark,
            not_applicable={w: SPARK_EOS_ONLY for w in ("pipe", "wordcount_alos", "window_count", "join",
-                                                       "session_count", "stream_join")}, max_records=250_000),
+                                                       "session_count", "stream_join", "table_agg")},
+           max_records=250_000),
     System("native-spark", f"native Spark WordCount ({SPARK_MASTER})", spark_command("native"), provision_spark,
            not_applicable={w: NATIVE_SPARK_ONLY for w in ("pipe", "wordcount_eos", "window_count", "join",
-                                                           "session_count", "stream_join")},
+                                                           "session_count", "stream_join", "table_agg")},
            max_records=250_000,
            latency_na=SPARK_SINK_NO_TIMESTAMPS),
     # The same two on a real standalone cluster (issue 27), WordCount at-least-once: the engine beside native

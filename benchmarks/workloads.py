@@ -11,6 +11,18 @@ Input topics (8 partitions each unless told otherwise; written once per benchmar
     BASE_TS is a few hours before the run started, see below).
   * `users`  — the table of the join: key = user id, value = JSON `{"user": str, "region": "region-<k>"}`,
     one record per user, timestamp BASE_TS - 1 h (older than every event), partitioned like `events`.
+  * `updates` — the table_agg input: key = row id as UTF-8 (`k<n>`), partitioned by murmur2, value = JSON
+    `{"group": "g<j>", "amount": int 0..999}`, timestamp as the events'. Later updates of a row move it
+    to another group (random), so the aggregation's subtractor runs.
+
+Key cardinality (`python -m benchmarks --keys N`). Without `--keys`, the input is today's, record for
+record: WordCount draws from 10,000 words, the events from 1,000 users, the users table has those 1,000
+rows, table_agg has 10,000 rows in 1,000 groups. With `--keys N`, every workload's keyspace is N: the
+vocabulary is N words, the events' users and the users table's rows are N, table_agg has N rows in
+max(1, N // 10) groups. The first N draws then walk all N keys once in a scattered order (an affine
+permutation `(i * a + b) mod N`, so no two neighbouring records share a key and writes are not sorted),
+later ones are uniform over the N keys: every key occurs once the input has N draws (WordCount: N / 3
+lines), so the state is N keys, not "about N".
 
 Workloads (what each system's application computes; output topics are fresh per run, 8 partitions):
   * `pipe`           — events → parse JSON, keep `kind != "view"`, map to
@@ -27,6 +39,11 @@ Workloads (what each system's application computes; output topics are fresh per 
                        `"<user>@<session start ms>-<session end ms>"`, value = 8-byte long count. A session
                        comes out once its task's stream time (the newest event of its partition) has passed
                        its end by the gap; sessions still open at the end of the input never do.
+  * `table_agg`      — updates as a KTable (store `agg-table`), `group_by` the row's group, `aggregate` from
+                       0 with adder `sum + amount` and subtractor `sum - amount` (store `group-sums`); output
+                       key = group (UTF-8), value = the group's sum as 8-byte long. A scale workload: not
+                       in the default suite, streamlet and Kafka Streams only. Use `--records` >= 2 x keys
+                       so that rows move between groups.
   * `stream_join`    — events split by kind, clicks inner-joined with views of the same user within
                        STREAM_JOIN_WINDOW_MS either way (a KStream-KStream join, no grace: the input is in
                        order); output key = user, value = JSON `{"id": click id * 2^21 + view id, "user",
@@ -35,15 +52,24 @@ Workloads (what each system's application computes; output topics are fresh per 
 Outputs that update (the counts) are judged by the last value per key; outputs that don't (pipe, join) by
 the set of ids, with every value checked and duplicates counted. A run whose final output differs from the
 expected one is reported with `correct: false`, so a fast wrong answer never counts.
+
+The check stays exact at millions of keys without a Python object per key: the counts (WordCount,
+window_count, table_agg) are kept as 8-byte integers in `array('q')` by an integer code of the key (the
+word's number, window number x users + user, the group's number), 16-24 bytes a key with what the output
+brought, about 250 MB at 10M keys; pipe and join keep each event's user, amount and kind in arrays (7-11
+bytes an event) and one byte an id for how often it came. Only session_count and stream_join (not scale
+workloads) keep dicts.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
+import math
 import random
 import struct
 import time
-from collections import Counter
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,11 +99,20 @@ USERS = 1000
 REGIONS = 7
 KINDS = ("view", "click", "buy")
 
+WORDS = 10_000
+"""WordCount's vocabulary without `--keys`."""
+TABLE_ROWS = 10_000
+"""table_agg's rows without `--keys`."""
+
 WORKLOADS = ("pipe", "wordcount_alos", "wordcount_eos", "window_count", "join", "session_count", "stream_join")
+"""The suite (`make bench`)."""
+SCALE_WORKLOADS = ("wordcount_eos", "wordcount_alos", "table_agg", "window_count", "join")
+"""The workloads that keep state by key, run at `--keys N` (`make bench-scale`)."""
+ALL_WORKLOADS = (*WORKLOADS, "table_agg")
 
 #: Which input topic (logical name) each workload reads; `join` also reads the `users` table.
 INPUT_OF = {"pipe": "events", "wordcount_alos": "lines", "wordcount_eos": "lines", "window_count": "events",
-            "join": "events", "session_count": "events", "stream_join": "events"}
+            "join": "events", "session_count": "events", "stream_join": "events", "table_agg": "updates"}
 #: Workloads whose latency run would not measure the system: why.
 NO_LATENCY = {"session_count": "a final session count comes out only once the 30 s inactivity gap has passed "
                                "in event time, so its delay is the gap, not the system"}
@@ -98,28 +133,79 @@ def commit_ms(workload: str) -> int:
 
 # --- input data ---------------------------------------------------------------------------------------
 
-def word_lines(n: int, words_per_line: int = 3, vocabulary: int = 10_000, seed: int = 1) -> Iterator[bytes]:
+class _Spread:
+    """Draw `i` < `keys` of the scale input: a permutation of range(keys) that scatters neighbours
+    (`(i * a + b) mod keys`, `a` coprime to `keys`)."""
+
+    def __init__(self, keys: int) -> None:
+        self.keys = keys
+        a = max(1, round(keys * 0.6180339887))  # the golden ratio's step: neighbours land far apart
+        while math.gcd(a, keys) != 1:
+            a += 1
+        self.a = a
+
+    def __call__(self, i: int) -> int:
+        return (i * self.a + 40_503) % self.keys
+
+
+@functools.lru_cache(maxsize=8)
+def _walk(keys: int) -> _Spread:
+    return _Spread(keys)
+
+
+def word_numbers(n: int, words_per_line: int = 3, keys: int | None = None, seed: int = 1) -> Iterator[int]:
+    """The numbers of the words of `n` lines, in order (`w<number>`)."""
     rng = random.Random(seed)
-    vocab = [f"w{i}" for i in range(vocabulary)]
+    if keys is None:  # today's input: a uniform choice among WORDS words, as `rng.choice(vocab)` draws it
+        for _ in range(n * words_per_line):
+            yield rng.choice(range(WORDS))
+        return
+    walk = _walk(keys)
+    for j in range(n * words_per_line):
+        yield walk(j) if j < keys else rng.randrange(keys)
+
+
+def word_lines(n: int, words_per_line: int = 3, keys: int | None = None, seed: int = 1) -> Iterator[bytes]:
+    """`n` lines of `words_per_line` words (`w<number>`) over the vocabulary (WORDS words, or `keys`)."""
+    numbers = word_numbers(n, words_per_line, keys, seed)
     for _ in range(n):
-        yield " ".join(rng.choice(vocab) for _ in range(words_per_line)).encode()
+        yield " ".join(f"w{next(numbers)}" for _ in range(words_per_line)).encode()
 
 
 def user_key(n: int) -> bytes:
     return f"u{n}".encode()
 
 
-def event(i: int, rng: random.Random) -> tuple[bytes, dict[str, Any]]:
-    """Event number `i`: (key, value as a dict)."""
-    user = f"u{rng.randrange(USERS)}"
-    return user.encode(), {"id": i, "user": user, "amount": rng.randrange(1000), "kind": rng.choice(KINDS)}
+def _draw_event(i: int, rng: random.Random, keys: int | None) -> tuple[int, int, str]:
+    """Event `i`'s (user number, amount, kind), drawn from `rng` as the suite always has."""
+    if keys is None:
+        user = rng.randrange(USERS)
+    else:
+        drawn = rng.randrange(keys)
+        user = _walk(keys)(i) if i < keys else drawn
+    return user, rng.randrange(1000), rng.choice(KINDS)
 
 
-def events(n: int, seed: int = 2) -> Iterator[tuple[bytes, bytes, int]]:
-    """(key, JSON value, timestamp) of `n` events."""
+def event(i: int, rng: random.Random, keys: int | None = None) -> tuple[bytes, dict[str, Any]]:
+    """Event number `i`: (key, value as a dict), its user among USERS users, or `keys` (the first `keys`
+    events then walk every user once)."""
+    number, amount, kind = _draw_event(i, rng, keys)
+    user = f"u{number}"
+    return user.encode(), {"id": i, "user": user, "amount": amount, "kind": kind}
+
+
+def event_fields(n: int, keys: int | None = None, seed: int = 2) -> Iterator[tuple[int, int, str]]:
+    """(user number, amount, kind) of each of `n` events: `events` without building the records."""
     rng = random.Random(seed)
     for i in range(n):
-        key, value = event(i, rng)
+        yield _draw_event(i, rng, keys)
+
+
+def events(n: int, seed: int = 2, keys: int | None = None) -> Iterator[tuple[bytes, bytes, int]]:
+    """(key, JSON value, timestamp) of `n` events over USERS users, or `keys`."""
+    rng = random.Random(seed)
+    for i in range(n):
+        key, value = event(i, rng, keys)
         yield key, orjson.dumps(value), BASE_TS + i * EVENT_SPACING_MS
 
 
@@ -127,10 +213,50 @@ def region_of(user: str) -> str:
     return f"region-{int(user[1:]) % REGIONS}"
 
 
-def users() -> Iterator[tuple[bytes, bytes, int]]:
-    for n in range(USERS):
+def users(keys: int | None = None) -> Iterator[tuple[bytes, bytes, int]]:
+    """The join's table: one row per user (USERS, or `keys`)."""
+    for n in range(USERS if keys is None else keys):
         user = f"u{n}"
         yield user.encode(), orjson.dumps({"user": user, "region": region_of(user)}), BASE_TS - 3_600_000
+
+
+def groups_of(rows: int) -> int:
+    """table_agg's groups for `rows` table rows."""
+    return max(1, rows // 10)
+
+
+def update_numbers(n: int, keys: int | None = None, seed: int = 3) -> Iterator[tuple[int, int, int]]:
+    """(row, group, amount) of table_agg's `n` updates over `keys` rows (TABLE_ROWS without)."""
+    rows = TABLE_ROWS if keys is None else keys
+    groups = groups_of(rows)
+    rng = random.Random(seed)
+    walk = _walk(rows)
+    for i in range(n):
+        drawn = rng.randrange(rows)
+        yield walk(i) if i < rows else drawn, rng.randrange(groups), rng.randrange(1000)
+
+
+def update_record(row: int, group: int, amount: int) -> tuple[bytes, bytes]:
+    return f"k{row}".encode(), b'{"group":"g%d","amount":%d}' % (group, amount)
+
+
+def updates(n: int, keys: int | None = None, seed: int = 3) -> Iterator[tuple[bytes, bytes, int]]:
+    """(key, JSON value, timestamp) of table_agg's `n` updates."""
+    for i, (row, group, amount) in enumerate(update_numbers(n, keys, seed)):
+        yield *update_record(row, group, amount), BASE_TS + i * EVENT_SPACING_MS
+
+
+def input_records(kind: str, n: int, keys: int | None = None) -> Iterator[tuple[bytes | None, bytes, int]]:
+    """The records of input topic `kind` (lines, events, users, updates): `n` of them (users: one per user)."""
+    if kind == "lines":
+        return ((None, v, BASE_TS) for v in word_lines(n, keys=keys))
+    if kind == "events":
+        return events(n, keys=keys)
+    if kind == "users":
+        return users(keys)
+    if kind == "updates":
+        return updates(n, keys)
+    raise ValueError(f"unknown input {kind!r}")
 
 
 # --- expected results and checking ----------------------------------------------------------------------
@@ -150,50 +276,171 @@ class Check:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Expected:
-    """What a workload's output must be; built from the same generators as the input."""
+MISSING = -(1 << 63)
+"""In a `Counts` array: no output expected (or, on the tracker's side, none seen) for that key."""
+WRONG = MISSING + 1
+"""On the tracker's side: the key's latest value is not an 8-byte long (a tombstone, another size)."""
 
-    def __init__(self, workload: str, records: int, words_per_line: int = 3, vocabulary: int = 10_000,
-                 partitions: int = 8) -> None:
+
+class Counts:
+    """The expected 8-byte values of an updating output by an integer code of the key, as 8-byte ints:
+    dense (code = slot, MISSING where no output is expected) or sparse (sorted `codes` beside `wants`)."""
+
+    def __init__(self, wants: array, codes: array | None = None) -> None:
+        self.wants, self.codes = wants, codes
+        self.size = len(wants) - wants.count(MISSING)
+
+    def slot(self, code: int) -> int | None:
+        """Where `code`'s expected value is, or None if no output is expected for it."""
+        if self.codes is None:
+            return code if 0 <= code < len(self.wants) and self.wants[code] != MISSING else None
+        i = bisect.bisect_left(self.codes, code)
+        return i if i < len(self.codes) and self.codes[i] == code else None
+
+    @staticmethod
+    def dense(size: int) -> array:
+        return array("q", [MISSING]) * size
+
+
+def _number(text: bytes, prefix: bytes = b"") -> int | None:
+    """n of `prefix` + n written in decimal the one way `str(n)` writes it, else None."""
+    if not text.startswith(prefix):
+        return None
+    digits = text[len(prefix):]
+    if not digits.isdigit() or (len(digits) > 1 and digits[:1] == b"0"):
+        return None
+    return int(digits)
+
+
+WINDOW_MS = 60_000
+"""window_count's tumbling window."""
+
+
+class Expected:
+    """What a workload's output must be; built from the same generators as the input (`keys`: the
+    `--keys` knob, None for today's input)."""
+
+    def __init__(self, workload: str, records: int, words_per_line: int = 3, partitions: int = 8,
+                 keys: int | None = None) -> None:
         self.workload = workload
         self.records = records
+        self.keys = keys
+        self.counts: Counts | None = None  # wordcount, window_count, table_agg
+        self.latest: dict[bytes, bytes] = {}  # session_count
+        self.by_id: dict[int, tuple[bytes, dict[str, Any]]] = {}  # stream_join
+        self.columns: _EventColumns | None = None  # pipe, join
         if workload.startswith("wordcount"):
-            counts = Counter(w for line in word_lines(records, words_per_line, vocabulary)
-                             for w in split_words(line.decode()))
-            self.latest: dict[bytes, bytes] = {w.encode(): struct.pack(">q", c) for w, c in counts.items()}
+            wants = array("q", [0]) * (WORDS if keys is None else keys)
+            for w in word_numbers(records, words_per_line, keys):
+                wants[w] += 1
+            for w, n in enumerate(wants):
+                if n == 0:
+                    wants[w] = MISSING
+            self.counts = Counts(wants)
         elif workload == "window_count":
-            windows: Counter[bytes] = Counter()
-            for key, _value, ts in events(records):
-                windows[key + b"@" + str(ts - ts % 60_000).encode()] += 1
-            self.latest = {k: struct.pack(">q", c) for k, c in windows.items()}
+            self.counts = _window_counts(records, keys)
+        elif workload == "table_agg":
+            self.counts = _group_sums(records, keys)
         elif workload == "session_count":
-            self.latest = _final_sessions(records, partitions)
+            self.latest = _final_sessions(records, partitions, keys)
         elif workload == "stream_join":
-            self.by_id = _joined_pairs(records)
+            self.by_id = _joined_pairs(records, keys)
         elif workload in ("pipe", "join"):
-            self.by_id: dict[int, tuple[bytes, dict[str, Any]]] = {}
-            rng = random.Random(2)
-            for i in range(records):
-                key, ev = event(i, rng)
-                if workload == "pipe":
-                    if ev["kind"] != "view":
-                        self.by_id[i] = (key, {"id": i, "user": ev["user"], "amount_cents": ev["amount"] * 100})
-                else:
-                    self.by_id[i] = (key, {"id": i, "user": ev["user"], "amount": ev["amount"],
-                                           "region": region_of(ev["user"])})
+            self.columns = _EventColumns(workload, records, keys)
         else:
             raise ValueError(f"unknown workload {workload!r}")
 
     @property
     def updating(self) -> bool:
         """True for outputs judged by the last value per key."""
-        return self.workload.startswith("wordcount") or self.workload in ("window_count", "session_count")
+        return self.counts is not None or self.workload == "session_count"
+
+    def code(self, key: bytes) -> int | None:
+        """The integer code of an output key of a `counts` workload, None for a key it never writes."""
+        if self.workload.startswith("wordcount"):
+            return _number(key, b"w")
+        if self.workload == "table_agg":
+            return _number(key, b"g")
+        user, _, start = key.partition(b"@")  # window_count: <user>@<window start ms>
+        u, ms = _number(user, b"u"), _number(start)
+        users_n = USERS if self.keys is None else self.keys
+        if u is None or ms is None or u >= users_n or ms < BASE_TS or (ms - BASE_TS) % WINDOW_MS:
+            return None
+        return (ms - BASE_TS) // WINDOW_MS * users_n + u
+
+    @property
+    def expected_ids(self) -> int:
+        """How many ids a pipe, join or stream_join output must hold."""
+        return self.columns.size if self.columns is not None else len(self.by_id)
+
+    def want_of(self, i: int) -> tuple[bytes, dict[str, Any]] | None:
+        """(key, value) the output record with id `i` must have; None if there must be none."""
+        return self.columns.want_of(i) if self.columns is not None else self.by_id.get(i)
 
     def tracker(self) -> Tracker:
         return Tracker(self)
 
 
-def _final_sessions(records: int, partitions: int) -> dict[bytes, bytes]:
+def _window_counts(records: int, keys: int | None) -> Counts:
+    """Per (user, window): code window number x users + user, in order (windows come one after another)."""
+    users_n = USERS if keys is None else keys
+    codes, wants = array("q"), array("q")
+    window, counter = 0, dict[int, int]()
+    for i, (user, _amount, _kind) in enumerate(event_fields(records, keys)):
+        w = i * EVENT_SPACING_MS // WINDOW_MS  # BASE_TS is a whole minute
+        if w != window:
+            for u in sorted(counter):
+                codes.append(window * users_n + u)
+                wants.append(counter[u])
+            window, counter = w, {}
+        counter[user] = counter.get(user, 0) + 1
+    for u in sorted(counter):
+        codes.append(window * users_n + u)
+        wants.append(counter[u])
+    return Counts(wants, codes)
+
+
+def _group_sums(records: int, keys: int | None) -> Counts:
+    """Each group's sum over the rows whose latest update is in it; 0 for a group rows only left."""
+    rows = TABLE_ROWS if keys is None else keys
+    latest = array("q", [-1]) * rows  # group * 1000 + amount of each row's latest update
+    touched = bytearray(groups_of(rows))
+    for row, group, amount in update_numbers(records, keys):
+        latest[row] = group * 1000 + amount
+        touched[group] = 1
+    wants = Counts.dense(len(touched))
+    for g, t in enumerate(touched):
+        if t:
+            wants[g] = 0
+    for packed in latest:
+        if packed >= 0:
+            g, amount = divmod(packed, 1000)
+            wants[g] += amount
+    return Counts(wants)
+
+
+class _EventColumns:
+    """Every event's user, amount and kind in arrays (7 bytes an event): pipe's and join's expected output."""
+
+    def __init__(self, workload: str, records: int, keys: int | None) -> None:
+        self.workload = workload
+        self.users, self.amounts, self.kinds = array("I"), array("H"), bytearray()
+        for user, amount, kind in event_fields(records, keys):
+            self.users.append(user)
+            self.amounts.append(amount)
+            self.kinds.append(KINDS.index(kind))
+        self.size = records - self.kinds.count(0) if workload == "pipe" else records  # pipe drops the views
+
+    def want_of(self, i: int) -> tuple[bytes, dict[str, Any]] | None:
+        if not 0 <= i < len(self.kinds) or (self.workload == "pipe" and self.kinds[i] == 0):
+            return None
+        user = f"u{self.users[i]}"
+        if self.workload == "pipe":
+            return user.encode(), {"id": i, "user": user, "amount_cents": self.amounts[i] * 100}
+        return user.encode(), {"id": i, "user": user, "amount": self.amounts[i], "region": region_of(user)}
+
+
+def _final_sessions(records: int, partitions: int, keys: int | None = None) -> dict[bytes, bytes]:
     """The sessions whose final count comes out: per user, events at most SESSION_GAP_MS apart form one
     session [first, last]; it is emitted once the stream time of its partition (the newest event there)
     is at least its end plus the gap (the grace period of a session's suppression is gap + grace)."""
@@ -202,7 +449,7 @@ def _final_sessions(records: int, partitions: int) -> dict[bytes, bytes]:
     open_sessions: dict[bytes, list[int]] = {}  # user -> [start, end, count]
     closed: list[tuple[bytes, int, int, int]] = []
     newest = [0] * partitions
-    for key, _value, ts in events(records):
+    for key, _value, ts in events(records, keys=keys):
         p = default_partition(key, partitions)
         newest[p] = max(newest[p], ts)
         s = open_sessions.get(key)
@@ -217,12 +464,12 @@ def _final_sessions(records: int, partitions: int) -> dict[bytes, bytes]:
             if end + SESSION_GAP_MS <= newest[default_partition(key, partitions)]}
 
 
-def _joined_pairs(records: int) -> dict[int, tuple[bytes, dict[str, Any]]]:
+def _joined_pairs(records: int, keys: int | None = None) -> dict[int, tuple[bytes, dict[str, Any]]]:
     """Every (click, view) pair of one user at most STREAM_JOIN_WINDOW_MS apart, by pair id."""
     rng = random.Random(2)
     by_user: dict[bytes, dict[str, list[tuple[int, int]]]] = {}
     for i in range(records):
-        key, ev = event(i, rng)
+        key, ev = event(i, rng, keys)
         if ev["kind"] in ("click", "view"):
             by_user.setdefault(key, {"click": [], "view": []})[ev["kind"]].append((i, BASE_TS + i * EVENT_SPACING_MS))
     pairs: dict[int, tuple[bytes, dict[str, Any]]] = {}
@@ -247,62 +494,78 @@ class Tracker:
     def __init__(self, expected: Expected) -> None:
         self.expected = expected
         self.outputs = 0
-        self.latest: dict[bytes, bytes] = {}
+        counts = expected.counts
+        self.got = array("q") if counts is None else Counts.dense(len(counts.wants))  # latest value by slot
+        self.latest: dict[bytes, bytes] = {}  # session_count
         self.matching = 0  # keys whose latest value equals the expected one (updating workloads)
-        self.seen: dict[int, int] = {}  # id -> times seen (pipe, join)
+        self.seen_dense = bytearray(expected.records if expected.columns is not None else 0)  # pipe, join
+        self.seen: dict[int, int] = {}  # id -> times seen (stream_join)
+        self.distinct = 0  # expected ids seen at least once
+        self.duplicates = 0
         self.wrong: list[str] = []
         self.unexpected = 0
+
+    def _unexpected(self, what: str) -> None:
+        self.unexpected += 1
+        if len(self.wrong) < 5:
+            self.wrong.append(what)
 
     def add(self, key: bytes | None, value: bytes | None) -> None:
         self.outputs += 1
         exp = self.expected
+        if exp.counts is not None:
+            slot = None if key is None else exp.counts.slot(c) if (c := exp.code(key)) is not None else None
+            if slot is None:
+                return self._unexpected(f"unexpected key {key!r}")
+            want = exp.counts.wants[slot]
+            got = int.from_bytes(value, "big", signed=True) if value is not None and len(value) == 8 else WRONG
+            old = self.got[slot]
+            self.got[slot] = got
+            self.matching += (got == want) - (old == want)
+            return
         if exp.updating:
-            want = exp.latest.get(key) if key is not None else None
-            if want is None:
-                self.unexpected += 1
-                if len(self.wrong) < 5:
-                    self.wrong.append(f"unexpected key {key!r}")
-                return
-            old = self.latest.get(key)
-            if old == want:
-                self.matching -= 1
+            want_bytes = exp.latest.get(key) if key is not None else None
+            if key is None or want_bytes is None:
+                return self._unexpected(f"unexpected key {key!r}")
+            old_bytes = self.latest.get(key)
             self.latest[key] = value or b""
-            if value == want:
-                self.matching += 1
+            self.matching += (value == want_bytes) - (old_bytes == want_bytes)
             return
         try:
-            got = orjson.loads(value or b"")
-            i = int(got["id"])
+            got_value = orjson.loads(value or b"")
+            i = int(got_value["id"])
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            self.unexpected += 1
-            if len(self.wrong) < 5:
-                self.wrong.append(f"unreadable value {value!r}")
-            return
-        self.seen[i] = self.seen.get(i, 0) + 1
-        want_kv = exp.by_id.get(i)
-        if want_kv is None or want_kv[0] != key or want_kv[1] != got:
-            self.unexpected += 1
-            if len(self.wrong) < 5:
-                self.wrong.append(f"id {i}: got {key!r} {got}, expected {want_kv}")
+            return self._unexpected(f"unreadable value {value!r}")
+        want_kv = exp.want_of(i)
+        if want_kv is None or want_kv[0] != key or want_kv[1] != got_value:
+            return self._unexpected(f"id {i}: got {key!r} {got_value}, expected {want_kv}")
+        times = self.seen_dense[i] if exp.columns is not None else self.seen.get(i, 0)
+        if times:
+            self.duplicates += 1
+        else:
+            self.distinct += 1
+        if exp.columns is not None:
+            self.seen_dense[i] = min(times + 1, 255)
+        else:
+            self.seen[i] = times + 1
 
     @property
     def complete(self) -> bool:
         exp = self.expected
+        if exp.counts is not None:
+            return self.matching == exp.counts.size
         if exp.updating:
             return self.matching == len(exp.latest)
-        return len(self.seen) == len(exp.by_id)
+        return self.distinct == exp.expected_ids
 
     def check(self) -> Check:
         exp = self.expected
         if exp.updating:
-            missing = len(exp.latest) - self.matching
+            missing = (exp.counts.size if exp.counts is not None else len(exp.latest)) - self.matching
             correct = missing == 0 and self.unexpected == 0
             detail = "" if correct else f"{missing} keys missing or wrong, {self.unexpected} unexpected"
             return Check(correct, self.outputs, 0, "; ".join([detail, *self.wrong]).strip("; "))
-        duplicates = sum(n - 1 for n in self.seen.values())
-        missing = len(exp.by_id) - len(self.seen)
-        correct = missing == 0 and self.unexpected == 0 and duplicates == 0
-        detail = "" if correct else f"{missing} missing, {duplicates} duplicates, {self.unexpected} wrong"
-        return Check(correct, self.outputs, duplicates, "; ".join([detail, *self.wrong]).strip("; "))
-
-
+        missing = exp.expected_ids - self.distinct
+        correct = missing == 0 and self.unexpected == 0 and self.duplicates == 0
+        detail = "" if correct else f"{missing} missing, {self.duplicates} duplicates, {self.unexpected} wrong"
+        return Check(correct, self.outputs, self.duplicates, "; ".join([detail, *self.wrong]).strip("; "))

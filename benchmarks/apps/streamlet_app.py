@@ -97,3 +97,34 @@ def stream_join() -> Topology:
         .to(os.environ["BENCH_OUTPUT"], Produced(key_serde=Serdes.String(), value_serde=Serdes.Json()))
     )
     return builder.build()
+
+
+def _to_group(_row: str, update: dict[str, Any]) -> tuple[str, int]:
+    return update["group"], update["amount"]
+
+
+def _zero() -> int:
+    return 0
+
+
+def _add(_group: str, amount: int, total: int) -> int:
+    return total + amount
+
+
+def _subtract(_group: str, amount: int, total: int) -> int:
+    return total - amount
+
+
+def table_agg() -> Topology:
+    """Each group's sum over the table's rows (see `table_agg` in benchmarks/workloads.py): a row that moves
+    to another group is subtracted from the old one and added to the new one."""
+    builder = StreamsBuilder()
+    (
+        builder.table(os.environ["BENCH_INPUT"], Consumed(key_serde=Serdes.String(), value_serde=Serdes.Json()),
+                      Materialized("agg-table"))
+        .group_by(_to_group, Grouped(key_serde=Serdes.String(), value_serde=Serdes.Long()))
+        .aggregate(_zero, _add, _subtract, Materialized("group-sums", value_serde=Serdes.Long()))
+        .to_stream()
+        .to(os.environ["BENCH_OUTPUT"], Produced(key_serde=Serdes.String(), value_serde=Serdes.Long()))
+    )
+    return builder.build()

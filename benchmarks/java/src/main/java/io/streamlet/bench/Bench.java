@@ -36,6 +36,7 @@ import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Kafka Streams' side of the benchmark: the workloads of benchmarks/workloads.py as topologies, with the
@@ -192,6 +193,22 @@ public final class Bench {
                     }, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(10)),
                     StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
                     .to(output, Produced.with(Serdes.String(), Serdes.String()));
+                break;
+            case "table_agg":
+                // Each group's sum over the table's rows: subtract a row from its old group, add it to the new one.
+                builder.table(input, Consumed.with(Serdes.String(), Serdes.String()),
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("agg-table"))
+                    .groupBy((String row, String update) -> {
+                        JsonNode u = parse(update);
+                        return KeyValue.pair(u.get("group").asText(), u.get("amount").longValue());
+                    }, Grouped.with(Serdes.String(), Serdes.Long()))
+                    .aggregate(() -> 0L,
+                        (String group, Long amount, Long total) -> total + amount,
+                        (String group, Long amount, Long total) -> total - amount,
+                        Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("group-sums")
+                            .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             default:
                 throw new IllegalArgumentException("unknown workload " + workload);
