@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,52 @@ def _latest_counts(records: list[Any]) -> dict[str, int]:
     return {r.key.decode(): int.from_bytes(r.value, "big", signed=True) for r in records}
 
 
+async def _feed(bootstrap: str, inp: str, out: str, batches: list[list[tuple[bytes, bytes]]],
+                done: Callable[[dict[str, int]], bool]) -> None:
+    """Produce `batches` to `inp`, then wait until the latest counts read from `out` satisfy `done`."""
+    await _produce_in_transactions(bootstrap, inp, batches)
+    await read_until(bootstrap, out, lambda rs: done(_latest_counts(rs)), isolation_level="read_committed")
+
+
+async def _running(streams: KafkaStreams) -> None:
+    """Wait until `streams` runs tasks the group assigned it (a streams group waits out its delays first)."""
+    with anyio.fail_after(90):
+        while streams.state is not State.RUNNING or not (streams._supervisor and streams._supervisor.view.assigned):
+            await anyio.sleep(0.1)
+
+
+async def _assert_no_lag(bootstrap: str, app_id: str, inp: str) -> None:
+    """The group's committed offsets reach the log end of every input and repartition partition within
+    `LAG_WAIT_S`, with no data record left unprocessed."""
+    topics = (inp, f"{app_id}-counts-repartition")
+    partitions = [TopicPartition(topic, p) for topic in topics for p in range(PARTITIONS)]
+    deadline = time.monotonic() + LAG_WAIT_S
+    while True:
+        lag = await _lag(bootstrap, app_id, partitions)
+        if all(committed == end for committed, end, _ in lag.values()) or time.monotonic() > deadline:
+            break
+        await anyio.sleep(0.5)
+    report = {tp: f"committed {committed}, end {end}, lag {None if committed is None else end - committed} "
+                  f"({data} data records in between)" for tp, (committed, end, data) in lag.items()}
+    assert all(data == 0 for _, _, data in lag.values()), report  # everything was processed
+    assert all(committed == end for committed, end, _ in lag.values()), report
+
+
+def _input() -> tuple[list[list[tuple[bytes, bytes]]], Counter[str]]:
+    """Four transactions of 150 records each, and the count per value they make."""
+    batches = [[(f"k{b}-{i}".encode(), VALUES[(b * 7 + i) % len(VALUES)].encode()) for i in range(150)]
+               for b in range(4)]
+    return batches, Counter(value.decode() for batch in batches for _, value in batch)
+
+
+async def _topics(bootstrap: str) -> tuple[str, str, str]:
+    """Fresh input and output topics, and an application id, for one test."""
+    sfx = uuid.uuid4().hex[:8]
+    inp, out, app_id = f"lag-in-{sfx}", f"lag-out-{sfx}", f"lag-{sfx}"
+    await create_topics(bootstrap, {inp: PARTITIONS, out: PARTITIONS})
+    return inp, out, app_id
+
+
 @pytest.mark.parametrize(("guarantee", "protocol"), [
     pytest.param("exactly_once_v2", "classic", id="eos-classic-group"),
     pytest.param("exactly_once_v2", "streams", id="eos-streams-group"),
@@ -104,40 +151,46 @@ async def test_a_caught_up_application_has_no_lag(kafka_broker: Any, tmp_path: P
     if protocol == "streams":
         request.getfixturevalue("streams_groups")  # skips on a broker without streams groups
     bootstrap = kafka_broker.bootstrap_servers
-    sfx = uuid.uuid4().hex[:8]
-    inp, out, app_id = f"lag-in-{sfx}", f"lag-out-{sfx}", f"lag-{sfx}"
-    await create_topics(bootstrap, {inp: PARTITIONS, out: PARTITIONS})
+    inp, out, app_id = await _topics(bootstrap)
     config = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / "state"),
               "processing.guarantee": guarantee, "commit.interval.ms": 200, **(STREAMS if protocol == "streams"
                                                                                 else {})}
-    batches = [[(f"k{b}-{i}".encode(), VALUES[(b * 7 + i) % len(VALUES)].encode()) for i in range(150)]
-               for b in range(4)]
-    expected = Counter(value.decode() for batch in batches for _, value in batch)
+    batches, expected = _input()
     streams = KafkaStreams(counting_topology(inp, out, "counts"), config)
     try:
         await streams.start()
-        with anyio.fail_after(90):  # the group assigned the tasks (a streams group waits out its delays)
-            while streams.state is not State.RUNNING or not (streams._supervisor and streams._supervisor.view.assigned):
-                await anyio.sleep(0.1)
-        await _produce_in_transactions(bootstrap, inp, batches[:2])
-        await read_until(bootstrap, out, lambda rs: sum(_latest_counts(rs).values()) >= 300,
-                         isolation_level="read_committed")
-        await _produce_in_transactions(bootstrap, inp, batches[2:])
-        await read_until(bootstrap, out, lambda rs: _latest_counts(rs) == dict(expected),
-                         isolation_level="read_committed")
-
-        partitions = [TopicPartition(topic, p) for topic in (inp, f"{app_id}-counts-repartition")
-                      for p in range(PARTITIONS)]
-        deadline = time.monotonic() + LAG_WAIT_S
-        while True:
-            lag = await _lag(bootstrap, app_id, partitions)
-            if all(committed == end for committed, end, _ in lag.values()) or time.monotonic() > deadline:
-                break
-            await anyio.sleep(0.5)
+        await _running(streams)
+        await _feed(bootstrap, inp, out, batches[:2], lambda counts: sum(counts.values()) >= 300)
+        await _feed(bootstrap, inp, out, batches[2:], lambda counts: counts == dict(expected))
+        await _assert_no_lag(bootstrap, app_id, inp)
         assert streams.state is State.RUNNING, streams.error
-        report = {tp: f"committed {committed}, end {end}, lag {None if committed is None else end - committed} "
-                      f"({data} data records in between)" for tp, (committed, end, data) in lag.items()}
-        assert all(data == 0 for _, _, data in lag.values()), report  # everything was processed
-        assert all(committed == end for committed, end, _ in lag.values()), report
     finally:
         await streams.close()
+
+
+async def test_no_lag_after_tasks_moved_between_instances(kafka_broker: Any, tmp_path: Path) -> None:
+    # Exactly-once, classic group: a second instance joins (the revocation commits, tasks move), then
+    # leaves again (its clean close commits once more); no commit goes back below the markers.
+    bootstrap = kafka_broker.bootstrap_servers
+    inp, out, app_id = await _topics(bootstrap)
+    config = {"application.id": app_id, "bootstrap.servers": bootstrap, "processing.guarantee": "exactly_once_v2",
+              "commit.interval.ms": 200}
+    batches, expected = _input()
+    first = KafkaStreams(counting_topology(inp, out, "counts"), {**config, "state.dir": str(tmp_path / "a")})
+    second = KafkaStreams(counting_topology(inp, out, "counts"), {**config, "state.dir": str(tmp_path / "b")})
+    try:
+        await first.start()
+        await _running(first)
+        await _feed(bootstrap, inp, out, batches[:2], lambda counts: sum(counts.values()) >= 300)
+        await _assert_no_lag(bootstrap, app_id, inp)
+        await second.start()
+        await _running(second)
+        await _feed(bootstrap, inp, out, batches[2:], lambda counts: counts == dict(expected))
+        await _assert_no_lag(bootstrap, app_id, inp)
+        await second.close()
+        await _running(first)
+        await _assert_no_lag(bootstrap, app_id, inp)
+        assert first.state is State.RUNNING, first.error
+    finally:
+        await second.close()
+        await first.close()
