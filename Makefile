@@ -88,7 +88,8 @@ OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test
 	tests/integration/test_chaos.py tests/integration/test_fenced_offsets.py tests/integration/test_fenced_abort.py \
 	tests/integration/test_secured_cluster.py tests/integration/test_streams_group_protocol.py \
 	tests/integration/test_streams_group_runtime.py tests/integration/test_streams_group_rolling_move.py \
-	tests/interop/test_operators_rolling_move.py tests/integration/test_streams_group_queries.py
+	tests/interop/test_operators_rolling_move.py tests/integration/test_streams_group_queries.py \
+	tests/integration/test_committed_lag.py
 # Two pytest-xdist workers (TEST_WORKERS): most tests wait on brokers, JVMs and subprocesses, so two halve the
 # wall time on two cores; tests/conftest.py keeps each file, and all the Java-building ones, on one worker.
 TEST_WORKERS ?= 2

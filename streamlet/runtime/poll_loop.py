@@ -108,6 +108,7 @@ class PollLoop:
                     self._poll_scope.cancel()
                 try:
                     batches = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
+                    positions.returned(batches)  # before any await: a commit may run while this batch waits
                 except InconsistentGroupProtocolError as exc:  # the group still holds another protocol's members
                     refused = exc
             self._poll_scope = None

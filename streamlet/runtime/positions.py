@@ -18,6 +18,11 @@ hold is kept here, in one place:
   whose fetch is not yet known to be at the partition's end (such a task idles while one of them is
   empty: PartitionGroup's docstring; with `max.task.idle.ms` = -1 it never does, and none is tracked).
   A new assignment starts with neither.
+
+And what a task commits for a partition (`committable`): as Kafka Streams, the consumer's position once
+the task has processed every record the consumer returned for it, so that the commit lies past the
+transaction markers after its last record and a caught-up application's lag reads 0; the next offset
+after its last processed record while any returned record still waits in its queue or mailbox.
 """
 
 from __future__ import annotations
@@ -61,6 +66,12 @@ class PartitionPositions:
         self._next_offset: dict[Partition, tuple[Any, int]] = {}
         self.awaited: dict[Partition, Any] = {}  # partition -> the actor that waits to learn it is caught up
         self.paused_full: set[Partition] = set()  # paused because the task's queue is full
+        # Per partition, the offset after the last record a poll returned (TopicPartition keys: equal to the
+        # plain tuples). A position past it went over markers or aborted records only (see `committable`).
+        self._returned: dict[Partition, int] = {}
+        # Per partition, the task actor that last committed a position past its consumed offset, and that
+        # position: a later commit of the same task never goes back below it (a close after the revocation's commit).
+        self._past_markers: dict[Partition, tuple[Any, int]] = {}
 
     # -- the assignment ---------------------------------------------------------------------------
     def new_epoch(self) -> None:
@@ -95,6 +106,37 @@ class PartitionPositions:
     def next_offsets(self) -> dict[Partition, int]:
         """Per partition, the next offset its (last) task is handed; what the consumer lag is measured from."""
         return {key: offset for key, (_actor, offset) in self._next_offset.items()}
+
+    def returned(self, batches: Mapping[Any, list[Any]]) -> None:
+        """A poll returned these batches (TopicPartition -> records); called before anything else awaits."""
+        returned = self._returned
+        for tp, records in batches.items():
+            if records:
+                returned[tp] = records[-1].offset + 1
+
+    def committable(self, actor: Any, consumed: Mapping[Partition, int]) -> dict[Partition, int]:
+        """The offsets `actor`'s task commits, from the next offsets after the records it processed (`consumed`):
+        Kafka Streams' `committableOffsetsAndMetadata`. Where the task has processed everything the consumer
+        returned for a partition, the consumer's position, which lies past the transaction markers (and aborted
+        records) that follow; otherwise, records returned but still queued, `consumed`. The positions are the
+        consumer's local ones, read once per partition and commit, without a request."""
+        committable = dict(consumed)
+        returned, past_markers = self._returned, self._past_markers
+        for key, offset in consumed.items():
+            best = offset
+            earlier = past_markers.get(key)
+            if earlier is not None and earlier[0] is actor and earlier[1] > best:
+                best = earlier[1]  # nothing but markers lies between `offset` and it
+            entry = self._next_offset.get(key)
+            # Everything handed to the task processed, and everything the consumer returned handed to it:
+            if entry is not None and entry[0] is actor and entry[1] == offset and returned.get(key, 0) <= offset:
+                position = _local_position(self._consumer, key)
+                if position is not None and position > best:
+                    best = position
+            if best != offset:
+                committable[key] = best
+                past_markers[key] = (actor, best)
+        return committable
 
     async def seek(self, partitions: set[Partition]) -> None:
         """Position every partition of `partitions` where its task continues (see the module docstring)."""
@@ -177,3 +219,16 @@ class PartitionPositions:
     def resume(self, partitions: Iterable[Partition]) -> None:
         """Fetch these partitions again."""
         self._consumer.resume(*(TopicPartition(t, p) for t, p in partitions))
+
+
+def _local_position(consumer: Any, key: Partition) -> int | None:
+    """The consumer's position of an assigned partition as it knows it now (the next offset it fetches, past the
+    control records it read), or None when it has none: it neither waits for one nor asks the broker, as
+    aiokafka's `position()` would."""
+    try:
+        state = consumer._subscription.subscription.assignment.state_value(TopicPartition(*key))
+    except AttributeError:  # no assignment (or not aiokafka's consumer)
+        return None
+    if state is None or not state.has_valid_position:
+        return None
+    return int(state.position)

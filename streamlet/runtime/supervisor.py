@@ -478,6 +478,7 @@ class Supervisor:
         positions = PartitionPositions(self.consumer, tasks, self.config, self.topology.offset_reset_policies(),
                                        group)
         tasks.read_commits = positions.committed_with_metadata
+        tasks.committable = positions.committable
         committer = Committer(tasks, positions, membership, self.counters, self.purger, self._dispatch_lock,
                               int(self.config["commit.interval.ms"]) / 1000)
         listener = StreamsRebalanceListener(

@@ -92,6 +92,9 @@ class TaskManager:
         self.resolve_topics: TopicResolver | None = None
         # Reads what was committed for a task's partitions before it starts (set by the supervisor).
         self.read_commits: CommitReader | None = None
+        # What a task commits from the offsets it processed: the consumer's position where the task
+        # processed everything fetched (set by the supervisor, see `PartitionPositions.committable`).
+        self.committable: Callable[[TaskActor, Offsets], Offsets] = lambda _actor, offsets: offsets
         self.global_stores: Mapping[str, StateStore] = {}  # the instance's global stores, read by every task
         self.actors: dict[TaskKey, TaskActor] = {}
         self.tasks_created = 0
@@ -237,7 +240,7 @@ class TaskManager:
                 _close_quietly(task)
             else:
                 close = Close(clean)
-                offsets: Offsets = await actor.request(close)
+                offsets: Offsets = self.committable(actor, await actor.request(close))
                 if clean:
                     acked = await self._commit_with_running({task_id: offsets}, _metadata_of(close.times, offsets))
                     acked.update(await self.commits.close_task(task_id, clean=True))
@@ -292,7 +295,7 @@ class TaskManager:
 
         async def one(actor: TaskActor) -> None:
             commit = Commit()
-            offsets = results[actor.task_id] = await actor.request(commit)
+            offsets = results[actor.task_id] = self.committable(actor, await actor.request(commit))
             metadata.update(_metadata_of(commit.times, offsets))
 
         async with anyio.create_task_group() as tg:
