@@ -96,8 +96,11 @@ async def _stop_group_consumer(consumer: AIOKafkaConsumer, leave_group: bool = T
     routine = getattr(coordinator, "_coordination_task", None)
     if routine is not None and not routine.done() and consumer._subscription.reassignment_in_progress:
         log.info("closing during a rebalance: abandoning the pending join and leaving the group")
-        routine.cancel()
-        await asyncio.wait({routine})  # never raises: the routine's cancellation is not ours
+        # A cancellation that lands in a shielded part of the routine (the revocation callback's commit) is
+        # absorbed there, and the routine goes on to join and take an assignment: ask again until it ends.
+        while not routine.done():
+            routine.cancel()
+            await asyncio.wait({routine}, timeout=0.5)  # never raises: the routine's cancellation is not ours
         joining = consumer._client._conns.get((coordinator.coordinator_id, ConnectionGroup.COORDINATION))
         if joining is not None:
             joining.close(reason=CloseReason.SHUTDOWN)
