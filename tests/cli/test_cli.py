@@ -30,6 +30,7 @@ from streamlet.serdes import Serdes
 from streamlet.testing import local_broker
 from streamlet.testing.local_broker import LocalKafkaBroker
 from streamlet.topology import Topology
+from tests.helpers.dev_services import dev_service_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -242,13 +243,8 @@ def test_run_against_an_unreachable_broker_fails_in_one_line(tmp_path: Path) -> 
 @pytest.fixture()
 def dev_broker_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """Environment for broker commands with a private state dir; stops any broker left behind."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), STREAMLET_DEV_BROKER_DIR=str(tmp_path / "dev-broker"))
-    yield env
-    state_file = tmp_path / "dev-broker" / "state.json"
-    if state_file.exists():
-        pid = json.loads(state_file.read_text())["pid"]
-        if local_broker._pid_alive(pid):
-            local_broker.terminate_pid(pid, 30)
+    with dev_service_env(tmp_path / "dev-broker", "STREAMLET_DEV_BROKER_DIR", "the Kafka broker") as env:
+        yield env
 
 
 def streamlet(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,6 @@ a real Apicurio Registry serving Confluent's API."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import urllib.request
@@ -15,6 +14,7 @@ import pytest
 
 from streamlet.testing import local_broker
 from streamlet.testing.local_registry import CONFLUENT_API_PATH, LocalSchemaRegistry
+from tests.helpers.dev_services import dev_service_env
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.registry
@@ -39,13 +39,8 @@ def test_local_registry_serves_confluents_api_and_stops() -> None:
 @pytest.fixture()
 def dev_registry_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """Environment for registry commands with a private state dir; stops any registry left behind."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), STREAMLET_DEV_REGISTRY_DIR=str(tmp_path / "dev-registry"))
-    yield env
-    state_file = tmp_path / "dev-registry" / "state.json"
-    if state_file.exists():
-        pid = json.loads(state_file.read_text())["pid"]
-        if local_broker._pid_alive(pid):
-            local_broker.terminate_pid(pid, 30, "the schema registry")
+    with dev_service_env(tmp_path / "dev-registry", "STREAMLET_DEV_REGISTRY_DIR", "the schema registry") as env:
+        yield env
 
 
 def streamlet(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
