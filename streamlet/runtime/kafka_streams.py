@@ -54,6 +54,7 @@ from streamlet.runtime.close_options import CloseOptions
 from streamlet.runtime.instance_id import clean_up, ensure_state_directory, state_root
 from streamlet.runtime.supervisor import Supervisor, request_application_shutdown
 from streamlet.serdes import Serde, Serializer
+from streamlet.telemetry.tracing import flush_spans
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -394,6 +395,8 @@ class KafkaStreams:
                     await self._runner
                 except (asyncio.CancelledError, Exception):
                     pass
+        if self.config["tracing.enabled"]:
+            await asyncio.to_thread(flush_spans)  # the spans of the last commits, before the process may exit
         if self._state is not State.ERROR:  # a failed client stays in ERROR, as in Kafka Streams
             self._set_state(State.NOT_RUNNING)
         return finished
