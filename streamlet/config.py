@@ -92,6 +92,8 @@ DEFAULTS: dict[str, Any] = {
     # OpenTelemetry spans (streamlet.telemetry, the otel extra): per record from a source topic, per
     # punctuation and per commit, with W3C trace context read from and written to record headers.
     "tracing.enabled": False,
+    # Kafka Streams' metrics over OTLP too (streamlet.telemetry), beside /metrics.
+    "metrics.otlp.enabled": False,
 }
 INTERNAL_TOPICS_CHECKS = ("existing", "exact", "none")
 
@@ -188,6 +190,10 @@ DESCRIPTIONS: dict[str, str] = {
                        "traceparent header and writing the new span's context into the headers of what it "
                        "produces. The application's tracer provider, or the SDK's configured from the OTEL_* "
                        "environment (OTLP/HTTP exporter, OTEL_TRACES_SAMPLER). Off: no cost per record.",
+    "metrics.otlp.enabled": "Export the metrics /metrics serves over OTLP as well (the otel extra), under the same "
+                            "names with their tags as attributes: through the application's meter provider, or "
+                            "the SDK's configured from the OTEL_* environment (OTLP/HTTP, every "
+                            "OTEL_METRIC_EXPORT_INTERVAL ms).",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 
@@ -308,7 +314,8 @@ class StreamsConfig(Mapping[str, Any]):
         if protocol not in (CLASSIC_GROUP, STREAMS_GROUP):
             raise ConfigError(f"group.protocol must be {CLASSIC_GROUP} or {STREAMS_GROUP}, got {protocol!r}")
         values["group.protocol"] = protocol
-        values["tracing.enabled"] = _flag("tracing.enabled", values["tracing.enabled"])
+        for flag in ("tracing.enabled", "metrics.otlp.enabled"):
+            values[flag] = _flag(flag, values[flag])
         if values["commit.interval.ms"] is None:
             values["commit.interval.ms"] = 100 if guarantee == EXACTLY_ONCE_V2 else 30000
         if values["statestore.cache.max.bytes"] < 0:

@@ -1,6 +1,7 @@
 """A real trace collector for the tracing tests: Jaeger v2 (an OpenTelemetry Collector distribution), built from
 its Go module by `make jaeger`, receiving OTLP over HTTP on loopback, keeping traces in memory, and answering
-its query API (`/api/traces/<id>`), which the tests read the spans from."""
+its query API (`/api/traces/<id>`), which the tests read the spans from. Metrics received over OTLP go to the
+collector's Prometheus exporter (`scrape()`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ service:
       receivers: [otlp]
       processors: [batch]
       exporters: [jaeger_storage_exporter]
+    metrics:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [prometheus]
   telemetry:
     metrics:
       level: none
@@ -64,6 +69,10 @@ processors:
 exporters:
   jaeger_storage_exporter:
     trace_storage: memstore
+  prometheus:
+    endpoint: {host}:{prometheus}
+    resource_to_telemetry_conversion:
+      enabled: true
 """
 
 
@@ -74,7 +83,7 @@ class Jaeger(ChildServer):
         self.workdir = workdir
         self.log_path = workdir / "jaeger.log"
         self._process: subprocess.Popen[bytes] | None = None
-        self.otlp_port = self.query_port = 0
+        self.otlp_port = self.query_port = self.prometheus_port = 0
 
     @property
     def otlp_endpoint(self) -> str:
@@ -83,10 +92,10 @@ class Jaeger(ChildServer):
 
     def start(self) -> Jaeger:
         binary = find_built(BINARY, "jaeger", "tracing tests")
-        self.otlp_port, self.query_port, query_grpc, health = free_ports(4)
+        self.otlp_port, self.query_port, query_grpc, health, self.prometheus_port = free_ports(5)
         config = self.workdir / "jaeger.yaml"
         config.write_text(_CONFIG.format(host=HOST, otlp=self.otlp_port, query=self.query_port,
-                                         query_grpc=query_grpc, health=health))
+                                         query_grpc=query_grpc, health=health, prometheus=self.prometheus_port))
         with open(self.log_path, "ab") as out:
             self._process = subprocess.Popen([str(binary), "--config", str(config)], stdin=subprocess.DEVNULL,
                                              stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent())
@@ -127,3 +136,8 @@ class Jaeger(ChildServer):
         """The traces (up to 20) that hold a span of `service` named `operation`."""
         query = urllib.parse.urlencode({"service": service, "operation": operation, "limit": 20})
         return list(self._get(f"/api/traces?{query}").get("data") or [])
+
+    def scrape(self) -> str:
+        """The metrics the collector received over OTLP, in Prometheus' text format."""
+        with urllib.request.urlopen(f"http://{HOST}:{self.prometheus_port}/metrics", timeout=10) as response:
+            return str(response.read().decode())

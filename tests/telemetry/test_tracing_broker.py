@@ -1,6 +1,8 @@
 """A trace started by a producer goes through a running application and into its output, on the real broker,
 exported over OTLP to a real collector (Jaeger, built from its Go module) and read back from its query API.
 
+Kafka Streams' metrics go the same way over OTLP (the collector's Prometheus exporter shows what it received).
+
 The application is WordCount in its own process (`streamlet run`, exactly-once), `tracing.enabled` on and the
 OpenTelemetry SDK set up by streamlet from the OTEL_* environment, as an operator runs it. The test is the
 producer: it starts a span, writes its context into the record's `traceparent` header, and exports that span
@@ -52,6 +54,16 @@ async def _spans(jaeger: Jaeger, trace_id: str, expected: int) -> list[dict[str,
     return spans
 
 
+async def _metric(jaeger: Jaeger, series: str, job: str) -> float:
+    """The value of a series (of `job`, the exporting service) the collector holds, once it holds it."""
+    with anyio.fail_after(60):
+        while True:
+            for line in jaeger.scrape().splitlines():
+                if line.startswith(series + "{") and f'job="{job}"' in line and float(line.rsplit(" ", 1)[1]) > 0:
+                    return float(line.rsplit(" ", 1)[1])
+            await anyio.sleep(0.5)
+
+
 def _parent(span: dict[str, Any]) -> str | None:
     refs = [ref["spanID"] for ref in span.get("references", []) if ref["refType"] == "CHILD_OF"]
     return refs[0] if refs else None
@@ -65,9 +77,11 @@ async def test_a_producers_trace_continues_through_the_topology_into_the_output(
     await create_topics(bootstrap, {inp: 2, out: 2})
     with Jaeger(tmp_path) as jaeger:
         settings = {**wordcount_app.settings(bootstrap, app_id, tmp_path / "state"),
-                    "processing.guarantee": "exactly_once_v2", "tracing.enabled": "true"}
+                    "processing.guarantee": "exactly_once_v2", "tracing.enabled": "true",
+                    "metrics.otlp.enabled": "true"}
         env = {**wordcount_app.topic_env(inp, out), "OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_endpoint,
-               "OTEL_TRACES_SAMPLER": "parentbased_always_on", "OTEL_BSP_SCHEDULE_DELAY": "200"}
+               "OTEL_TRACES_SAMPLER": "parentbased_always_on", "OTEL_BSP_SCHEDULE_DELAY": "200",
+               "OTEL_METRIC_EXPORT_INTERVAL": "1000"}
         app = AppProcess(wordcount_app.TARGET, settings, tmp_path / "app.log", env).start()
         try:
             carrier, producer_span, provider = _producer_span(jaeger, inp)
@@ -81,6 +95,9 @@ async def test_a_producers_trace_continues_through_the_topology_into_the_output(
             await produce_records(bootstrap, [Rec(inp, 1, b"o-2", b"cherry", 2000)])
             await read_until(bootstrap, out, lambda rs: b"cherry" in {r.key for r in rs},
                              isolation_level="read_committed")
+            # Kafka Streams' metrics reached the collector over OTLP, under the application's service.
+            processed = await _metric(jaeger, "kafka_streams_stream_thread_metrics_process_total", app_id)
+            assert processed >= 2
         finally:
             assert app.stop() == 0, app.log_text()[-3000:]
         trace_id = carrier["traceparent"].split("-")[1]
