@@ -185,6 +185,63 @@ def request(line: str, topic: str) -> tuple[str, StateQueryRequest]:
     return label, req
 
 
+def _json_range(lo: str, hi: str, order: str) -> dict[str, Any]:
+    return {"lower": None if lo == "-" else lo, "upper": None if hi == "-" else hi, "order": order}
+
+
+def body(line: str, topic: str) -> tuple[str, str, dict[str, Any]]:
+    """The label, store and JSON body of `POST /stores/{store}/query` a query line stands for."""
+    label, store, kind, *words = line.split()
+    args = [w for w in words if not w.startswith(("p=", "bound=")) and w != "active"]
+    query: dict[str, Any]
+    if kind in ("KEY", "TKEY"):
+        query = {"type": "KeyQuery" if kind == "KEY" else "TimestampedKeyQuery", "key": args[0]}
+    elif kind in ("RANGE", "RANGE_DESC", "TRANGE", "TRANGE_DESC"):
+        query = {"type": "RangeQuery" if kind.startswith("RANGE") else "TimestampedRangeQuery",
+                 **_json_range(args[0], args[1], "DESCENDING" if kind.endswith("DESC") else "ANY")}
+    elif kind == "WKEY":
+        query = {"type": "WindowKeyQuery", "key": args[0], "time_from": int(args[1]), "time_to": int(args[2])}
+    elif kind == "WRANGE":
+        query = {"type": "WindowRangeQuery", "time_from": int(args[0]), "time_to": int(args[1])}
+    elif kind == "WRANGE_KEY":
+        query = {"type": "WindowRangeQuery", "key": args[0]}
+    elif kind == "VKEY":
+        query = {"type": "VersionedKeyQuery", "key": args[0], "as_of": int(args[1]) if len(args) > 1 else None}
+    elif kind == "MVKEY":
+        query = {"type": "MultiVersionedKeyQuery", "key": args[0], "from_time": _time(args[1]),
+                 "to_time": _time(args[2]), "order": {"ASC": "ASCENDING", "DESC": "DESCENDING"}.get(args[3], "ANY")}
+    else:
+        raise ValueError(kind)
+    data: dict[str, Any] = {"query": query}
+    for word in words:
+        if word.startswith("p="):
+            data["partitions"] = [int(p) for p in word[2:].split(",")]
+        elif word.startswith("bound="):
+            data["position_bound"] = {topic: dict(pair.split(":") for pair in word[6:].split(","))}
+        elif word == "active":
+            data["require_active"] = True
+    return label, store, data
+
+
+def from_http(label: str, status: int, answer: dict[str, Any]) -> dict[str, Any]:
+    """An answer of `POST /stores/{store}/query` as Iqv2Check prints Java's."""
+    if status == 400 and answer.get("unsupported"):
+        return {"label": label, "exception": "UnsupportedOperationException"}
+    assert status == 200, (label, status, answer)
+
+    def result(r: dict[str, Any]) -> dict[str, Any]:
+        if not r["ok"]:
+            return {"ok": False, "reason": r["reason"], "position": r["position"]}
+        found = r["result"]
+        if isinstance(found, list):
+            found = [[item["key"], item["value"]] if isinstance(item, dict) and set(item) == {"key", "value"} else item
+                     for item in found]
+        return {"ok": True, "result": found, "position": r["position"]}
+
+    return {"label": label, "global": None if answer["global"] is None else result(answer["global"]),
+            "partitions": {p: result(r) for p, r in answer["partitions"].items()}, "position": answer["position"]}
+
+
 def jsonable(value: Any) -> Any:
     """A result as Iqv2Check prints it."""
     if value is None or isinstance(value, str | int):

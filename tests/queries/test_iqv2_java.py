@@ -2,8 +2,9 @@
 
 Both applications (Iqv2Check in tests/java/streams4, and streamlet's twin in tests/queries/iqv2_cases.py) read
 one input topic and fill a key-value, a timestamped key-value, a window and a versioned store; each waits until
-its versioned store's position reaches the input's last offsets, then answers the same queries. Values, order,
-failure reasons and positions must be equal, query by query.
+its versioned store's position reaches the input's last offsets, then answers the same queries, streamlet both
+through `KafkaStreams.query` and over HTTP (`POST /stores/{store}/query`). Values, order, failure reasons and
+positions must be equal, query by query.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ import anyio
 import pytest
 
 from streamlet import PositionBound, StateQueryRequest, VersionedKeyQuery
+from streamlet.http import serve, streams_app
+from streamlet.http.client import post_json
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from tests.helpers.kafka import create_topics, producer
+from tests.http.served_apps import free_ports
 from tests.queries import iqv2_cases
 from tests.streams4_java import run_check
 
@@ -76,6 +80,16 @@ async def test_iqv2_answers_equal_kafka_streams(kafka_broker: Any, tmp_path: Pat
     try:
         await _caught_up(streams, topic, last)
         ours = [_ask(streams, line, topic) for line in lines]
+        port = free_ports(1)[0]
+        server = await serve(streams_app(streams), "127.0.0.1", port)
+        try:
+            over_http = []
+            for line in lines:
+                label, store, data = iqv2_cases.body(line, topic)
+                status, answer = await post_json("127.0.0.1", port, f"/stores/{store}/query", data)
+                over_http.append(iqv2_cases.from_http(label, status, answer))
+        finally:
+            server.close()
     finally:
         await streams.close()
 
@@ -83,8 +97,9 @@ async def test_iqv2_answers_equal_kafka_streams(kafka_broker: Any, tmp_path: Pat
     # the cases show what they are meant to: successes, each failure reason, positions behind the end
     reasons = {r.get("reason") for j in java for r in j.get("partitions", {}).values()}
     assert {"UNKNOWN_QUERY_TYPE", "NOT_UP_TO_BOUND", "NOT_PRESENT"} <= reasons
-    differ = [(theirs, mine) for theirs, mine in zip(java, ours, strict=True) if mine != theirs]
-    assert not differ, "\n".join(f"java: {theirs}\nours: {mine}" for theirs, mine in differ)
+    for how, answers in (("streams.query", ours), ("POST /stores/{store}/query", over_http)):
+        differ = [(theirs, mine) for theirs, mine in zip(java, answers, strict=True) if mine != theirs]
+        assert not differ, how + ":\n" + "\n".join(f"java: {theirs}\nours: {mine}" for theirs, mine in differ)
 
 
 def _ask(streams: KafkaStreams, line: str, topic: str) -> dict[str, Any]:
