@@ -67,6 +67,7 @@ class PositionBound:
         return PositionBound(position.copy())
 
     def is_unbounded(self) -> bool:
+        """Whether any store state answers (no bound)."""
         return self.bound is None
 
     def position(self) -> Position:
@@ -93,6 +94,7 @@ class KeyQuery:
 
     @staticmethod
     def with_key(key: Any) -> KeyQuery:
+        """A query for `key` (not None)."""
         return KeyQuery(_key(key))
 
     def skip_cache(self) -> KeyQuery:
@@ -100,9 +102,11 @@ class KeyQuery:
         return replace(self, skip_cache_flag=True)
 
     def get_key(self) -> Any:
+        """The key the query asks for."""
         return self.key
 
     def is_skip_cache(self) -> bool:
+        """Whether the query reads below the store's cache."""
         return self.skip_cache_flag
 
 
@@ -115,15 +119,19 @@ class TimestampedKeyQuery:
 
     @staticmethod
     def with_key(key: Any) -> TimestampedKeyQuery:
+        """A query for `key` (not None)."""
         return TimestampedKeyQuery(_key(key))
 
     def skip_cache(self) -> TimestampedKeyQuery:
+        """The same query, read below the store's cache (Kafka Streams' `skipCache()`)."""
         return replace(self, skip_cache_flag=True)
 
     def get_key(self) -> Any:
+        """The key the query asks for."""
         return self.key
 
     def is_skip_cache(self) -> bool:
+        """Whether the query reads below the store's cache."""
         return self.skip_cache_flag
 
 
@@ -142,9 +150,11 @@ class _Range:
         return self.upper
 
     def with_descending_keys(self) -> Any:
+        """The same range, answered in descending key order."""
         return replace(self, result_order=ResultOrder.DESCENDING)
 
     def with_ascending_keys(self) -> Any:
+        """The same range, answered in ascending key order."""
         return replace(self, result_order=ResultOrder.ASCENDING)
 
 
@@ -154,18 +164,22 @@ class RangeQuery(_Range):
 
     @staticmethod
     def with_range(lower: Any, upper: Any) -> RangeQuery:
+        """Keys from `lower` to `upper`, both inclusive."""
         return RangeQuery(lower, upper)
 
     @staticmethod
     def with_lower_bound(lower: Any) -> RangeQuery:
+        """Keys from `lower` (inclusive) on."""
         return RangeQuery(lower, None)
 
     @staticmethod
     def with_upper_bound(upper: Any) -> RangeQuery:
+        """Keys up to `upper` (inclusive)."""
         return RangeQuery(None, upper)
 
     @staticmethod
     def with_no_bounds() -> RangeQuery:
+        """Every key."""
         return RangeQuery()
 
 
@@ -174,18 +188,22 @@ class TimestampedRangeQuery(_Range):
 
     @staticmethod
     def with_range(lower: Any, upper: Any) -> TimestampedRangeQuery:
+        """Keys from `lower` to `upper`, both inclusive."""
         return TimestampedRangeQuery(lower, upper)
 
     @staticmethod
     def with_lower_bound(lower: Any) -> TimestampedRangeQuery:
+        """Keys from `lower` (inclusive) on."""
         return TimestampedRangeQuery(lower, None)
 
     @staticmethod
     def with_upper_bound(upper: Any) -> TimestampedRangeQuery:
+        """Keys up to `upper` (inclusive)."""
         return TimestampedRangeQuery(None, upper)
 
     @staticmethod
     def with_no_bounds() -> TimestampedRangeQuery:
+        """Every key."""
         return TimestampedRangeQuery()
 
 
@@ -201,15 +219,19 @@ class WindowKeyQuery:
     @staticmethod
     def with_key_and_window_start_range(key: Any, time_from: int | datetime, time_to: int | datetime
                                         ) -> WindowKeyQuery:
+        """The windows of `key` starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
         return WindowKeyQuery(_key(key), _millis(time_from), _millis(time_to))
 
     def get_key(self) -> Any:
+        """The key the query asks for."""
         return self.key
 
     def get_time_from(self) -> int:
+        """The earliest window start asked for (inclusive)."""
         return self.time_from
 
     def get_time_to(self) -> int:
+        """The latest window start asked for (inclusive)."""
         return self.time_to
 
 
@@ -224,19 +246,24 @@ class WindowRangeQuery:
 
     @staticmethod
     def with_key(key: Any) -> WindowRangeQuery:
+        """A query for `key` (not None)."""
         return WindowRangeQuery(_key(key))
 
     @staticmethod
     def with_window_start_range(time_from: int | datetime, time_to: int | datetime) -> WindowRangeQuery:
+        """Every key's windows starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
         return WindowRangeQuery(None, _millis(time_from), _millis(time_to))
 
     def get_key(self) -> Any:
+        """The key the query asks for."""
         return self.key
 
     def get_time_from(self) -> int | None:
+        """The earliest window start asked for (inclusive)."""
         return self.time_from
 
     def get_time_to(self) -> int | None:
+        """The latest window start asked for (inclusive)."""
         return self.time_to
 
 
@@ -250,15 +277,19 @@ class VersionedKeyQuery:
 
     @staticmethod
     def with_key(key: Any) -> VersionedKeyQuery:
+        """A query for `key` (not None)."""
         return VersionedKeyQuery(_key(key))
 
     def as_of(self, as_of_timestamp: int | datetime) -> VersionedKeyQuery:
+        """The same query for the version valid at `as_of_timestamp` (epoch ms or an aware datetime)."""
         return replace(self, as_of_timestamp=_millis(as_of_timestamp))
 
     def get_key(self) -> Any:
+        """The key the query asks for."""
         return self.key
 
     def get_as_of_timestamp(self) -> int | None:
+        """The time asked for, or None for the latest version."""
         return self.as_of_timestamp
 
 
@@ -279,27 +310,35 @@ class MultiVersionedKeyQuery:
 
     @staticmethod
     def with_key(key: Any) -> MultiVersionedKeyQuery:
+        """A query for `key` (not None)."""
         return MultiVersionedKeyQuery(_key(key))
 
     def from_time(self, from_time: int | datetime | None) -> MultiVersionedKeyQuery:
+        """The same query, for versions still valid at or after `from_time` (None: no lower limit)."""
         return replace(self, from_timestamp=None if from_time is None else _millis(from_time))
 
     def to_time(self, to_time: int | datetime | None) -> MultiVersionedKeyQuery:
+        """The same query, for versions valid from `to_time` or earlier (None: no upper limit)."""
         return replace(self, to_timestamp=None if to_time is None else _millis(to_time))
 
     def with_descending_timestamps(self) -> MultiVersionedKeyQuery:
+        """The same query, newest version first."""
         return replace(self, result_order=ResultOrder.DESCENDING)
 
     def with_ascending_timestamps(self) -> MultiVersionedKeyQuery:
+        """The same query, oldest version first."""
         return replace(self, result_order=ResultOrder.ASCENDING)
 
     def get_key(self) -> Any:
+        """The key the query asks for."""
         return self.key
 
     def get_from_time(self) -> int:
+        """The lower time limit (the smallest long when none was given)."""
         return _MIN_TIME if self.from_timestamp is None else self.from_timestamp
 
     def get_to_time(self) -> int:
+        """The upper time limit (the largest long when none was given)."""
         return _MAX_TIME if self.to_timestamp is None else self.to_timestamp
 
 
@@ -328,27 +367,35 @@ class StateQueryRequest:
         return _InStore(name)
 
     def with_partitions(self, partitions: Iterable[int]) -> StateQueryRequest:
+        """The same request, for these partitions only (others a local copy holds do not answer)."""
         return replace(self, partitions=frozenset(partitions))
 
     def with_all_partitions(self) -> StateQueryRequest:
+        """The same request, for every local partition (the default)."""
         return replace(self, partitions=None)
 
     def with_position_bound(self, position_bound: PositionBound) -> StateQueryRequest:
+        """The same request, answered only by stores up to `position_bound`."""
         return replace(self, position_bound=position_bound)
 
     def require_active(self) -> StateQueryRequest:
+        """The same request, answered only by active copies of a running client (others: `NOT_ACTIVE`)."""
         return replace(self, active_only=True)
 
     def enable_execution_info(self) -> StateQueryRequest:
+        """The same request, asking stores to describe how they answered (`get_execution_info`)."""
         return replace(self, execution_info=True)
 
     def get_store_name(self) -> str:
+        """The store asked."""
         return self.store_name
 
     def get_query(self) -> Any:
+        """The query asked."""
         return self.query
 
     def is_all_partitions(self) -> bool:
+        """Whether every local partition is asked."""
         return self.partitions is None
 
     def get_partitions(self) -> set[int]:
@@ -358,12 +405,15 @@ class StateQueryRequest:
         return set(self.partitions)
 
     def get_position_bound(self) -> PositionBound:
+        """The request's position bound."""
         return self.position_bound
 
     def is_require_active(self) -> bool:
+        """Whether only active copies of a running client may answer."""
         return self.active_only
 
     def execution_info_enabled(self) -> bool:
+        """Whether stores describe how they answered."""
         return self.execution_info
 
 

@@ -43,28 +43,34 @@ class QueryResult:
 
     @staticmethod
     def for_result(result: Any) -> QueryResult:
+        """A successful answer."""
         return QueryResult(result)
 
     @staticmethod
     def for_failure(reason: FailureReason, message: str) -> QueryResult:
+        """A failure, with its reason and a message."""
         return QueryResult(None, reason, message)
 
     @staticmethod
     def for_unknown_query_type(query: Any, store: Any) -> QueryResult:
+        """The failure of a store that cannot answer this kind of query."""
         return QueryResult.for_failure(
             FailureReason.UNKNOWN_QUERY_TYPE,
             f"This store ({type(store).__name__}) doesn't know how to execute the given query ({query}).")
 
     @staticmethod
     def not_up_to_bound(position: Position, bound: Any, partition: int) -> QueryResult:
+        """The failure of a store behind the request's position bound."""
         return QueryResult.for_failure(
             FailureReason.NOT_UP_TO_BOUND,
             f"For store partition {partition}, the current position {position} is not yet up to the bound {bound}")
 
     def is_success(self) -> bool:
+        """Whether the partition answered."""
         return self._failure is None
 
     def is_failure(self) -> bool:
+        """Whether the partition failed to answer."""
         return self._failure is not None
 
     def get_result(self) -> Any:
@@ -74,11 +80,13 @@ class QueryResult:
         return self._result
 
     def get_failure_reason(self) -> FailureReason:
+        """Why the partition failed (`FailureReason`); raises `ValueError` for a success."""
         if self._failure is None:
             raise ValueError(f"Cannot get failure reason of a successful query. Result is {self._result!r}")
         return self._failure
 
     def get_failure_message(self) -> str:
+        """The failure's message; raises `ValueError` for a success."""
         if self._failure is None:
             raise ValueError(f"Cannot get failure message of a successful query. Result is {self._result!r}")
         return self._message or ""
@@ -88,12 +96,15 @@ class QueryResult:
         return self._position
 
     def set_position(self, position: Position | None) -> None:
+        """Record the store's position with the answer (done by the store)."""
         self._position = position
 
     def get_execution_info(self) -> list[str]:
+        """How the stores answered, when the request enabled execution info."""
         return list(self._execution_info)
 
     def add_execution_info(self, message: str) -> None:
+        """Add a line to the execution info."""
         self._execution_info.append(message)
 
     def __repr__(self) -> str:
@@ -112,15 +123,19 @@ class StateQueryResult:
         self.global_result: QueryResult | None = None
 
     def add_result(self, partition: int, result: QueryResult) -> None:
+        """Record one partition's answer."""
         self.partition_results[partition] = result
 
     def set_global_result(self, result: QueryResult) -> None:
+        """Record a global store's answer."""
         self.global_result = result
 
     def get_partition_results(self) -> dict[int, QueryResult]:
+        """`{partition: QueryResult}` of every partition that answered or was asked for."""
         return self.partition_results
 
     def get_global_result(self) -> QueryResult | None:
+        """A global store's answer, or None."""
         return self.global_result
 
     def only_partition_result(self) -> QueryResult:

@@ -64,6 +64,7 @@ class Position:
         return dict(self._offsets.get(topic, {}))
 
     def is_empty(self) -> bool:
+        """Whether the position has seen nothing."""
         return not self._offsets
 
     def to_dict(self) -> dict[str, dict[int, int]]:
