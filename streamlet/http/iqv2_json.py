@@ -13,8 +13,9 @@ Query types and their fields (times in epoch ms; `order` is "ANY", "ASCENDING" o
 time_to} or {key}; `VersionedKeyQuery` {key, as_of}; `MultiVersionedKeyQuery` {key, from_time, to_time,
 order}. A key given as text becomes the store's key type as in the GET routes (a number for Long keys).
 
-The answer: `{"store", "partitions": {"0": {"ok": true, "result": ..., "position": {...}}, "5": {"ok":
-false, "reason": "NOT_PRESENT", "message": ..., "position": null}}, "global": null, "position": {...}}`,
+The answer: `{"store", "partitions": {"0": {"ok": true, "result": ..., "position": {...}, "role": "active"},
+"5": {"ok": false, "reason": "NOT_PRESENT", "message": ..., "position": null, "role": null}}, "global": null,
+"position": {...}}` (`role`: the answering copy's, "active", "restoring" or "standby"),
 `position` being the merged positions, `{topic: {partition: offset}}`. Results: a value as the GET routes
 show it, `ValueAndTimestamp` as `{"value", "timestamp"}`, a version as `{"value", "timestamp", "valid_to"}`,
 an iterator as a list (of `{"key", "value"}` for key-value pairs).
@@ -186,15 +187,25 @@ def state_result_json(store: str, result: StateQueryResult) -> dict[str, Any]:
             "position": position_json(result.get_position())}
 
 
+_RANK = {"active": 0, "restoring": 1, "standby": 2}
+
+
+def _rank(result: dict[str, Any]) -> int:
+    if result.get("reason") == FailureReason.NOT_PRESENT.name:
+        return 4
+    return _RANK.get(result.get("role") or "", 3)
+
+
 def merge_answers(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """The answers of several instances as one: each partition from the instance whose copy answered, a
-    `NOT_PRESENT` only where no instance has the partition; positions merged."""
+    """The answers of several instances as one: each partition from the instance whose copy there is
+    active, else restoring, else a standby (each answer's `role`), a `NOT_PRESENT` only where no instance
+    has the partition; positions merged."""
     merged: dict[str, Any] = {"store": answers[0]["store"], "partitions": {}, "global": None}
     position = Position()
     for answer in answers:
         for partition, result in answer["partitions"].items():
             held = merged["partitions"].get(partition)
-            if held is None or held.get("reason") == FailureReason.NOT_PRESENT.name:
+            if held is None or _rank(result) < _rank(held):
                 merged["partitions"][partition] = result
         merged["global"] = merged["global"] or answer.get("global")
     for result in merged["partitions"].values():

@@ -178,6 +178,14 @@ class StreamsApp:
         request = parse_request(store, body, lambda key: parse_key(key, serde) if isinstance(key, str) else key)
         me = streams.application_server
         local = state_result_json(store, streams.query(request))
+        try:  # each partition's role here, so that merging prefers the active copy's answer
+            roles = dict(streams.store(StoreQueryParameters.from_name_and_type(
+                store, native_store_type(streams.topology.store_builders[store])).enable_stale_stores())
+                .local_partitions())
+        except InvalidStateStoreError:
+            roles = {}
+        for partition, answer in local["partitions"].items():
+            answer["role"] = roles.get(int(partition))
         if me is None or (isinstance(body, dict) and body.get("local")):
             return 200, local
         hosts = sorted({m.host_info for m in streams.streams_metadata_for_store(store)} - {me})

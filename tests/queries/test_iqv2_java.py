@@ -9,16 +9,27 @@ positions must be equal, query by query.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from streamlet import PositionBound, StateQueryRequest, VersionedKeyQuery
+from streamlet import (
+    FailureReason,
+    PositionBound,
+    QueryableStoreTypes,
+    RangeQuery,
+    StateQueryRequest,
+    StoreQueryParameters,
+    VersionedKeyQuery,
+)
+from streamlet.errors import InvalidStateStoreError
 from streamlet.http import serve, streams_app
 from streamlet.http.client import post_json
 from streamlet.runtime.kafka_streams import KafkaStreams, State
@@ -57,7 +68,21 @@ async def _caught_up(streams: KafkaStreams, topic: str, last: dict[int, int]) ->
             await anyio.sleep(0.1)
 
 
-async def test_iqv2_answers_equal_kafka_streams(kafka_broker: Any, tmp_path: Path) -> None:
+@dataclass
+class JavaAnswers:
+    """The input (in `topic`) and Kafka Streams 4.4.0's answers to the query lines over it."""
+
+    bootstrap: str
+    sfx: str
+    topic: str
+    base: int
+    last: dict[int, int]
+    lines: list[str]
+    java: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+async def java_answers(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> JavaAnswers:
     bootstrap = kafka_broker.bootstrap_servers
     sfx = uuid.uuid4().hex[:8]
     topic = f"iqv2-input-{sfx}"
@@ -67,39 +92,118 @@ async def test_iqv2_answers_equal_kafka_streams(kafka_broker: Any, tmp_path: Pat
     base = (now // iqv2_cases.SEGMENT_MS) * iqv2_cases.SEGMENT_MS - iqv2_cases.SEGMENT_MS + 3_600_000
     last = await _produce(bootstrap, topic, base)
     lines = iqv2_cases.query_lines(base, last)
-
     offsets = " ".join(f"{p}:{o}" for p, o in sorted(last.items()))
-    stdin = "\n".join([bootstrap, f"iqv2-java-{sfx}", topic, str(tmp_path / "java"), offsets, *lines]) + "\n"
+    state = tmp_path_factory.mktemp("iqv2-java")
+    stdin = "\n".join([bootstrap, f"iqv2-java-{sfx}", topic, str(state), offsets, *lines]) + "\n"
     java_out = await anyio.to_thread.run_sync(lambda: run_check("Iqv2Check", stdin))
     java = [json.loads(line) for line in java_out.splitlines() if line.strip()]
+    assert [j["label"] for j in java] == [line.split()[0] for line in lines]
+    # the cases show what they are meant to: successes, each failure reason, positions behind the end
+    reasons = {r.get("reason") for j in java for r in j.get("partitions", {}).values()}
+    assert {"UNKNOWN_QUERY_TYPE", "NOT_UP_TO_BOUND", "NOT_PRESENT"} <= reasons
+    return JavaAnswers(bootstrap, sfx, topic, base, last, lines, java)
 
-    streams = KafkaStreams(iqv2_cases.topology(topic), {
-        "application.id": f"iqv2-py-{sfx}", "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / "py"),
+
+def _same(how: str, java: list[dict[str, Any]], answers: list[dict[str, Any]]) -> None:
+    differ = [(theirs, mine) for theirs, mine in zip(java, answers, strict=True) if mine != theirs]
+    assert not differ, how + ":\n" + "\n".join(f"java: {theirs}\nours: {mine}" for theirs, mine in differ)
+
+
+async def _post_all(port: int, lines: list[str], topic: str) -> list[dict[str, Any]]:
+    answers = []
+    for line in lines:
+        label, store, data = iqv2_cases.body(line, topic)
+        status, answer = await post_json("127.0.0.1", port, f"/stores/{store}/query", data)
+        answers.append(iqv2_cases.from_http(label, status, answer))
+    return answers
+
+
+async def test_iqv2_answers_equal_kafka_streams(java_answers: JavaAnswers, tmp_path: Path) -> None:
+    j = java_answers
+    streams = KafkaStreams(iqv2_cases.topology(j.topic), {
+        "application.id": f"iqv2-py-{j.sfx}", "bootstrap.servers": j.bootstrap, "state.dir": str(tmp_path),
         "commit.interval.ms": 100, "auto.offset.reset": "earliest"})
     await streams.start()
     try:
-        await _caught_up(streams, topic, last)
-        ours = [_ask(streams, line, topic) for line in lines]
+        await _caught_up(streams, j.topic, j.last)
+        ours = [_ask(streams, line, j.topic) for line in j.lines]
         port = free_ports(1)[0]
         server = await serve(streams_app(streams), "127.0.0.1", port)
         try:
-            over_http = []
-            for line in lines:
-                label, store, data = iqv2_cases.body(line, topic)
-                status, answer = await post_json("127.0.0.1", port, f"/stores/{store}/query", data)
-                over_http.append(iqv2_cases.from_http(label, status, answer))
+            over_http = await _post_all(port, j.lines, j.topic)
         finally:
             server.close()
     finally:
         await streams.close()
+    _same("streams.query", j.java, ours)
+    _same("POST /stores/{store}/query", j.java, over_http)
 
-    assert [j["label"] for j in java] == [o["label"] for o in ours]
-    # the cases show what they are meant to: successes, each failure reason, positions behind the end
-    reasons = {r.get("reason") for j in java for r in j.get("partitions", {}).values()}
-    assert {"UNKNOWN_QUERY_TYPE", "NOT_UP_TO_BOUND", "NOT_PRESENT"} <= reasons
-    for how, answers in (("streams.query", ours), ("POST /stores/{store}/query", over_http)):
-        differ = [(theirs, mine) for theirs, mine in zip(java, answers, strict=True) if mine != theirs]
-        assert not differ, how + ":\n" + "\n".join(f"java: {theirs}\nours: {mine}" for theirs, mine in differ)
+
+async def test_two_instances_with_standbys_answer_over_http_as_kafka_streams_alone(
+        java_answers: JavaAnswers, tmp_path: Path) -> None:
+    """Two instances, each active for one partition and standby for the other: either one answers every
+    partition over HTTP from the active copies, as Kafka Streams' one instance does; asked in-process with
+    `require_active()`, its standby copy answers `NOT_ACTIVE`.
+
+    The instances read a second copy of the input, written once both hold their tasks: a task that moved
+    would restore its store from the changelog, which carries no positions (nor does Kafka Streams')."""
+    j = java_answers
+    topic = f"{j.topic}-again"
+    await create_topics(j.bootstrap, {topic: 2})
+    ports = free_ports(2)
+    instances = [KafkaStreams(iqv2_cases.topology(topic), {
+        "application.id": f"iqv2-two-{j.sfx}", "bootstrap.servers": j.bootstrap, "state.dir": str(tmp_path / str(i)),
+        "commit.interval.ms": 100, "auto.offset.reset": "earliest", "num.standby.replicas": 1,
+        "application.server": f"127.0.0.1:{port}"}) for i, port in enumerate(ports)]
+    servers = []
+    try:
+        await asyncio.gather(*(s.start() for s in instances))
+        servers = [await serve(streams_app(s), "127.0.0.1", port) for s, port in zip(instances, ports, strict=True)]
+        with anyio.fail_after(120):
+            while not all(_one_active_one_standby(s) for s in instances):
+                await anyio.sleep(0.2)
+        last = await _produce(j.bootstrap, topic, j.base)
+        assert last == j.last
+        end = {topic: {str(p): o for p, o in last.items()}}
+        with anyio.fail_after(120):
+            while True:
+                status, answer = await post_json("127.0.0.1", ports[0], "/stores/ver/query", {
+                    "query": {"type": "VersionedKeyQuery", "key": "-"}, "position_bound": end})
+                if status == 200 and len(answer["partitions"]) == 2 \
+                        and all(r["ok"] and r["role"] == "active" for r in answer["partitions"].values()):
+                    break
+                await anyio.sleep(0.2)
+        for port in ports:
+            answers = await _post_all(port, j.lines, topic)
+            _same(f"POST to 127.0.0.1:{port}", j.java, json.loads(json.dumps(answers).replace(topic, j.topic)))
+        for streams in instances:
+            request = StateQueryRequest.in_store("kv").with_query(RangeQuery.with_no_bounds())
+            roles = dict(streams.store(StoreQueryParameters.from_name_and_type(
+                "kv", QueryableStoreTypes.key_value_store()).enable_stale_stores()).local_partitions())
+            stale = streams.query(request).partition_results
+            active_only = streams.query(request.require_active()).partition_results
+            assert set(stale) == set(active_only) == {0, 1}
+            assert all(r.is_success() for r in stale.values())
+            for partition, role in roles.items():
+                if role == "active":
+                    assert active_only[partition].is_success()
+                else:
+                    assert active_only[partition].get_failure_reason() is FailureReason.NOT_ACTIVE
+    finally:
+        for server in servers:
+            server.close()
+        await asyncio.gather(*(s.close() for s in instances))
+
+
+def _one_active_one_standby(streams: KafkaStreams) -> bool:
+    if streams.state is not State.RUNNING:
+        return False
+    try:
+        copies = streams.store(StoreQueryParameters.from_name_and_type(
+            "kv", QueryableStoreTypes.key_value_store()).enable_stale_stores()).local_partitions()
+    except InvalidStateStoreError:
+        return False
+    return sorted(role for _p, role in copies) == ["active", "standby"]
 
 
 def _ask(streams: KafkaStreams, line: str, topic: str) -> dict[str, Any]:
