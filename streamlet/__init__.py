@@ -56,6 +56,7 @@ from streamlet.errors import (
     StateStoreNotAvailableError,
     StreamsError,
     StreamsNotStartedError,
+    StreamsStoppedError,
     TopologyError,
     UnknownStateStoreError,
 )
@@ -206,6 +207,7 @@ __all__ = [
     "StreamsError",
     "StreamsMetadata",
     "StreamsNotStartedError",
+    "StreamsStoppedError",
     "Suppressed",
     "TableJoined",
     "TimeWindow",
