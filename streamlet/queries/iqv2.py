@@ -19,7 +19,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from streamlet.stores.position import Position
 
@@ -86,43 +86,16 @@ class PositionBound:
 
 
 @dataclass(frozen=True)
-class KeyQuery:
-    """The value of one key of a key-value store (plain even from a timestamped store), or None."""
-
+class _Keyed:
     key: Any
     skip_cache_flag: bool = False
 
-    @staticmethod
-    def with_key(key: Any) -> KeyQuery:
+    @classmethod
+    def with_key(cls, key: Any) -> Self:
         """A query for `key` (not None)."""
-        return KeyQuery(_key(key))
+        return cls(_key(key))
 
-    def skip_cache(self) -> KeyQuery:
-        """Read the store below its cache (Kafka Streams' `skipCache()`)."""
-        return replace(self, skip_cache_flag=True)
-
-    def get_key(self) -> Any:
-        """The key the query asks for."""
-        return self.key
-
-    def is_skip_cache(self) -> bool:
-        """Whether the query reads below the store's cache."""
-        return self.skip_cache_flag
-
-
-@dataclass(frozen=True)
-class TimestampedKeyQuery:
-    """The `ValueAndTimestamp` of one key of a timestamped key-value store, or None."""
-
-    key: Any
-    skip_cache_flag: bool = False
-
-    @staticmethod
-    def with_key(key: Any) -> TimestampedKeyQuery:
-        """A query for `key` (not None)."""
-        return TimestampedKeyQuery(_key(key))
-
-    def skip_cache(self) -> TimestampedKeyQuery:
+    def skip_cache(self) -> Self:
         """The same query, read below the store's cache (Kafka Streams' `skipCache()`)."""
         return replace(self, skip_cache_flag=True)
 
@@ -135,11 +108,39 @@ class TimestampedKeyQuery:
         return self.skip_cache_flag
 
 
+class KeyQuery(_Keyed):
+    """The value of one key of a key-value store (plain even from a timestamped store), or None."""
+
+
+class TimestampedKeyQuery(_Keyed):
+    """The `ValueAndTimestamp` of one key of a timestamped key-value store, or None."""
+
+
 @dataclass(frozen=True)
 class _Range:
     lower: Any = None
     upper: Any = None
     result_order: ResultOrder = ResultOrder.ANY
+
+    @classmethod
+    def with_range(cls, lower: Any, upper: Any) -> Self:
+        """Keys from `lower` to `upper`, both inclusive."""
+        return cls(lower, upper)
+
+    @classmethod
+    def with_lower_bound(cls, lower: Any) -> Self:
+        """Keys from `lower` (inclusive) on."""
+        return cls(lower, None)
+
+    @classmethod
+    def with_upper_bound(cls, upper: Any) -> Self:
+        """Keys up to `upper` (inclusive)."""
+        return cls(None, upper)
+
+    @classmethod
+    def with_no_bounds(cls) -> Self:
+        """Every key."""
+        return cls()
 
     def get_lower_bound(self) -> Any:
         """The lower bound (inclusive), or None for none."""
@@ -149,11 +150,11 @@ class _Range:
         """The upper bound (inclusive), or None for none."""
         return self.upper
 
-    def with_descending_keys(self) -> Any:
+    def with_descending_keys(self) -> Self:
         """The same range, answered in descending key order."""
         return replace(self, result_order=ResultOrder.DESCENDING)
 
-    def with_ascending_keys(self) -> Any:
+    def with_ascending_keys(self) -> Self:
         """The same range, answered in ascending key order."""
         return replace(self, result_order=ResultOrder.ASCENDING)
 
@@ -162,49 +163,9 @@ class RangeQuery(_Range):
     """The entries of a key-value store with keys in a range (bounds inclusive), as a `KeyValueIterator`
     in serialized-key order (`with_descending_keys()`: reversed); plain values."""
 
-    @staticmethod
-    def with_range(lower: Any, upper: Any) -> RangeQuery:
-        """Keys from `lower` to `upper`, both inclusive."""
-        return RangeQuery(lower, upper)
-
-    @staticmethod
-    def with_lower_bound(lower: Any) -> RangeQuery:
-        """Keys from `lower` (inclusive) on."""
-        return RangeQuery(lower, None)
-
-    @staticmethod
-    def with_upper_bound(upper: Any) -> RangeQuery:
-        """Keys up to `upper` (inclusive)."""
-        return RangeQuery(None, upper)
-
-    @staticmethod
-    def with_no_bounds() -> RangeQuery:
-        """Every key."""
-        return RangeQuery()
-
 
 class TimestampedRangeQuery(_Range):
     """`RangeQuery` over a timestamped key-value store, answering `ValueAndTimestamp` values."""
-
-    @staticmethod
-    def with_range(lower: Any, upper: Any) -> TimestampedRangeQuery:
-        """Keys from `lower` to `upper`, both inclusive."""
-        return TimestampedRangeQuery(lower, upper)
-
-    @staticmethod
-    def with_lower_bound(lower: Any) -> TimestampedRangeQuery:
-        """Keys from `lower` (inclusive) on."""
-        return TimestampedRangeQuery(lower, None)
-
-    @staticmethod
-    def with_upper_bound(upper: Any) -> TimestampedRangeQuery:
-        """Keys up to `upper` (inclusive)."""
-        return TimestampedRangeQuery(None, upper)
-
-    @staticmethod
-    def with_no_bounds() -> TimestampedRangeQuery:
-        """Every key."""
-        return TimestampedRangeQuery()
 
 
 @dataclass(frozen=True)
