@@ -72,6 +72,11 @@ class StateStoreMigratedError(InvalidStateStoreError):
     or query with `enable_stale_stores()` to read a standby or restoring copy meanwhile."""
 
 
+class StreamsStoppedError(InvalidStateStoreError):
+    """Kafka Streams' StreamsStoppedException: an IQv2 query (`KafkaStreams.query`) to a client that is
+    shutting down, stopped or failed."""
+
+
 class InvalidStateStorePartitionError(InvalidStateStoreError):
     """Kafka Streams' InvalidStateStorePartitionException: `with_partition(p)` names a partition this
     instance holds no copy of."""

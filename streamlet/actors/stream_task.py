@@ -31,6 +31,7 @@ from streamlet.processor import Cancellable, PunctuationType
 from streamlet.record import Record
 from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
 from streamlet.stores.cache import SharedCacheBudget
+from streamlet.stores.position import fold_position
 from streamlet.telemetry.tracing import TaskTracing, tracer_for
 from streamlet.topology import SubTopology, Topology
 
@@ -261,6 +262,7 @@ class StreamTask:
             finally:
                 if done:
                     offsets[(topic, partition)] = run[done - 1][1] + 1
+                self.fold_positions()
         self.processed += n
         return n
 
@@ -298,7 +300,14 @@ class StreamTask:
             return self._wall_queue.schedule(node, interval, callback, first)
         raise ValueError(f"unknown punctuation type {kind!r}")
 
+    def fold_positions(self) -> None:
+        """Fold each store's last write into its `position` (see `streamlet.stores.position`): at the end
+        of a run of one partition's records, around punctuations, after a flush and before a query."""
+        for store in self.stores.values():
+            fold_position(store)
+
     def _punctuate(self, sched: PunctuationSchedule, now: int) -> None:
+        self.fold_positions()
         saved = self.record_ctx
         self.record_ctx = RecordContext(now, (), None, -1, -1)
         started = time.perf_counter_ns()
@@ -317,6 +326,7 @@ class StreamTask:
                 raise
         finally:
             self.record_ctx = saved
+            self.fold_positions()  # a punctuator's writes have no input offset: they count for nothing
             elapsed = time.perf_counter_ns() - started
             self.punctuations += 1
             self.punctuate_ns += elapsed
@@ -456,6 +466,7 @@ class StreamTask:
         """Flush the stores (caches forward and log their dirty entries); return offsets to commit."""
         self.current_raw = None  # a cache flush forwards with its entries' contexts, which keep no bytes
         self.state.flush()
+        self.fold_positions()  # a cache flush writes with its entries' record contexts
         self.commit_requested = False
         return dict(self.consumed_offsets)
 

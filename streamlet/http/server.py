@@ -1,6 +1,6 @@
 """A small HTTP/1.1 server for ASGI apps, on asyncio streams alone (no dependency).
 
-It runs `streamlet run --http HOST:PORT` and nothing more: GET and HEAD requests, bodies read by
+It runs `streamlet run --http HOST:PORT` and nothing more: GET, HEAD and POST requests, bodies read by
 Content-Length, one request per connection (`Connection: close`). An application that already has
 an ASGI server (uvicorn, hypercorn) mounts `streamlet.http.streams_app(streams)` there instead.
 A request is always answered: a malformed one with 400, an app that fails before it answers with 500

@@ -6,6 +6,8 @@ Query routes (GET, JSON answers):
     /stores/{store}/all                        every key, from every instance
     /stores/{store}/windows/{key}?from=T&to=U  the windows of one key starting in [T, U] (epoch ms)
     /stores/{store}/windows?from=T&to=U        the windows of every key, from every instance
+    POST /stores/{store}/query                 an IQv2 request as JSON (streamlet.http.iqv2_json), every
+                                               instance holding the store answering its partitions
     /metadata                                  every instance: endpoint, stores, partitions (active, standby)
     /health/live, /health/ready                200 while the client runs / once it is RUNNING, else 503
     /metrics                                   Kafka Streams' metrics, Prometheus text format
@@ -40,6 +42,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
 
+import orjson
+
 from streamlet.errors import (
     InvalidStateStoreError,
     InvalidStateStorePartitionError,
@@ -50,7 +54,8 @@ from streamlet.errors import (
     StreamsNotStartedError,
     UnknownStateStoreError,
 )
-from streamlet.http.client import ForwardingError, get_json
+from streamlet.http.client import ForwardingError, get_json, post_json
+from streamlet.http.iqv2_json import merge_answers, parse_request, state_result_json
 from streamlet.http.json_values import dumps, jsonable, key_serde, parse_key
 from streamlet.http.page.live_page import live_page
 from streamlet.http.page.status import status
@@ -85,6 +90,8 @@ def _error_answer(exc: Exception) -> Answer:
         return 503, {"error": str(exc), "retriable": True}
     if isinstance(exc, InvalidStateStoreError | _BadRequest | ValueError | SerializationError):
         return 400, {"error": str(exc)}
+    if isinstance(exc, NotImplementedError):  # a query the store does not support (Java's UnsupportedOperation)
+        return 400, {"error": str(exc), "unsupported": True}
     if isinstance(exc, ForwardingError):
         return 502, {"error": str(exc)}
     log.error("HTTP query failed", exc_info=exc)
@@ -113,8 +120,11 @@ class StreamsApp:
             return
         if scope["type"] != "http":
             return
-        if scope["method"] not in ("GET", "HEAD"):
-            status, body, content_type = 405, dumps({"error": "only GET"}), "application/json"
+        if scope["method"] == "POST":
+            status, body, content_type = await self._post(scope, receive)
+        elif scope["method"] not in ("GET", "HEAD"):
+            status, body, content_type = 405, dumps({"error": "only GET, and POST to /stores/{store}/query"}), \
+                "application/json"
         else:
             # Mounted under a prefix: ASGI servers and frameworks differ on whether `path` still holds it.
             path, root = scope["path"], scope.get("root_path", "")
@@ -133,6 +143,60 @@ class StreamsApp:
                     status, body = 500, dumps({"error": f"{type(exc).__name__}: {exc}"})
                     content_type = "application/json"
         await respond(send, status, content_type, body)
+
+    async def _post(self, scope: Scope, receive: Receive) -> tuple[int, bytes, str]:
+        """`POST /stores/{store}/query`: an IQv2 request in the body (the only POST route)."""
+        path, root = scope["path"], scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root):]
+        parts = [p for p in path.split("/") if p]
+        if len(parts) != 3 or parts[0] != "stores" or parts[2] != "query":
+            return 405, dumps({"error": "POST goes to /stores/{store}/query only"}), "application/json"
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        try:
+            status, data = await self._iqv2(parts[1], b"".join(chunks))
+        except Exception as exc:
+            status, data = _error_answer(exc)
+        return status, dumps(data), "application/json"
+
+    async def _iqv2(self, store: str, raw: bytes) -> Answer:
+        """An IQv2 request: this instance's answer merged with every other instance's that holds the store
+        (each asked with `"local": true`), or this instance's alone without `application.server`."""
+        streams = self.streams
+        if store not in streams.topology.store_builders:
+            raise UnknownStateStoreError(f"no state store named {store!r} in the topology")
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise _BadRequest(f"the body is not JSON: {exc}") from exc
+        serde = key_serde(streams.topology, streams.config, store)
+        request = parse_request(store, body, lambda key: parse_key(key, serde) if isinstance(key, str) else key)
+        me = streams.application_server
+        local = state_result_json(store, streams.query(request))
+        try:  # each partition's role here, so that merging prefers the active copy's answer
+            roles = dict(streams.store(StoreQueryParameters.from_name_and_type(
+                store, native_store_type(streams.topology.store_builders[store])).enable_stale_stores())
+                .local_partitions())
+        except InvalidStateStoreError:
+            roles = {}
+        for partition, answer in local["partitions"].items():
+            answer["role"] = roles.get(int(partition))
+        if me is None or (isinstance(body, dict) and body.get("local")):
+            return 200, local
+        hosts = sorted({m.host_info for m in streams.streams_metadata_for_store(store)} - {me})
+        answers = [local]
+        for host in hosts:
+            status, data = await post_json(host.host, host.port, f"/stores/{quote(store, safe='')}/query",
+                                           {**body, "local": True})
+            if status != 200:
+                return status, data
+            answers.append(data)
+        return 200, merge_answers(answers)
 
     # -- routes -------------------------------------------------------------------------------------
     async def _health_route(self, parts: list[str], _query: dict[str, str]) -> tuple[int, bytes, str]:

@@ -6,18 +6,48 @@ returns a view of this instance's copies of a store; `KafkaStreams.query_metadat
 that a service can forward a query to the owner. `streamlet.http` serves both over HTTP.
 """
 
+from streamlet.queries.iqv2 import (
+    KeyQuery,
+    MultiVersionedKeyQuery,
+    PositionBound,
+    RangeQuery,
+    ResultOrder,
+    StateQueryRequest,
+    TimestampedKeyQuery,
+    TimestampedRangeQuery,
+    VersionedKeyQuery,
+    WindowKeyQuery,
+    WindowRangeQuery,
+)
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.parameters import QueryableStoreType, QueryableStoreTypes, StoreQueryParameters
+from streamlet.queries.query_result import FailureReason, QueryResult, StateQueryResult
 from streamlet.queries.session_view import ReadOnlySessionView
 from streamlet.queries.versioned_view import ReadOnlyVersionedView
 from streamlet.queries.window_view import ReadOnlyWindowView
+from streamlet.stores.position import Position
 
 __all__ = [
+    "FailureReason",
+    "KeyQuery",
+    "MultiVersionedKeyQuery",
+    "Position",
+    "PositionBound",
+    "QueryResult",
     "QueryableStoreType",
     "QueryableStoreTypes",
+    "RangeQuery",
     "ReadOnlyKeyValueView",
     "ReadOnlySessionView",
     "ReadOnlyVersionedView",
     "ReadOnlyWindowView",
+    "ResultOrder",
+    "StateQueryRequest",
+    "StateQueryResult",
     "StoreQueryParameters",
+    "TimestampedKeyQuery",
+    "TimestampedRangeQuery",
+    "VersionedKeyQuery",
+    "WindowKeyQuery",
+    "WindowRangeQuery",
 ]

@@ -37,16 +37,20 @@ from streamlet.errors import (
     StrayCancellationError,
     StreamsError,
     StreamsNotStartedError,
+    StreamsStoppedError,
     UnknownStateStoreError,
     error_summary,
 )
 from streamlet.kafka.error_remedies import noise_traceback
 from streamlet.metrics.streams_metrics import StreamsMetrics
+from streamlet.queries.iqv2 import PositionBound, StateQueryRequest
 from streamlet.queries.key_value_view import ReadOnlyKeyValueView
 from streamlet.queries.metadata import HostInfo, KeyQueryMetadata, MetadataView, StreamsMetadata
 from streamlet.queries.parameters import QueryableStoreTypes, StoreQueryParameters, native_store_type
 from streamlet.queries.provider import StoreProvider, local_copies
+from streamlet.queries.query_result import FailureReason, QueryResult, StateQueryResult
 from streamlet.queries.session_view import ReadOnlySessionView
+from streamlet.queries.store_query import run_query
 from streamlet.queries.versioned_view import ReadOnlyVersionedView
 from streamlet.queries.window_view import ReadOnlyWindowView
 from streamlet.redaction import redact
@@ -54,6 +58,7 @@ from streamlet.runtime.close_options import CloseOptions
 from streamlet.runtime.instance_id import clean_up, ensure_state_directory, state_root
 from streamlet.runtime.supervisor import Supervisor, request_application_shutdown
 from streamlet.serdes import Serde, Serializer
+from streamlet.stores.position import fold_position
 from streamlet.telemetry.metrics_export import OtlpMetrics
 from streamlet.telemetry.tracing import flush_spans
 from streamlet.topology import Topology
@@ -467,6 +472,53 @@ class KafkaStreams:
         if kind == "versioned":
             return ReadOnlyVersionedView(provider)
         return ReadOnlyWindowView(provider) if kind == "window" else ReadOnlyKeyValueView(provider)
+
+    def query(self, request: StateQueryRequest) -> StateQueryResult:
+        """Answer an IQv2 query from this instance's copies of a store (Kafka Streams' `query()`).
+
+        Every local copy of a partition the request asks for answers with its own `QueryResult`: active
+        copies, and (unless `require_active()`) copies still restoring and standbys, an active copy
+        preferred where both exist. A partition asked for that this instance lacks answers
+        `NOT_PRESENT`. A global store answers `global_result` with `UNKNOWN_QUERY_TYPE`, as Kafka
+        Streams' does (query it with `store()`). Raises `UnknownStateStoreError` for a store the
+        topology lacks, `StreamsNotStartedError` before `start()`, `StreamsStoppedError` once closing."""
+        name = request.store_name
+        if name not in self.topology.store_builders:
+            raise UnknownStateStoreError(
+                f"Cannot get state store {name} because no such store is registered in the topology.")
+        if self._state is State.CREATED:
+            raise StreamsNotStartedError(f"KafkaStreams has not been started, you can retry after calling start(); "
+                                         f"state is {self._state.name}")
+        if not self._state.is_running_or_rebalancing():
+            raise StreamsStoppedError(f"KafkaStreams has been stopped ({self._state.name}). This instance can no "
+                                      "longer serve queries.")
+        result = StateQueryResult()
+        running = self._state is State.RUNNING
+        for copy in local_copies(self._supervisor, name):
+            if copy.partition < 0:
+                result.set_global_result(QueryResult.for_failure(
+                    FailureReason.UNKNOWN_QUERY_TYPE,
+                    "Global stores do not yet support the KafkaStreams#query API. Use KafkaStreams#store instead."))
+                return result
+            if (request.partitions is not None and copy.partition not in request.partitions) \
+                    or copy.partition in result.partition_results:
+                continue
+            active = copy.role == "active"
+            if request.active_only and not (active and running):
+                result.add_result(copy.partition, QueryResult.for_failure(
+                    FailureReason.NOT_ACTIVE,
+                    f"Query requires a running active task, but partition was in state "
+                    f"{'RUNNING' if running else self._state.name} and was {'active' if active else 'not active'}."))
+                continue
+            fold_position(copy.store)
+            # As Kafka Streams: an active copy of a running client is as current as any, so its bound is moot.
+            bound = PositionBound.unbounded() if request.active_only else request.position_bound
+            result.add_result(copy.partition, run_query(copy.store, request.query, bound, copy.partition))
+        for partition in sorted(request.partitions or ()):
+            if partition not in result.partition_results:
+                result.add_result(partition, QueryResult.for_failure(
+                    FailureReason.NOT_PRESENT, "The requested partition was not present at the time of the query."))
+        return result
 
     def _metadata(self) -> MetadataView:
         """The last assignment's host map over this topology; empty before the first assignment."""

@@ -41,6 +41,7 @@ class TypedTimestampedKeyValueStore(TypedKeyValueStore, TimestampedKeyValueStore
     def put(self, key: Any, value: Any) -> None:
         if type(value) is not ValueAndTimestamp or value[0] is None:  # the usual case skips the checks
             value = _checked(value)
+        self.last_write = self._record_context()
         self._access.put(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
 
     def put_if_absent(self, key: Any, value: Any) -> Any:

@@ -26,6 +26,7 @@ from streamlet.stores.keyvalue.access import ClosedAccess, DirectAccess, StoreAc
 from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueStore
 from streamlet.stores.keyvalue.caching import CachedAccess
 from streamlet.stores.keyvalue.changelogging import ChangeLoggingKeyValueBytesStore
+from streamlet.stores.position import Position
 from streamlet.stores.value_formats import PlainValueFormat, ValueFormat
 
 
@@ -34,6 +35,12 @@ def changelog_topic(application_id: str, store_name: str) -> str:
 
 
 _NO_KEY = object()
+
+
+def _no_context() -> None:
+    """A store not open yet records no write position."""
+    return None
+
 _IMMUTABLE_KEYS = (str, bytes, int)
 """Key types whose serialized form cannot change while the same object is passed again."""
 
@@ -67,6 +74,11 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._encode_key: Any = None
         self._last_key: Any = _NO_KEY  # the last immutable key serialized, and its bytes: an
         self._last_key_bytes = b""  # aggregation's get and put of one key serialize it once
+        self.position = Position()
+        """The input offsets this store has seen (`streamlet.stores.position`)."""
+        self.last_write: Any = None
+        """The record context of the last write not yet folded into `position`."""
+        self._record_context: Any = _no_context
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def init(self, context: StateStoreContext) -> None:
@@ -100,6 +112,7 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._key_type, self._encode_key = fast_serializer(key_serde.serializer)
         self._last_key = _NO_KEY
         self._access = access
+        self._record_context = context.record_context_reader()
         context.register(self, self._restore, logged=self.logging_enabled)
 
     def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
@@ -170,20 +183,24 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         return self._access.get(self._key(key), key)
 
     def put(self, key: Any, value: Any) -> None:
+        self.last_write = self._record_context()
         self._access.put(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         data = self._key(key)
         old = self._access.get(data, key)
         if old is None:
+            self.last_write = self._record_context()
             self._access.put(data, key, value)
         return old
 
     def put_all(self, entries: Iterable[KeyValue] | Iterable[tuple[Any, Any]]) -> None:
         key = self._key
+        self.last_write = self._record_context()
         self._access.put_all([(key(k), k, v) for k, v in entries])
 
     def delete(self, key: Any) -> Any:
+        self.last_write = self._record_context()
         return self._access.delete(self._key(key), key)
 
     def range(self, from_key: Any, to_key: Any) -> KeyValueIterator[Any, Any]:

@@ -84,6 +84,7 @@ class TypedSessionStore(TypedKeyValueStore, SessionStore):
         self.put(session_key, None)
 
     def put(self, session_key: Any, aggregate: Any) -> None:
+        self.last_write = self._record_context()
         self._access.put(self._session_key_bytes(session_key), session_key, aggregate)
 
     def _session_key_bytes(self, session_key: Any) -> bytes:

@@ -111,6 +111,12 @@ class VersionedBytesStore(ABC):
         """The version valid at `as_of_timestamp`, with its `valid_to` when it is not the latest."""
 
     @abstractmethod
+    def get_versions(self, key: bytes, from_time: int, to_time: int) -> list[VersionedRecord]:
+        """The key's versions valid at some time in `[from_time, to_time]` (a version starting at or
+        before `to_time` and valid past `from_time`), newest first, each with its `valid_to` (None for
+        the latest); tombstones are no versions."""
+
+    @abstractmethod
     def restore(self, entries: list[ChangelogEntry]) -> None:
         """Apply a batch read back from the changelog (each entry a put at its record timestamp)."""
 

@@ -39,5 +39,8 @@ class ChangeLoggingVersionedBytesStore(_StoreLayer[VersionedBytesStore], Version
     def get_as_of(self, key: bytes, as_of_timestamp: int) -> VersionedRecord | None:
         return self.inner.get_as_of(key, as_of_timestamp)
 
+    def get_versions(self, key: bytes, from_time: int, to_time: int) -> list[VersionedRecord]:
+        return self.inner.get_versions(key, from_time, to_time)
+
     def restore(self, entries: list[ChangelogEntry]) -> None:
         self.inner.restore(entries)

@@ -197,6 +197,25 @@ class SegmentedVersionedBytesStore(_StoreLayer[KeyValueBytesStore], VersionedByt
             return None if found.value is None else VersionedRecord(found.value, found.valid_from, found.valid_to)
         return None
 
+    def get_versions(self, key: bytes, from_time: int, to_time: int) -> list[VersionedRecord]:
+        found: list[VersionedRecord] = []
+        latest = self.inner.get(_LATEST + key)
+        if latest is not None:
+            latest_timestamp = _TIMESTAMP.unpack_from(latest)[0]
+            if latest_timestamp <= to_time:
+                found.append(VersionedRecord(latest[8:], latest_timestamp))
+        for segment_id in self._segments_from(from_time):  # segments whose versions end after from_time
+            raw = self.inner.get(self._segment_key(segment_id, key))
+            if raw is None or min_timestamp(raw) > to_time:
+                continue
+            valid_to = next_timestamp(raw)
+            for valid_from, value in SegmentRow.decode(raw).versions:
+                if value is not None and valid_from <= to_time and valid_to > from_time:
+                    found.append(VersionedRecord(value, valid_from, valid_to))
+                valid_to = valid_from
+        found.sort(key=lambda record: record.timestamp, reverse=True)
+        return found
+
     # -- writes -------------------------------------------------------------------------------------
     def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
         if timestamp < self.observed_stream_time - self.grace_period_ms:

@@ -18,7 +18,8 @@ from typing import Any, NoReturn
 from streamlet.errors import ConfigError, InvalidStateStoreError, StreamsError
 from streamlet.serdes import Serde
 from streamlet.stores.api import StateStoreContext
-from streamlet.stores.keyvalue.typed import changelog_topic
+from streamlet.stores.keyvalue.typed import _no_context, changelog_topic
+from streamlet.stores.position import Position
 from streamlet.stores.versioned.api import VersionedBytesStore, VersionedKeyValueStore, VersionedRecord
 from streamlet.stores.versioned.changelogging import ChangeLoggingVersionedBytesStore
 
@@ -44,6 +45,11 @@ class TypedVersionedKeyValueStore(VersionedKeyValueStore):
         self._serialize_value: Any = self._not_open
         self._deserialize_value: Any = self._not_open
         self._open = False
+        self.position = Position()
+        """The input offsets this store has seen (`streamlet.stores.position`)."""
+        self.last_write: Any = None
+        """The record context of the last write not yet folded into `position`."""
+        self._record_context: Any = _no_context
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def init(self, context: StateStoreContext) -> None:
@@ -62,6 +68,7 @@ class TypedVersionedKeyValueStore(VersionedKeyValueStore):
         self._serialize_value = value_serde.serializer.serialize
         self._deserialize_value = value_serde.deserializer.deserialize
         self._open = True
+        self._record_context = context.record_context_reader()
         context.register(self, self._bytes.restore, logged=self.logging_enabled)
 
     def flush(self) -> None:
@@ -105,9 +112,11 @@ class TypedVersionedKeyValueStore(VersionedKeyValueStore):
     def put(self, key: Any, value: Any, timestamp: int) -> int:
         data = self._key(key)
         raw = None if value is None else self._serialize_value(self._topic, value)
+        self.last_write = self._record_context()
         return self._below.put(data, raw, _timestamp(timestamp, "timestamp"))
 
     def delete(self, key: Any, timestamp: int) -> VersionedRecord | None:
+        self.last_write = self._record_context()
         return self._record(self._below.delete(self._key(key), _timestamp(timestamp, "timestamp")))
 
     def get(self, key: Any, as_of_timestamp: int | None = None) -> VersionedRecord | None:
@@ -123,6 +132,14 @@ class TypedVersionedKeyValueStore(VersionedKeyValueStore):
         if found is None:
             return None
         return VersionedRecord(self._deserialize_value(self._topic, found.value), found.timestamp, found.valid_to)
+
+    def get_versions(self, key: Any, from_time: int, to_time: int, ascending: bool = False) -> list[VersionedRecord]:
+        """The key's versions valid at some time in `[from_time, to_time]`, newest first (oldest first when
+        `ascending`), each with its `valid_to` (None for the latest): Kafka Streams' `MultiVersionedKeyQuery`."""
+        deserialize, topic = self._deserialize_value, self._topic
+        found = [VersionedRecord(deserialize(topic, r.value), r.timestamp, r.valid_to)
+                 for r in self._below.get_versions(self._key(key), from_time, to_time)]
+        return found[::-1] if ascending else found
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.name!r}, history_retention_ms={self.history_retention_ms}, "

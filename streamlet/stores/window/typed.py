@@ -22,7 +22,8 @@ from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Deserializer, Serde, Serializer
 from streamlet.stores.api import ChangelogEntry, FlushListener, KeyValueIterator, StateStoreContext, ValueAndTimestamp
 from streamlet.stores.iterators import StoreKeyValueIterator
-from streamlet.stores.keyvalue.typed import changelog_topic
+from streamlet.stores.keyvalue.typed import _no_context, changelog_topic
+from streamlet.stores.position import Position
 from streamlet.stores.value_formats import PlainValueFormat, TimestampedValueFormat, ValueFormat
 from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStore, WindowEntry, WindowStore
 from streamlet.stores.window.caching import CachingWindowBytesStore
@@ -69,6 +70,11 @@ class TypedWindowStore(WindowStore):
         self._serialize_key: Any = self._not_open
         self._deserialize_key: Any = self._not_open
         self._seqnum = 0
+        self.position = Position()
+        """The input offsets this store has seen (`streamlet.stores.position`)."""
+        self.last_write: Any = None
+        """The record context of the last write not yet folded into `position`."""
+        self._record_context: Any = _no_context
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def init(self, context: StateStoreContext) -> None:
@@ -93,6 +99,7 @@ class TypedWindowStore(WindowStore):
         key_deserializer: Deserializer[Any] = key_serde.deserializer
         self._serialize_key = key_serializer.serialize
         self._deserialize_key = key_deserializer.deserialize
+        self._record_context = context.record_context_reader()
         context.register(self, self._restore, logged=self.logging_enabled)
 
     def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
@@ -166,6 +173,7 @@ class TypedWindowStore(WindowStore):
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
         data = self._key(key)
+        self.last_write = self._record_context()
         if self.retain_duplicates:
             if value is None:
                 # As Kafka Streams: a store of duplicates has nothing a None could delete, but its
@@ -205,6 +213,17 @@ class TypedWindowStore(WindowStore):
 
     def all(self) -> KeyValueIterator[Any, Any]:
         return self.fetch_all(0, MAX_TIME)
+
+    def fetch_all_in_store_order(self, time_from: int, time_to: int) -> list[KeyValue]:
+        """`fetch_all` in the order Kafka Streams' store of this kind iterates: a persistent (segmented) store
+        segment by segment, then by key bytes, then start; an in-memory or time-ordered store by start, then
+        key bytes (what `fetch_all` answers). What IQv2's `WindowRangeQuery` returns."""
+        found = list(self.fetch_all(time_from, time_to))
+        interval = getattr(self._bytes, "segment_interval_ms", None)
+        if self.persistent and interval and not getattr(self._bytes, "time_ordered", False):
+            serialize = self._key
+            found.sort(key=lambda kv: (kv.key.window.start // interval, serialize(kv.key.key), kv.key.window.start))
+        return found
 
     def fetch_all_time_ordered(self, time_from: int, time_to: int) -> list[KeyValue]:
         """The windows starting in [time_from, time_to] by start, then key bytes: as Kafka Streams' time-ordered

@@ -1,0 +1,139 @@
+"""One IQv2 query answered by one local copy of a store, as Kafka Streams' stores answer `query()`.
+
+A store whose position is behind the request's bound for the copy's partition answers
+`NOT_UP_TO_BOUND`, whatever the query; otherwise the store's kind decides which queries it knows, and
+any other answers `UNKNOWN_QUERY_TYPE`. Every answer carries the store's position at the time, except
+where Kafka Streams' answer has none (a `WindowRangeQuery.with_key` to a window store). Two queries
+raise instead, as in Kafka Streams: a `KeyQuery` or `RangeQuery` to a versioned store
+(`NotImplementedError`, Java's `UnsupportedOperationException`). Results that Kafka Streams gives as
+iterators are iterators here too, read out at once (one consistent read, closed or not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.errors import InvalidStateStoreError
+from streamlet.queries.iqv2 import (
+    KeyQuery,
+    MultiVersionedKeyQuery,
+    PositionBound,
+    RangeQuery,
+    ResultOrder,
+    TimestampedKeyQuery,
+    TimestampedRangeQuery,
+    VersionedKeyQuery,
+    WindowKeyQuery,
+    WindowRangeQuery,
+)
+from streamlet.queries.query_result import FailureReason, QueryResult
+from streamlet.record import KeyValue
+from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
+from streamlet.stores.position import Position
+from streamlet.stores.session.api import SessionStore
+from streamlet.stores.versioned.api import VersionedKeyValueStore
+from streamlet.stores.window.api import WindowStore
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, ValueAndTimestamp) else value
+
+
+def _key_value(store: Any) -> bool:
+    return isinstance(store, KeyValueStore) and not isinstance(store, SessionStore)
+
+
+def _key(store: Any, query: Any) -> Any:
+    return _plain(store.get(query.key))
+
+
+def _timestamped_key(store: Any, query: Any) -> Any:
+    return store.get(query.key)
+
+
+def _range(store: Any, query: Any, timestamped: bool) -> StoreKeyValueIterator:
+    with store.range(query.lower, query.upper) as found:
+        entries = [kv if timestamped else KeyValue(kv.key, _plain(kv.value)) for kv in found]
+    if query.result_order is ResultOrder.DESCENDING:
+        entries.reverse()
+    return StoreKeyValueIterator(iter(entries))
+
+
+def _window_key(store: Any, query: Any) -> StoreKeyValueIterator:
+    with store.fetch(query.key, query.time_from, query.time_to) as found:
+        return StoreKeyValueIterator(iter([KeyValue(kv.key, _plain(kv.value)) for kv in found]))
+
+
+def _window_range(store: Any, query: Any) -> StoreKeyValueIterator:
+    found = store.fetch_all_in_store_order(query.time_from, query.time_to)
+    return StoreKeyValueIterator(iter([KeyValue(kv.key, _plain(kv.value)) for kv in found]))
+
+
+def _sessions(store: Any, query: Any) -> StoreKeyValueIterator:
+    with store.fetch(query.key) as found:
+        return StoreKeyValueIterator(iter(list(found)))
+
+
+def _versioned_key(store: Any, query: Any) -> Any:
+    if query.as_of_timestamp is None:
+        return store.get(query.key)
+    return store.get_with_valid_to(query.key, query.as_of_timestamp)
+
+
+def _multi_versioned(store: Any, query: Any) -> Any:
+    ascending = query.result_order is ResultOrder.ASCENDING
+    return iter(store.get_versions(query.key, query.get_from_time(), query.get_to_time(), ascending))
+
+
+def _handler(store: Any, query: Any) -> Callable[[Any, Any], Any] | None:
+    """How `store` answers `query`, or None when it does not know the query's type."""
+    kind = type(query)
+    if kind is KeyQuery and _key_value(store):
+        return _key
+    if kind is RangeQuery and _key_value(store):
+        return lambda s, q: _range(s, q, False)
+    if kind is TimestampedKeyQuery and isinstance(store, TimestampedKeyValueStore):
+        return _timestamped_key
+    if kind is TimestampedRangeQuery and isinstance(store, TimestampedKeyValueStore):
+        return lambda s, q: _range(s, q, True)
+    if kind is WindowKeyQuery and isinstance(store, WindowStore):
+        return _window_key
+    if kind is WindowRangeQuery:
+        if isinstance(store, WindowStore) and query.time_from is not None:
+            return _window_range
+        if isinstance(store, SessionStore) and query.key is not None:
+            return _sessions
+    if kind is VersionedKeyQuery and isinstance(store, VersionedKeyValueStore):
+        return _versioned_key
+    if kind is MultiVersionedKeyQuery and isinstance(store, VersionedKeyValueStore):
+        return _multi_versioned
+    return None
+
+
+def run_query(store: Any, query: Any, bound: PositionBound, partition: int) -> QueryResult:
+    """`query` answered by `store`, the copy of `partition`, within `bound`."""
+    kind = type(query)
+    if isinstance(store, VersionedKeyValueStore) and kind in (KeyQuery, RangeQuery):
+        raise NotImplementedError(f"Versioned stores do not support {kind.__name__} queries at this time.")
+    if kind is WindowRangeQuery and isinstance(store, WindowStore) and query.time_from is None:
+        return QueryResult.for_failure(  # Kafka Streams' window store turns it down before its position is read
+            FailureReason.UNKNOWN_QUERY_TYPE,
+            "WindowStores only supports WindowRangeQuery.withWindowStartRange. Got: " + str(query))
+    position: Position = getattr(store, "position", None) or Position()
+    handler = _handler(store, query)
+    if not bound.permits(position, partition):
+        result = QueryResult.not_up_to_bound(position, bound, partition)
+    elif handler is None:
+        result = QueryResult.for_unknown_query_type(query, store)
+    else:
+        try:
+            result = QueryResult.for_result(handler(store, query))
+        except InvalidStateStoreError:
+            raise
+        except Exception as exc:
+            result = QueryResult.for_failure(FailureReason.STORE_EXCEPTION, f"{type(exc).__name__}: {exc}")
+    result.set_position(position.copy())
+    return result

@@ -1,0 +1,276 @@
+"""The IQv2 check shared by streamlet and Kafka Streams 4.4.0 (Iqv2Check in tests/java/streams4): the topology,
+the input, the query lines both sides read, and streamlet's answers printed as Iqv2Check prints Java's.
+
+A query line is "label store TYPE args... [p=0,1] [bound=0:5,1:3] [active]"; "-" stands for no bound/time.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from streamlet import (
+    KeyQuery,
+    MultiVersionedKeyQuery,
+    Position,
+    PositionBound,
+    Processor,
+    QueryResult,
+    RangeQuery,
+    Serdes,
+    StateQueryRequest,
+    StateQueryResult,
+    Stores,
+    TimestampedKeyQuery,
+    TimestampedRangeQuery,
+    Topology,
+    VersionedKeyQuery,
+    WindowKeyQuery,
+    WindowRangeQuery,
+)
+from streamlet.record import KeyValue, Record
+from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.versioned.api import VersionedRecord
+from streamlet.windowed import Windowed
+
+WINDOW_MS = 10_000
+SEGMENT_MS = 43_200_000
+"""The window store's segment interval (half its 1-day retention): the input stays inside one segment, so
+`WindowRangeQuery`'s order (segment by segment, then key, then start) is key, then start, on both sides."""
+
+
+def records(base: int) -> list[tuple[int, str, str, int]]:
+    """(partition, key, value, timestamp): the last record of partition 1 writes the versioned store only, so
+    the stores' positions differ there."""
+    p0 = [("a", "a1", 0), ("b", "b1", 1000), ("c", "c1", 2000), ("a", "a2", 12_000), ("b", "ver-only-b", 13_000),
+          ("c", "DELETE", 14_000), ("a", "a3", 25_000), ("b", "b2", 26_000)]
+    p1 = [("d", "d1", 500), ("e", "e1", 1500), ("d", "d2", 11_000), ("e", "DELETE", 16_000),
+          ("d", "ver-only-d", 20_000)]
+    return [(0, k, v, base + t) for k, v, t in p0] + [(1, k, v, base + t) for k, v, t in p1]
+
+
+def query_lines(base: int, last: dict[int, int]) -> list[str]:
+    """The queries, given the input's base time and each partition's last offset."""
+    t = base
+    lines = [
+        "kv-key-a kv KEY a", "kv-key-missing kv KEY zz", "kv-key-deleted kv KEY c", "kv-range kv RANGE b e",
+        "kv-range-desc kv RANGE_DESC - -", "kv-range-lower kv RANGE c -", "kv-range-upper kv RANGE - b",
+        "kv-range-inverted kv RANGE d a",
+        "ts-tkey ts TKEY a", "ts-key ts KEY a", "ts-trange ts TRANGE - -", "ts-trange-desc ts TRANGE_DESC a d",
+        "ts-range ts RANGE - -",
+        f"win-key win WKEY a {t} {t + 30_000}", f"win-key-part win WKEY a {t + 10_000} {t + 20_000}",
+        f"win-range win WRANGE {t} {t + 30_000}", f"win-range-narrow win WRANGE {t + 10_000} {t + 10_000}",
+        "ver-latest ver VKEY a", f"ver-asof ver VKEY a {t + 12_500}", f"ver-asof-before ver VKEY a {t - 1}",
+        "ver-deleted ver VKEY c", f"ver-deleted-asof ver VKEY c {t + 2500}",
+        "ver-multi ver MVKEY a - - ANY", "ver-multi-asc ver MVKEY a - - ASC",
+        f"ver-multi-window ver MVKEY a {t + 5000} {t + 13_000} DESC", f"ver-multi-from ver MVKEY a {t + 12_000} - ASC",
+        "ver-multi-deleted ver MVKEY c - - ANY", "ver-multi-b ver MVKEY b - - ANY",
+        "err-key-on-win win KEY a", "err-tkey-on-kv kv TKEY a", "err-vkey-on-kv kv VKEY a", "err-key-on-ver ver KEY a",
+        "err-wrange-key-on-win win WRANGE_KEY a", "err-range-on-ver ver RANGE - -", f"err-wkey-on-ts ts WKEY a {t} {t}",
+        "err-mvkey-on-ts ts MVKEY a - - ANY", "err-trange-on-kv kv TRANGE - -", "err-tkey-on-ver ver TKEY a",
+        f"err-wkey-on-ver ver WKEY a {t} {t}", "err-trange-on-ver ver TRANGE - -",
+        f"err-wrange-on-kv kv WRANGE {t} {t}",
+        "part-0 kv KEY a p=0", "part-missing kv KEY a p=0,5", "part-1 kv RANGE - - p=1",
+        f"bound-ok kv KEY a bound=0:{last[0]}", f"bound-behind kv KEY a bound=0:{last[0] + 100}",
+        f"bound-kv-p1 kv RANGE - - bound=0:{last[0]},1:{last[1]}", f"bound-ver-p1 ver VKEY d bound=1:{last[1]}",
+        f"bound-unknown-type win KEY a bound=0:{last[0] + 100}",
+        f"bound-wrange-key win WRANGE_KEY a bound=0:{last[0] + 100}",
+        f"bound-versioned-key ver KEY a bound=0:{last[0] + 100}",
+        f"bound-all-behind ver MVKEY a - - ANY bound=0:{last[0] + 1},1:{last[1] + 1}",
+        "active kv RANGE - - active", f"active-bound ts TKEY e active bound=1:{last[1] + 5}",
+    ]
+    return lines
+
+
+class Writer(Processor):
+    """Iqv2Check's processor: every record to kv, ts, win (10 s windows) and ver; "DELETE" deletes from kv, ts
+    and ver; a value starting "ver-only" goes to ver alone."""
+
+    def init(self, context: Any) -> None:
+        self.kv = context.get_state_store("kv")
+        self.ts = context.get_state_store("ts")
+        self.win = context.get_state_store("win")
+        self.ver = context.get_state_store("ver")
+
+    def process(self, record: Record) -> None:
+        k, v, t = record.key, record.value, record.timestamp
+        if v == "DELETE":
+            self.kv.delete(k)
+            self.ts.delete(k)
+            self.ver.delete(k, t)
+            return
+        if not v.startswith("ver-only"):
+            self.kv.put(k, v)
+            self.ts.put(k, ValueAndTimestamp(v, t))
+            self.win.put(k, v, t - t % WINDOW_MS)
+        self.ver.put(k, v, t)
+
+
+def topology(topic: str) -> Topology:
+    s = Serdes.String()
+    top = Topology()
+    top.add_source("src", topic, key_deserializer=s.deserializer, value_deserializer=s.deserializer)
+    top.add_processor("writer", Writer, "src")
+    top.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("kv"), s, s), "writer")
+    top.add_state_store(Stores.timestamped_key_value_store_builder(
+        Stores.persistent_timestamped_key_value_store("ts"), s, s), "writer")
+    top.add_state_store(Stores.window_store_builder(
+        Stores.persistent_window_store("win", timedelta(days=1), timedelta(milliseconds=WINDOW_MS), False), s, s),
+        "writer")
+    top.add_state_store(Stores.versioned_key_value_store_builder(
+        Stores.persistent_versioned_key_value_store("ver", timedelta(days=1)), s, s), "writer")
+    return top
+
+
+def _time(word: str) -> int | None:
+    return None if word == "-" else int(word)
+
+
+def _bounded(cls: Any, lo: str, hi: str, descending: bool) -> Any:
+    low, high = (None if lo == "-" else lo), (None if hi == "-" else hi)
+    if low is None and high is None:
+        query = cls.with_no_bounds()
+    elif low is None:
+        query = cls.with_upper_bound(high)
+    elif high is None:
+        query = cls.with_lower_bound(low)
+    else:
+        query = cls.with_range(low, high)
+    return query.with_descending_keys() if descending else query
+
+
+def request(line: str, topic: str) -> tuple[str, StateQueryRequest]:
+    """The request a query line stands for, and its label."""
+    label, store, kind, *words = line.split()
+    args = [w for w in words if not w.startswith(("p=", "bound=")) and w != "active"]
+    query: Any
+    if kind == "KEY":
+        query = KeyQuery.with_key(args[0])
+    elif kind == "TKEY":
+        query = TimestampedKeyQuery.with_key(args[0])
+    elif kind in ("RANGE", "RANGE_DESC"):
+        query = _bounded(RangeQuery, args[0], args[1], kind.endswith("DESC"))
+    elif kind in ("TRANGE", "TRANGE_DESC"):
+        query = _bounded(TimestampedRangeQuery, args[0], args[1], kind.endswith("DESC"))
+    elif kind == "WKEY":
+        query = WindowKeyQuery.with_key_and_window_start_range(args[0], int(args[1]), int(args[2]))
+    elif kind == "WRANGE":
+        query = WindowRangeQuery.with_window_start_range(int(args[0]), int(args[1]))
+    elif kind == "WRANGE_KEY":
+        query = WindowRangeQuery.with_key(args[0])
+    elif kind == "VKEY":
+        query = VersionedKeyQuery.with_key(args[0])
+        if len(args) > 1:
+            query = query.as_of(int(args[1]))
+    elif kind == "MVKEY":
+        query = MultiVersionedKeyQuery.with_key(args[0]).from_time(_time(args[1])).to_time(_time(args[2]))
+        if args[3] == "ASC":
+            query = query.with_ascending_timestamps()
+        elif args[3] == "DESC":
+            query = query.with_descending_timestamps()
+    else:
+        raise ValueError(kind)
+    req = StateQueryRequest.in_store(store).with_query(query)
+    for word in words:
+        if word.startswith("p="):
+            req = req.with_partitions(int(p) for p in word[2:].split(","))
+        elif word.startswith("bound="):
+            position = Position.empty_position()
+            for pair in word[6:].split(","):
+                partition, offset = pair.split(":")
+                position.with_component(topic, int(partition), int(offset))
+            req = req.with_position_bound(PositionBound.at(position))
+        elif word == "active":
+            req = req.require_active()
+    return label, req
+
+
+def _json_range(lo: str, hi: str, order: str) -> dict[str, Any]:
+    return {"lower": None if lo == "-" else lo, "upper": None if hi == "-" else hi, "order": order}
+
+
+def body(line: str, topic: str) -> tuple[str, str, dict[str, Any]]:
+    """The label, store and JSON body of `POST /stores/{store}/query` a query line stands for."""
+    label, store, kind, *words = line.split()
+    args = [w for w in words if not w.startswith(("p=", "bound=")) and w != "active"]
+    query: dict[str, Any]
+    if kind in ("KEY", "TKEY"):
+        query = {"type": "KeyQuery" if kind == "KEY" else "TimestampedKeyQuery", "key": args[0]}
+    elif kind in ("RANGE", "RANGE_DESC", "TRANGE", "TRANGE_DESC"):
+        query = {"type": "RangeQuery" if kind.startswith("RANGE") else "TimestampedRangeQuery",
+                 **_json_range(args[0], args[1], "DESCENDING" if kind.endswith("DESC") else "ANY")}
+    elif kind == "WKEY":
+        query = {"type": "WindowKeyQuery", "key": args[0], "time_from": int(args[1]), "time_to": int(args[2])}
+    elif kind == "WRANGE":
+        query = {"type": "WindowRangeQuery", "time_from": int(args[0]), "time_to": int(args[1])}
+    elif kind == "WRANGE_KEY":
+        query = {"type": "WindowRangeQuery", "key": args[0]}
+    elif kind == "VKEY":
+        query = {"type": "VersionedKeyQuery", "key": args[0], "as_of": int(args[1]) if len(args) > 1 else None}
+    elif kind == "MVKEY":
+        query = {"type": "MultiVersionedKeyQuery", "key": args[0], "from_time": _time(args[1]),
+                 "to_time": _time(args[2]), "order": {"ASC": "ASCENDING", "DESC": "DESCENDING"}.get(args[3], "ANY")}
+    else:
+        raise ValueError(kind)
+    data: dict[str, Any] = {"query": query}
+    for word in words:
+        if word.startswith("p="):
+            data["partitions"] = [int(p) for p in word[2:].split(",")]
+        elif word.startswith("bound="):
+            data["position_bound"] = {topic: dict(pair.split(":") for pair in word[6:].split(","))}
+        elif word == "active":
+            data["require_active"] = True
+    return label, store, data
+
+
+def from_http(label: str, status: int, answer: dict[str, Any]) -> dict[str, Any]:
+    """An answer of `POST /stores/{store}/query` as Iqv2Check prints Java's."""
+    if status == 400 and answer.get("unsupported"):
+        return {"label": label, "exception": "UnsupportedOperationException"}
+    assert status == 200, (label, status, answer)
+
+    def result(r: dict[str, Any]) -> dict[str, Any]:
+        if not r["ok"]:
+            return {"ok": False, "reason": r["reason"], "position": r["position"]}
+        found = r["result"]
+        if isinstance(found, list):
+            found = [[item["key"], item["value"]] if isinstance(item, dict) and set(item) == {"key", "value"} else item
+                     for item in found]
+        return {"ok": True, "result": found, "position": r["position"]}
+
+    return {"label": label, "global": None if answer["global"] is None else result(answer["global"]),
+            "partitions": {p: result(r) for p, r in answer["partitions"].items()}, "position": answer["position"]}
+
+
+def jsonable(value: Any) -> Any:
+    """A result as Iqv2Check prints it."""
+    if value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, ValueAndTimestamp):
+        return {"value": jsonable(value.value), "timestamp": value.timestamp}
+    if isinstance(value, Windowed):
+        return {"key": jsonable(value.key), "start": value.window.start, "end": value.window.end}
+    if isinstance(value, VersionedRecord):
+        return {"value": jsonable(value.value), "timestamp": value.timestamp, "valid_to": value.valid_to}
+    items = list(value)
+    return [[jsonable(i.key), jsonable(i.value)] if isinstance(i, KeyValue) else jsonable(i) for i in items]
+
+
+def _position(position: Position | None) -> Any:
+    if position is None:
+        return None
+    return {topic: {str(p): o for p, o in sorted(position.get_partition_positions(topic).items())}
+            for topic in sorted(position.get_topics())}
+
+
+def _result(result: QueryResult) -> dict[str, Any]:
+    if result.is_failure():
+        return {"ok": False, "reason": result.get_failure_reason().name, "position": _position(result.get_position())}
+    return {"ok": True, "result": jsonable(result.get_result()), "position": _position(result.get_position())}
+
+
+def printed(label: str, result: StateQueryResult) -> dict[str, Any]:
+    """A `StateQueryResult` as Iqv2Check prints Java's."""
+    return {"label": label, "global": None if result.global_result is None else _result(result.global_result),
+            "partitions": {str(p): _result(r) for p, r in sorted(result.partition_results.items())},
+            "position": _position(result.get_position())}
