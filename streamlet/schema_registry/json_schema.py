@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -46,7 +48,7 @@ def _build_for(writer: str | None) -> Builder:
         conf = confluent_conf(settings, is_key)
         serializer = None
         if writer is not None or settings.use_latest_version:  # else reading only; writing says why it cannot
-            serializer = JSONSerializer(writer, client, conf={
+            serializer = JSONSerializer(writer, client, json_encode=java_json, conf={
                 **conf, "auto.register.schemas": settings.auto_register and writer is not None,
                 "normalize.schemas": settings.normalize, "validate": True})
         # The writer's schema by id validates what is read (Confluent's json.fail.invalid.schema=true).
@@ -93,6 +95,44 @@ class KafkaJsonSchemaSerde(RegistrySerde[Any]):
 
     def __repr__(self) -> str:
         return f"KafkaJsonSchemaSerde({self.record_type.__name__})" if self.record_type else "KafkaJsonSchemaSerde()"
+
+
+def java_json(value: Any) -> str:
+    """`value` as compact JSON text the way the Java serializers (Jackson) write it, so the bytes are theirs:
+    no spaces, non-ASCII characters as themselves (UTF-8), other control characters as `\\u001F` (upper-case
+    hex), and a float as Java's `Double.toString` renders it (1.0E7, -1.0E-4, 12.5, 3.0; Python would write
+    10000000.0, -0.0001, 12.5, 3.0)."""
+    if isinstance(value, str):
+        return '"' + value.translate(_ESCAPES) + '"'
+    if isinstance(value, float):
+        return _java_double(value)
+    if isinstance(value, dict):
+        fields = (f'"{str(key).translate(_ESCAPES)}":{java_json(item)}' for key, item in value.items())
+        return "{" + ",".join(fields) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(java_json(item) for item in value) + "]"
+    return json.dumps(value)  # int, bool, None
+
+
+_ESCAPES = {code: f"\\u{code:04X}" for code in range(32)} | {
+    ord('"'): '\\"', ord("\\"): "\\\\", 8: "\\b", 9: "\\t", 10: "\\n", 12: "\\f", 13: "\\r"}
+
+
+def _java_double(number: float) -> str:
+    if not math.isfinite(number):
+        return json.dumps(number)  # NaN, Infinity, -Infinity: as Jackson writes them
+    if number == 0:
+        return "-0.0" if math.copysign(1.0, number) < 0 else "0.0"
+    if 1e-3 <= abs(number) < 1e7:  # plain notation, at least one digit after the point
+        text = format(Decimal(repr(number)), "f")
+        return text if "." in text else text + ".0"
+    sign, digits, exponent = Decimal(repr(number)).as_tuple()  # the shortest digits that read back as `number`
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    if len(text) == 1:  # Java writes two digits then, the two nearest the value: 4.9E-324, not 5.0E-324
+        mantissa, power = format(number, ".1e").split("e")
+        return f"{mantissa}E{int(power)}"
+    return f"{'-' if sign else ''}{text[0]}.{text[1:]}E{len(digits) + exponent - 1}"
 
 
 def _to_dict_for(record_type: type) -> Callable[[Any], dict[str, Any]]:
