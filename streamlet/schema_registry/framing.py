@@ -38,9 +38,14 @@ class Builder(Protocol):
                  ) -> tuple[ConfluentSerializer | None, ConfluentDeserializer]: ...
 
 
+def schema_id_of(data: bytes) -> int:
+    """The schema id in bytes 1-4 of Confluent-framed `data` (at least 5 bytes)."""
+    return int(_ID.unpack_from(data, 1)[0])
+
+
 def schema_id(data: bytes) -> str:
     """The schema id bytes 1-4 of Confluent-framed `data` carry, as text for an error message."""
-    return str(_ID.unpack_from(data, 1)[0]) if len(data) >= 5 else "none (fewer than 5 bytes)"
+    return str(schema_id_of(data)) if len(data) >= 5 else "none (fewer than 5 bytes)"
 
 
 def confluent_conf(settings: RegistrySettings, is_key: bool) -> dict[str, Any]:

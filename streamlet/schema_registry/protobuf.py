@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from confluent_kafka.serialization import SerializationContext
 from google.protobuf.message import Message
 
 from streamlet.errors import ConfigError
@@ -25,6 +26,7 @@ from streamlet.schema_registry.framing import (
     RegistrySerde,
     RegistryState,
     confluent_conf,
+    schema_id_of,
 )
 
 M = TypeVar("M", bound=Message)
@@ -36,7 +38,17 @@ def _build_for(message_class: type[Message]) -> Builder:
         conf = confluent_conf(settings, is_key)
         serializer = ProtobufSerializer(message_class, client, conf={
             **conf, "auto.register.schemas": settings.auto_register, "normalize.schemas": settings.normalize})
-        return serializer, ProtobufDeserializer(message_class, conf=conf, schema_registry_client=client)
+        # Parsed with the class alone: Protobuf needs no writer schema to read a message. Given the client,
+        # confluent-kafka would also build the writer's file into a descriptor pool, which fails for a file
+        # its pool already has (google/type/*.proto) and for a schema registered as .proto text on a registry
+        # that answers `format=serialized` with the text (Apicurio 2.6).
+        parse = ProtobufDeserializer(message_class, conf=conf)
+
+        def deserialize(data: bytes, context: SerializationContext) -> Any:
+            client.get_schema(schema_id_of(data))  # the writer's id must be the registry's (cached after once)
+            return parse(data, context)
+
+        return serializer, deserialize
 
     return build
 

@@ -89,3 +89,23 @@ OrderLine = Order.Line  # type: ignore[attr-defined]
 
 FILE_PROTO_V2 = _file("streamlet/test/orders.proto", "streamlet.test", extra_field=True)
 OrderV2 = _classes(FILE_PROTO_V2)["Order"]
+
+# FILE_PROTO as .proto text: what a Java serde registers, and the form Apicurio's Java serde parses.
+ORDERS_PROTO_TEXT = """syntax = "proto3";
+package streamlet.test;
+
+message Order {
+  enum Status { NEW = 0; PAID = 1; SHIPPED = 2; }
+  message Line { string sku = 1; int32 qty = 2; }
+  string id = 1;
+  double amount = 2;
+  Address ship_to = 3;
+  map<string, int64> counts = 4;
+  repeated string tags = 5;
+  optional string note = 6;
+  Status status = 7;
+  repeated Line lines = 8;
+}
+message Address { string street = 1; string city = 2; }
+message OrderKey { string id = 1; int32 region = 2; }
+"""

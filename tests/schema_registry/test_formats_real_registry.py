@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from streamlet.schema_registry import KafkaJsonSchemaSerde, KafkaProtobufSerde
-from tests.helpers.protobuf_messages import Address, Order, OrderKey, OrderV2
+from tests.helpers.protobuf_messages import ORDERS_PROTO_TEXT, Address, Order, OrderKey, OrderV2
 
 pytestmark = pytest.mark.registry
 
@@ -63,6 +63,22 @@ def test_protobuf_evolution_through_the_registry(schema_registry: str) -> None:
     old_reader = KafkaProtobufSerde(Order, config=_fresh_client_config(schema_registry))
     read = old_reader.deserializer.deserialize(topic, new_bytes)
     assert (read.id, read.amount) == ("o-2", 2.0)
+
+
+def test_protobuf_reads_records_whose_schema_was_registered_as_proto_text(schema_registry: str) -> None:
+    """A Java serde registers the .proto text (confluent-kafka registers the base64 descriptor); the reader
+    needs only the id to be the registry's."""
+    topic = _topic()
+    request = urllib.request.Request(
+        f"{schema_registry}/subjects/{topic}-value/versions",
+        data=json.dumps({"schema": ORDERS_PROTO_TEXT, "schemaType": "PROTOBUF"}).encode(),
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        schema_id = int(json.loads(response.read())["id"])
+    order = Order(id="o-9", amount=9.0, tags=["t"])
+    data = b"\x00" + struct.pack(">I", schema_id) + b"\x00" + order.SerializeToString()
+    assert KafkaProtobufSerde(Order, config={"schema.registry.url": schema_registry}).deserializer.deserialize(
+        topic, data) == order
 
 
 V1 = {"type": "object", "title": "Payment", "properties": {"id": {"type": "string"}, "cents": {"type": "integer"}},

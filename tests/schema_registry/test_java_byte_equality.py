@@ -31,7 +31,7 @@ from google.protobuf.message import Message
 
 from streamlet.schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, KafkaProtobufSerde, SpecificAvroSerde
 from streamlet.schema_registry.avro import avro_schema_of
-from tests.helpers.protobuf_messages import FILE_PROTO, Order, OrderKey, OrderLine
+from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey, OrderLine
 
 pytestmark = pytest.mark.registry
 
@@ -254,26 +254,6 @@ def _confluent_indexes(path: list[int]) -> bytes:
     return b"".join(_varint((n << 1) ^ (n >> 63)) for n in [len(path), *path])
 
 
-# The same file as tests/helpers/protobuf_messages.py, as .proto text: the form Apicurio's Java serde parses.
-ORDERS_PROTO = """syntax = "proto3";
-package streamlet.test;
-
-message Order {
-  enum Status { NEW = 0; PAID = 1; SHIPPED = 2; }
-  message Line { string sku = 1; int32 qty = 2; }
-  string id = 1;
-  double amount = 2;
-  Address ship_to = 3;
-  map<string, int64> counts = 4;
-  repeated string tags = 5;
-  optional string note = 6;
-  Status status = 7;
-  repeated Line lines = 8;
-}
-message Address { string street = 1; string city = 2; }
-message OrderKey { string id = 1; int32 region = 2; }
-"""
-
 # One entry per map: Protobuf leaves the order of a map's entries on the wire undefined (protobuf-java writes
 # them in insertion order, the Python runtime in its own), so only a map of one entry has one encoding.
 PROTO_CASES: list[tuple[type[Message], list[int], list[dict[str, Any]]]] = [
@@ -307,7 +287,7 @@ def test_protobuf_layouts_and_bodies_against_the_java_serializer(
     java_subject = f"{java_topic}-{'key' if is_key else 'value'}"
     request = urllib.request.Request(
         f"{schema_registry}/subjects/{java_subject}/versions",
-        data=json.dumps({"schema": ORDERS_PROTO, "schemaType": "PROTOBUF"}).encode(),
+        data=json.dumps({"schema": ORDERS_PROTO_TEXT, "schemaType": "PROTOBUF"}).encode(),
         headers={"Content-Type": "application/vnd.schemaregistry.v1+json"}, method="POST")
     with urllib.request.urlopen(request, timeout=10) as response:
         java_id = int(json.loads(response.read())["id"])

@@ -108,3 +108,24 @@ def test_errors_name_the_topic_and_schema_id(url: str) -> None:
     with pytest.raises(ConfigError, match="needs a generated Protobuf message class"):
         KafkaProtobufSerde(dict)  # type: ignore[type-var]
     assert repr(serde) == "KafkaProtobufSerde(streamlet.test.Order)"
+
+
+def test_an_unknown_schema_id_is_named(url: str) -> None:
+    serde = KafkaProtobufSerde(Order, config={"schema.registry.url": url})
+    data = serde.serializer.serialize("orders", _order())
+    assert data is not None
+    unknown = b"\x00" + struct.pack(">I", 4242) + data[5:]
+    with pytest.raises(SerializationError, match="schema id 4242 of a record of topic 'orders' could not be fetched"):
+        serde.deserializer.deserialize("orders", unknown)
+
+
+def test_a_class_of_googles_common_protos(url: str) -> None:
+    """A message whose file the Protobuf runtime's own pools already hold (google/type/money.proto) reads back:
+    the reader parses with the class and does not rebuild the writer's file."""
+    from google.type.money_pb2 import Money
+
+    serde = KafkaProtobufSerde(Money, config={"schema.registry.url": url})
+    money = Money(currency_code="CHF", units=12, nanos=5)
+    data = serde.serializer.serialize("payments", money)
+    assert data is not None and data[5:] == b"\x00" + money.SerializeToString()
+    assert serde.deserializer.deserialize("payments", data) == money
