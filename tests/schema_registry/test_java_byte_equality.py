@@ -18,7 +18,6 @@ import json
 import shutil
 import struct
 import subprocess
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,22 +30,22 @@ from google.protobuf.message import Message
 
 from streamlet.schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, KafkaProtobufSerde, SpecificAvroSerde
 from streamlet.schema_registry.avro import avro_schema_of
+from tests.helpers.maven import built_classpath
 from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey, OrderLine
+from tests.helpers.registry import get_json, register
 
 pytestmark = pytest.mark.registry
 
 JAVA_DIR = Path(__file__).parents[1] / "java" / "registry_serdes"
-_JAR = JAVA_DIR / "target" / "streamlet-registry-serdes-0.1.0.jar"
-_CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
 
 
 class JavaSerdes:
     """The long-lived Java process (SerdesMain): one JSON request per line, one JSON answer per line."""
 
-    def __init__(self, registry: str) -> None:
+    def __init__(self, registry: str, classpath: str) -> None:
         self.registry = registry
         self.process = subprocess.Popen(
-            ["java", "-cp", f"{_JAR}:{_CLASSPATH.read_text().strip()}", "io.streamlet.registryserdes.SerdesMain"],
+            ["java", "-cp", classpath, "io.streamlet.registryserdes.SerdesMain"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
 
     def ask(self, **request: Any) -> dict[str, Any]:
@@ -63,23 +62,11 @@ class JavaSerdes:
         self.process.wait(timeout=60)
 
 
-def _build() -> None:
-    sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
-    if _JAR.exists() and _CLASSPATH.exists() and max(p.stat().st_mtime for p in sources) <= _JAR.stat().st_mtime:
-        return
-    built = subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "package",
-                            "dependency:build-classpath", "-Dmdep.outputFile=target/classpath.txt"],
-                           capture_output=True, text=True, timeout=600)
-    if built.returncode != 0:
-        raise RuntimeError(f"building tests/java/registry_serdes failed:\n{built.stdout}{built.stderr}")
-
-
 @pytest.fixture(scope="module")
 def java(schema_registry: str) -> Iterator[JavaSerdes]:
     if shutil.which("mvn") is None or shutil.which("java") is None:
         pytest.skip("needs Java and Maven")
-    _build()
-    serdes = JavaSerdes(schema_registry)
+    serdes = JavaSerdes(schema_registry, built_classpath(JAVA_DIR, "streamlet-registry-serdes-0.1.0.jar"))
     yield serdes
     serdes.close()
 
@@ -89,8 +76,7 @@ def _topic(kind: str) -> str:
 
 
 def _registered_id(registry: str, subject: str) -> int:
-    with urllib.request.urlopen(f"{registry}/subjects/{subject}/versions/latest", timeout=10) as response:
-        return int(json.loads(response.read())["id"])
+    return int(get_json(f"{registry}/subjects/{subject}/versions/latest")["id"])
 
 
 # -- Avro --------------------------------------------------------------------------------------------------
@@ -285,12 +271,7 @@ def test_protobuf_layouts_and_bodies_against_the_java_serializer(
     # Apicurio's Java serde needs the schema as .proto text: register it under a topic of its own.
     java_topic = _topic("proto-java")
     java_subject = f"{java_topic}-{'key' if is_key else 'value'}"
-    request = urllib.request.Request(
-        f"{schema_registry}/subjects/{java_subject}/versions",
-        data=json.dumps({"schema": ORDERS_PROTO_TEXT, "schemaType": "PROTOBUF"}).encode(),
-        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        java_id = int(json.loads(response.read())["id"])
+    java_id = register(schema_registry, java_subject, ORDERS_PROTO_TEXT, "PROTOBUF")
     answer = java.ask(format="protobuf", topic=java_topic, isKey=is_key,
                       descriptor=base64.b64encode(FILE_PROTO.SerializeToString()).decode(),
                       message=message_class.DESCRIPTOR.full_name, values=values)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import struct
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamlet.errors import ConfigError, SerializationError
-from streamlet.schema_registry import KafkaJsonSchemaSerde, drop_scope
-from streamlet.schema_registry.client import RegistrySettings, registry_client
+from streamlet.schema_registry import KafkaJsonSchemaSerde
 from streamlet.schema_registry.json_schema import java_json
+from tests.helpers.registry import latest_id, mock_scope_url
 
 ORDER = {"type": "object", "title": "Order",
          "properties": {"id": {"type": "string"}, "amount": {"type": "number"},
@@ -29,14 +28,7 @@ ORDER = {"type": "object", "title": "Order",
 
 @pytest.fixture
 def url() -> Iterator[str]:
-    scope = f"unit-{uuid.uuid4().hex}"
-    yield f"mock://{scope}"
-    drop_scope(scope)
-
-
-def _latest_id(url: str, subject: str) -> int:
-    client = registry_client(RegistrySettings.from_config({"schema.registry.url": url}))
-    return int(client.get_latest_version(subject).schema_id)
+    yield from mock_scope_url()
 
 
 def test_wire_format_is_magic_id_compact_utf8_json(url: str) -> None:
@@ -44,7 +36,7 @@ def test_wire_format_is_magic_id_compact_utf8_json(url: str) -> None:
     value = {"id": "ö-1", "amount": 12.5, "note": None, "tags": ["a", "b"]}
     data = serde.serializer.serialize("orders", value)
     expected_body = '{"id":"ö-1","amount":12.5,"note":null,"tags":["a","b"]}'.encode()
-    assert data == b"\x00" + struct.pack(">I", _latest_id(url, "orders-value")) + expected_body
+    assert data == b"\x00" + struct.pack(">I", latest_id(url, "orders-value")) + expected_body
     assert serde.deserializer.deserialize("orders", data) == value
 
 
@@ -59,7 +51,7 @@ def test_keys_and_a_reader_without_a_schema(url: str) -> None:
     key_schema = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
     keys = KafkaJsonSchemaSerde(key_schema, config={"schema.registry.url": url}, is_key=True)
     data = keys.serializer.serialize("orders", {"id": "k"})
-    assert data is not None and struct.unpack(">I", data[1:5])[0] == _latest_id(url, "orders-key")
+    assert data is not None and struct.unpack(">I", data[1:5])[0] == latest_id(url, "orders-key")
     reader = KafkaJsonSchemaSerde(config={"schema.registry.url": url}, is_key=True)
     assert reader.deserializer.deserialize("orders", data) == {"id": "k"}
     with pytest.raises(SerializationError, match="has no schema to write with"):
@@ -113,9 +105,13 @@ def test_java_json_writes_what_jackson_writes(value: Any, text: str) -> None:
     assert java_json(value) == text
 
 
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
+
+
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4), max_leaves=20)
+    _containers, max_leaves=20)
 
 
 @given(_json_values)

@@ -4,28 +4,20 @@ indexes, key and value subjects, the subject strategies, evolution, configuratio
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Iterator
 
 import pytest
 from google.protobuf.message import Message
 
 from streamlet.errors import ConfigError, SerializationError
-from streamlet.schema_registry import KafkaProtobufSerde, drop_scope
-from streamlet.schema_registry.client import RegistrySettings, registry_client
+from streamlet.schema_registry import KafkaProtobufSerde
 from tests.helpers.protobuf_messages import Address, Order, OrderKey, OrderLine, OrderV2
+from tests.helpers.registry import latest_id, mock_scope_url
 
 
 @pytest.fixture
 def url() -> Iterator[str]:
-    scope = f"unit-{uuid.uuid4().hex}"
-    yield f"mock://{scope}"
-    drop_scope(scope)
-
-
-def _latest_id(url: str, subject: str) -> int:
-    client = registry_client(RegistrySettings.from_config({"schema.registry.url": url}))
-    return int(client.get_latest_version(subject).schema_id)
+    yield from mock_scope_url()
 
 
 def _order() -> Message:
@@ -47,7 +39,7 @@ def _order() -> Message:
 def test_wire_format_is_magic_id_indexes_body(url: str, message: Message, indexes: bytes) -> None:
     serde: KafkaProtobufSerde[Message] = KafkaProtobufSerde(type(message), config={"schema.registry.url": url})
     data = serde.serializer.serialize("orders", message)
-    schema_id = _latest_id(url, "orders-value")
+    schema_id = latest_id(url, "orders-value")
     assert data == b"\x00" + struct.pack(">I", schema_id) + indexes + message.SerializeToString()
     assert serde.deserializer.deserialize("orders", data) == message
 
@@ -55,7 +47,7 @@ def test_wire_format_is_magic_id_indexes_body(url: str, message: Message, indexe
 def test_keys_register_under_the_key_subject_and_none_is_none(url: str) -> None:
     serde = KafkaProtobufSerde(OrderKey, config={"schema.registry.url": url}, is_key=True)
     data = serde.serializer.serialize("orders", OrderKey(id="k-1"))
-    assert data is not None and struct.unpack(">I", data[1:5])[0] == _latest_id(url, "orders-key")
+    assert data is not None and struct.unpack(">I", data[1:5])[0] == latest_id(url, "orders-key")
     assert serde.deserializer.deserialize("orders", data) == OrderKey(id="k-1")
     assert serde.serializer.serialize("orders", None) is None
     assert serde.deserializer.deserialize("orders", None) is None
@@ -65,7 +57,7 @@ def test_record_name_strategy_uses_the_full_message_name(url: str) -> None:
     serde = KafkaProtobufSerde(Order, config={"schema.registry.url": url,
                                               "value.subject.name.strategy": "RecordNameStrategy"})
     data = serde.serializer.serialize("orders", _order())
-    assert data is not None and struct.unpack(">I", data[1:5])[0] == _latest_id(url, "streamlet.test.Order")
+    assert data is not None and struct.unpack(">I", data[1:5])[0] == latest_id(url, "streamlet.test.Order")
 
 
 def test_evolution_both_ways(url: str) -> None:
@@ -89,7 +81,7 @@ def test_application_config_configures_it_and_by_hand_wins(url: str) -> None:
     serde.configure_from_application({"schema.registry.url": url}, False)
     assert serde.configured
     data = serde.serializer.serialize("orders", _order())
-    assert data is not None and struct.unpack(">I", data[1:5])[0] == _latest_id(url, "orders-value")
+    assert data is not None and struct.unpack(">I", data[1:5])[0] == latest_id(url, "orders-value")
     by_hand = KafkaProtobufSerde(Order, config={"schema.registry.url": url})
     by_hand.configure_from_application({"schema.registry.url": "mock://elsewhere"}, True)
     assert by_hand.deserializer.deserialize("orders", data) == _order()
