@@ -1,7 +1,8 @@
 """Byte equality with the Java serializers, against the real registry (Apicurio 2.6.13, the `schema_registry`
 fixture): for the same registered schema and value, streamlet's serde writes the bytes Apicurio's Java serde
 (2.6.13.Final, configured for Confluent's wire format: tests/java/registry_serdes) writes, and each side reads
-the other's bytes back to the value. Avro (generic and specific) and JSON Schema, keys and values.
+the other's bytes back to the value. Avro (generic records, and specific records: a dataclass here, the
+class Avro's Maven plugin generates there, from one .avsc) and JSON Schema, keys and values.
 
 Protobuf is compared where the two can agree: Apicurio 2.6.13's Java Protobuf serializer does not write
 Confluent's message indexes (it writes its own length-delimited `Ref` message naming the type), and it cannot
@@ -29,7 +30,6 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from streamlet.schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, KafkaProtobufSerde, SpecificAvroSerde
-from streamlet.schema_registry.avro import avro_schema_of
 from tests.helpers.maven import built_classpath
 from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey, OrderLine
 from tests.helpers.registry import get_json, register
@@ -139,6 +139,8 @@ def test_generic_avro_bytes_equal_the_java_serializer(java: JavaSerdes, schema_r
 
 @dataclass
 class Shipment:
+    # The schema of Java's generated specific record class io.streamlet.registryserdes.avro.Shipment.
+    avro_schema = (JAVA_DIR / "src" / "main" / "avro" / "Shipment.avsc").read_text()
     id: str
     weight: float
     parcels: int
@@ -158,10 +160,11 @@ def test_specific_avro_bytes_equal_the_java_serializer(java: JavaSerdes, schema_
     ours = [serde.serializer.serialize(topic, shipment) for shipment in shipments]
     as_json = [{"id": s.id, "weight": s.weight, "parcels": s.parcels, "express": s.express, "carrier": s.carrier,
                 "tags": s.tags, "dims": s.dims} for s in shipments]
-    answer = java.ask(format="avro", topic=topic, isKey=is_key, schema=json.dumps(avro_schema_of(Shipment)),
-                      values=as_json, read=[data.hex() for data in ours if data])
+    answer = java.ask(format="avro-specific", topic=topic, isKey=is_key, values=as_json,
+                      read=[data.hex() for data in ours if data])
     assert answer["written"] == [data.hex() for data in ours if data]
     assert answer["read"] == as_json
+    assert answer["classes"] == ["io.streamlet.registryserdes.avro.Shipment"] * len(shipments)
     assert [serde.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == shipments
 
 

@@ -17,6 +17,7 @@ import io.apicurio.registry.serde.jsonschema.JsonSchemaKafkaDeserializer;
 import io.apicurio.registry.serde.jsonschema.JsonSchemaKafkaSerializer;
 import io.apicurio.registry.serde.protobuf.ProtobufKafkaDeserializer;
 import io.apicurio.registry.serde.protobuf.ProtobufKafkaSerializer;
+import io.streamlet.registryserdes.avro.Shipment;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -34,6 +35,8 @@ import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericEnumSymbol;
 import org.apache.avro.generic.GenericFixed;
 import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.specific.SpecificData;
+import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serializer;
 
@@ -47,7 +50,8 @@ import org.apache.kafka.common.serialization.Serializer;
  * branch by its value; Protobuf: its JSON mapping; JSON Schema: the JSON), "read": hex byte strings to
  * deserialize}. The answer: {"written": [hex of each value's bytes], "read": [each value read, as JSON]}, or
  * {"error": the exception}. Format "protobuf-body" reads plain Protobuf bodies (no framing, no registry) as the
- * named message.
+ * named message. Format "avro-specific" writes and reads the generated specific record class Shipment
+ * (src/main/avro/Shipment.avsc) instead of generic records.
  *
  * <p>The serializers look the schema up (they never register it): the subject the topic name strategy gives
  * (TOPIC-value or TOPIC-key, Apicurio's TopicIdStrategy) must have it registered, the way a deployment that
@@ -123,6 +127,13 @@ public final class SerdesMain {
                     avroSchema = new Schema.Parser().parse(request.get("schema").asText());
                 }
             }
+            case "avro-specific" -> {
+                // The generated class io.streamlet.registryserdes.avro.Shipment, written and read as itself.
+                serializer = new AvroKafkaSerializer<SpecificRecord>();
+                deserializer = new AvroKafkaDeserializer<SpecificRecord>();
+                config.put("apicurio.registry.use-specific-avro-reader", true);
+                avroSchema = Shipment.getClassSchema();
+            }
             case "protobuf" -> {
                 serializer = new ProtobufKafkaSerializer<Message>();
                 deserializer = new ProtobufKafkaDeserializer<DynamicMessage>();
@@ -143,6 +154,10 @@ public final class SerdesMain {
         for (JsonNode value : request.path("values")) {
             Object data = switch (format) {
                 case "avro" -> fromJson(avroSchema, value);
+                case "avro-specific" -> {
+                    Shipment shipment = (Shipment) SpecificData.get().deepCopy(avroSchema, fromJson(avroSchema, value));
+                    yield shipment;
+                }
                 case "protobuf" -> {
                     DynamicMessage.Builder builder = DynamicMessage.newBuilder(descriptor);
                     JsonFormat.parser().merge(JSON.writeValueAsString(value), builder);
@@ -154,10 +169,12 @@ public final class SerdesMain {
             written.add(HEX.formatHex(bytes));
         }
         ArrayNode read = answer.putArray("read");
+        ArrayNode classes = answer.putArray("classes");
         for (JsonNode hex : request.path("read")) {
             Object value = deserializer.deserialize(topic, HEX.parseHex(hex.asText()));
+            classes.add(value == null ? "null" : value.getClass().getName());
             read.add(switch (format) {
-                case "avro" -> toJson(value);
+                case "avro", "avro-specific" -> toJson(value);
                 case "protobuf" -> JSON.readTree(JsonFormat.printer().print((Message) value));
                 default -> (JsonNode) value;
             });
