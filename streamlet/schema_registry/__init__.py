@@ -14,10 +14,28 @@ with fastavro, protobuf and jsonschema); `import streamlet` alone never imports 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from streamlet.schema_registry.avro import GenericAvroSerde, SpecificAvroSerde, avro_schema_of
 from streamlet.schema_registry.client import drop_scope
-from streamlet.schema_registry.json_schema import KafkaJsonSchemaSerde
-from streamlet.schema_registry.protobuf import KafkaProtobufSerde
+
+if TYPE_CHECKING:
+    from streamlet.schema_registry.json_schema import KafkaJsonSchemaSerde
+    from streamlet.schema_registry.protobuf import KafkaProtobufSerde
 
 __all__ = ["GenericAvroSerde", "KafkaJsonSchemaSerde", "KafkaProtobufSerde", "SpecificAvroSerde", "avro_schema_of",
            "drop_scope"]
+
+
+def __getattr__(name: str) -> Any:
+    """The Protobuf and JSON Schema serdes, imported when first asked for: an application with Avro only
+    does not import the `protobuf` and `jsonschema` packages."""
+    if name == "KafkaProtobufSerde":
+        from streamlet.schema_registry.protobuf import KafkaProtobufSerde
+
+        return KafkaProtobufSerde
+    if name == "KafkaJsonSchemaSerde":
+        from streamlet.schema_registry.json_schema import KafkaJsonSchemaSerde
+
+        return KafkaJsonSchemaSerde
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
