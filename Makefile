@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars spark-jars toxiproxy prometheus chromium bench bench-spark bench-quick bench-scale bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
+.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars spark-jars toxiproxy jaeger prometheus chromium bench bench-spark bench-quick bench-scale bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
 
 all: test
 
@@ -21,7 +21,7 @@ $(INSTALLED): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamlet needs Python 3.11+, but $(PYTHON) is " + sys.version.split()[0] + " (run make PYTHON=python3.11 ...)")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[spark,dev,registry]'
+	$(BIN)/python -m pip install -q -e '.[spark,dev,registry,otel]'
 	touch $@
 
 # The hot path compiled with mypyc (setup.py; the modules are listed in streamlet/_compiled.py), rebuilt in place
@@ -62,6 +62,23 @@ toxiproxy:
 	  mkdir -p $(dir $(TOXIPROXY)) && mv $(CURDIR)/.cache/toxiproxy-build/server $(TOXIPROXY) && \
 	  rmdir $(CURDIR)/.cache/toxiproxy-build; }
 
+# A real trace collector for the tracing test (tests/telemetry): Jaeger (its v2 binary, an OpenTelemetry
+# Collector distribution receiving OTLP, with in-memory storage and a query API), built from its Go module into
+# .cache/bin; no-op when the pinned version is there. Its go.mod is made in a scratch module (`go get -tool`, as
+# the module's own replace directives rule out `go install ...@version`).
+JAEGER_VERSION := v1.75.0
+JAEGER := $(CURDIR)/.cache/bin/jaeger-$(JAEGER_VERSION)
+
+jaeger:
+	@test -x $(JAEGER) || { \
+	  test -x $(GO) || { echo "make jaeger: Go was not found (go on PATH or /usr/local/go/bin/go); the tracing test builds Jaeger with it: install Go 1.25+ (https://go.dev/dl/)" >&2; exit 1; }; \
+	  echo "building jaeger $(JAEGER_VERSION) with $(GO) into $(dir $(JAEGER)) (a few minutes)"; \
+	  rm -rf $(CURDIR)/.cache/jaeger-build && mkdir -p $(CURDIR)/.cache/jaeger-build $(dir $(JAEGER)) && \
+	  cd $(CURDIR)/.cache/jaeger-build && $(GO) mod init streamlet-jaeger-build >/dev/null 2>&1 && \
+	  $(GO) get -tool github.com/jaegertracing/jaeger/cmd/jaeger@$(JAEGER_VERSION) && \
+	  $(GO) build -o $(JAEGER).tmp github.com/jaegertracing/jaeger/cmd/jaeger && mv $(JAEGER).tmp $(JAEGER) && \
+	  cd $(CURDIR) && rm -rf $(CURDIR)/.cache/jaeger-build; }
+
 # A real Prometheus server (and promtool) for the metrics test (tests/metrics): Debian's package,
 # installed when missing (CI runs as root on a fresh Debian machine).
 prometheus:
@@ -95,7 +112,7 @@ OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
-test: lint docs compile broker-jars registry-jars spark-jars toxiproxy prometheus chromium
+test: lint docs compile broker-jars registry-jars spark-jars toxiproxy jaeger prometheus chromium
 	STREAMLET_KAFKA_VERSION=$(SUITE_KAFKA_VERSION) $(BIN)/pytest -q $(PYTEST_PARALLEL)
 	STREAMLET_KAFKA_VERSION=$(OTHER_KAFKA_VERSION) $(BIN)/pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) $(OTHER_VERSION_TESTS)
 

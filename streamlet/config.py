@@ -89,6 +89,11 @@ DEFAULTS: dict[str, Any] = {
     # member assigns the tasks; every broker) or streams (KIP-1071 streams groups, the broker assigns the
     # tasks; Kafka 4.2+ brokers with streams.version=1).
     "group.protocol": "classic",
+    # OpenTelemetry spans (streamlet.telemetry, the otel extra): per record from a source topic, per
+    # punctuation and per commit, with W3C trace context read from and written to record headers.
+    "tracing.enabled": False,
+    # Kafka Streams' metrics over OTLP too (streamlet.telemetry), beside /metrics.
+    "metrics.otlp.enabled": False,
 }
 INTERNAL_TOPICS_CHECKS = ("existing", "exact", "none")
 
@@ -180,6 +185,15 @@ DESCRIPTIONS: dict[str, str] = {
     "group.protocol": "classic (the consumer group protocol; every broker) or streams (KIP-1071 streams groups: "
                       "the broker assigns the tasks; Kafka 4.2+ brokers). Kafka Streams instances of the same "
                       "application must use the same protocol.",
+    "tracing.enabled": "OpenTelemetry spans (the otel extra): one per record taken from a source topic, per "
+                       "punctuation and per commit, continuing the W3C trace context a record carries in its "
+                       "traceparent header and writing the new span's context into the headers of what it "
+                       "produces. The application's tracer provider, or the SDK's configured from the OTEL_* "
+                       "environment (OTLP/HTTP exporter, OTEL_TRACES_SAMPLER). Off: no cost per record.",
+    "metrics.otlp.enabled": "Export the metrics /metrics serves over OTLP as well (the otel extra), under the same "
+                            "names with their tags as attributes: through the application's meter provider, or "
+                            "the SDK's configured from the OTEL_* environment (OTLP/HTTP, every "
+                            "OTEL_METRIC_EXPORT_INTERVAL ms).",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
 
@@ -253,6 +267,16 @@ def normalize_key(key: str) -> str:
     return key.replace("_", ".") if "." not in key else key
 
 
+def _flag(key: str, value: Any) -> bool:
+    """A true/false setting, given as a bool or as the text a properties file or `--set` gives."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return text == "true"
+
+
 class StreamsConfig(Mapping[str, Any]):
     """Configuration of a streams application; a read-only mapping of dotted keys.
 
@@ -290,6 +314,8 @@ class StreamsConfig(Mapping[str, Any]):
         if protocol not in (CLASSIC_GROUP, STREAMS_GROUP):
             raise ConfigError(f"group.protocol must be {CLASSIC_GROUP} or {STREAMS_GROUP}, got {protocol!r}")
         values["group.protocol"] = protocol
+        for flag in ("tracing.enabled", "metrics.otlp.enabled"):
+            values[flag] = _flag(flag, values[flag])
         if values["commit.interval.ms"] is None:
             values["commit.interval.ms"] = 100 if guarantee == EXACTLY_ONCE_V2 else 30000
         if values["statestore.cache.max.bytes"] < 0:

@@ -124,6 +124,21 @@ class RecordCollector:
         """Records buffered since the last drain (counted when asked, once per batch, not per record)."""
         return sum(map(len, self._buffers.values())) + len(self._deferred)
 
+    def buffer_marks(self) -> dict[TopicPartitionKey, int]:
+        """How many records each buffer holds now (see `rewrite_headers_since`)."""
+        return {key: len(buf) for key, buf in self._buffers.items()}
+
+    def rewrite_headers_since(self, marks: dict[TopicPartitionKey, int],
+                              rewrite: Callable[[Headers], Headers]) -> None:
+        """Apply `rewrite` to the headers of every record buffered after `marks` (taken by `buffer_marks`,
+        with no drain in between): e.g. the trace context of the punctuation that produced them."""
+        for key, buf in self._buffers.items():
+            for i in range(marks.get(key, 0), len(buf)):
+                produced = buf[i]
+                headers = rewrite(produced.headers)
+                if headers is not produced.headers:
+                    buf[i] = produced._replace(headers=headers)
+
     def drain(self) -> dict[TopicPartitionKey, list[ProducedRecord]]:
         """Take everything buffered; the caller now owns delivering it."""
         if self._deferred:

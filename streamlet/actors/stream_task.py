@@ -31,6 +31,7 @@ from streamlet.processor import Cancellable, PunctuationType
 from streamlet.record import Record
 from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
 from streamlet.stores.cache import SharedCacheBudget
+from streamlet.telemetry.tracing import TaskTracing, tracer_for
 from streamlet.topology import SubTopology, Topology
 
 _new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
@@ -67,6 +68,9 @@ class StreamTask:
     instructions per line (benchmarks.hot_path under callgrind), though the loop never touched them."""
     lateness_sum = 0
     lateness_max = 0
+    tracing: TaskTracing | None = None
+    """The task's spans (`tracing.enabled`): set on a task only when enabled, so that an untraced task's loop
+    checks it once per run of records and never per record."""
 
     def __init__(
         self,
@@ -135,6 +139,9 @@ class StreamTask:
         self.errors = RecordErrorHandler(config, self.task_id, collector,
                                          is_global=subtopology.id < 0)  # the global task's group
         self.partition_group = PartitionGroup(self.sources_by_topic, self.errors.on_deserialization_error)
+        tracer = tracer_for(config)
+        if tracer is not None:
+            self.tracing = TaskTracing(tracer, self.task_id, self.application_id)
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def initialize_stores(self) -> None:
@@ -218,6 +225,7 @@ class StreamTask:
         pg = self.partition_group
         offsets = self.consumed_offsets
         lateness = self.record_lateness
+        tracing = self.tracing
         n = 0
         while n < max_records:
             taken = pg.next_run(max_records - n)
@@ -227,6 +235,8 @@ class StreamTask:
             topic, partition = queue.topic, queue.partition
             source = queue.source
             process = source.deliver
+            if tracing is not None:
+                process = tracing.delivery(self, topic, partition, process)
             self._raw_from = (topic, partition)
             done = 0
             if lateness:
@@ -293,7 +303,10 @@ class StreamTask:
         self.record_ctx = RecordContext(now, (), None, -1, -1)
         started = time.perf_counter_ns()
         try:
-            sched.callback(now)
+            if self.tracing is None:
+                sched.callback(now)
+            else:
+                self.tracing.punctuate(self, sched.node.name, now, sched.callback)
         except Exception as exc:
             # What escapes the punctuator itself is its node's error (Kafka Streams' `StreamTask.punctuate`);
             # its children's errors were handled at them, on the way.

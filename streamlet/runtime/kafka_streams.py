@@ -54,6 +54,8 @@ from streamlet.runtime.close_options import CloseOptions
 from streamlet.runtime.instance_id import clean_up, ensure_state_directory, state_root
 from streamlet.runtime.supervisor import Supervisor, request_application_shutdown
 from streamlet.serdes import Serde, Serializer
+from streamlet.telemetry.metrics_export import OtlpMetrics
+from streamlet.telemetry.tracing import flush_spans
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -192,6 +194,9 @@ class KafkaStreams:
         self.failed_members = 0
         """Group members that failed since the start (`failed-stream-threads`)."""
         self.streams_metrics = StreamsMetrics(self.config, lambda: self._supervisor, client=self)
+        self._otlp_metrics = OtlpMetrics(self.streams_metrics.metrics, str(self.config.application_id)) \
+            if self.config["metrics.otlp.enabled"] else None
+        """The same metrics over OTLP (`metrics.otlp.enabled`), else None."""
 
     # -- state ----------------------------------------------------------------------------------------
     @property
@@ -255,6 +260,14 @@ class KafkaStreams:
     def _new_supervisor(self) -> Supervisor:
         supervisor = Supervisor(self.topology, self.config, on_rebalance=self._on_rebalance)
         supervisor.on_loop = self.streams_metrics.maybe_sample
+        if self._otlp_metrics is not None:
+            sample, snapshot = self.streams_metrics.maybe_sample, self._otlp_metrics.maybe_snapshot
+
+            def on_loop() -> None:
+                sample()
+                snapshot()
+
+            supervisor.on_loop = on_loop
         supervisor.on_task_created = self.streams_metrics.instrument
         return supervisor
 
@@ -394,6 +407,10 @@ class KafkaStreams:
                     await self._runner
                 except (asyncio.CancelledError, Exception):
                     pass
+        if self.config["tracing.enabled"]:
+            await asyncio.to_thread(flush_spans)  # the spans of the last commits, before the process may exit
+        if self._otlp_metrics is not None:
+            await asyncio.to_thread(self._otlp_metrics.close)
         if self._state is not State.ERROR:  # a failed client stays in ERROR, as in Kafka Streams
             self._set_state(State.NOT_RUNNING)
         return finished

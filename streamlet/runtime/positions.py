@@ -89,9 +89,14 @@ class PartitionPositions:
         self.epoch += 1
 
     def assign(self, partitions: set[Partition]) -> None:
-        """The assignment was taken over: dispatch to these partitions' tasks (the consumer starts them unpaused)."""
+        """The assignment was taken over: dispatch to these partitions' tasks (the consumer starts them unpaused).
+        What was kept for partitions that left is forgotten: their tasks are closed by now, and an entry would
+        keep a closed task actor (its stores and queues) alive; one that comes back gets a new task."""
         self.assigned = partitions
         self.paused_full.clear()
+        for kept in (self._next_offset, self._returned, self._past_markers, self.awaited):
+            for key in [key for key in kept if key not in partitions]:
+                del kept[key]
 
     # -- positions --------------------------------------------------------------------------------
     def expected_offset(self, key: Partition, actor: Any) -> int | None:

@@ -36,6 +36,7 @@ from streamlet.kafka.record_sender import RecordSender
 from streamlet.metrics import latency_trace
 from streamlet.runtime.commit_protocol import CommitFailed, CommitProtocol, Metadata, Offsets
 from streamlet.stores.api import StateStore
+from streamlet.telemetry.tracing import commit_span, tracer_for
 from streamlet.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class TaskManager:
         self.state_root = state_root
         self.resolve_topic = resolve_topic
         self.partition_count = partition_count
+        self.tracer = tracer_for(config)  # a span per commit (`tracing.enabled`), else None
         # Told of every new active task once its stores are open (DEBUG-level store metrics wrap them).
         self.on_task_created: Callable[[StreamTask], None] = lambda _task: None
         # Looks up topics first named by a dynamically routed sink (set by the supervisor).
@@ -320,10 +322,11 @@ class TaskManager:
         if not self.actors:
             return 0
         started = time.perf_counter_ns()
-        results, metadata = await self._flush_running()
-        if latency_trace.TRACE is not None:
-            latency_trace.TRACE.duration("commit.flush-tasks", started)
-        acked = await self.commits.commit(results, metadata)
+        with commit_span(self.tracer, [f"{s}_{p}" for s, p in sorted(self.actors)], self.config.exactly_once):
+            results, metadata = await self._flush_running()
+            if latency_trace.TRACE is not None:
+                latency_trace.TRACE.duration("commit.flush-tasks", started)
+            acked = await self.commits.commit(results, metadata)
         for offsets in results.values():
             self.committed_offsets.update(offsets)
         if not self.config.exactly_once:

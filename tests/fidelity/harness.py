@@ -12,6 +12,7 @@ streamlet follows 4.4.0 there, so a 3.9.1 run shows exactly those differences).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -36,7 +37,12 @@ def build_runner(version: str = KAFKA_STREAMS_VERSION) -> list[str]:
     """Compile the runner on Kafka Streams `version` if needed; returns the java command that starts it."""
     target = JAVA_DIR / "target" / version
     jar, classpath = target / "streamlet-fidelity-0.1.0.jar", target / "classpath.txt"
-    with _BUILD_LOCK:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A thread lock for this process's threads and a file lock for other processes (the restart suite's
+    # parallel jobs, a second pytest run): a JVM started on a jar another process's `mvn package` is
+    # rewriting fails with "Could not find or load main class".
+    with _BUILD_LOCK, (JAVA_DIR / "target" / f".build-{version}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
         stale = not (jar.exists() and classpath.exists()) or max(p.stat().st_mtime for p in sources) > \
             jar.stat().st_mtime

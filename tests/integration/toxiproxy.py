@@ -15,49 +15,25 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
-
-import pytest
 
 from streamlet.runtime.parent_death import die_with_parent
 from streamlet.testing.local_broker import HOST, free_ports
 from tests.helpers.app_process import REPO
+from tests.helpers.go_tools import ChildServer, find_built
 
 SERVER = REPO / ".cache" / "bin" / "toxiproxy-server"
 
 
 def find_server() -> Path:
-    """The toxiproxy-server binary, built by `make toxiproxy` if it is not there yet.
-
-    Without Go or make the test is skipped, except under CI (`CI` set), where a skipped fault test
-    would hide that the suite did not run what it claims: there it fails instead.
-    """
-    if SERVER.is_file():
-        return SERVER
-    reason = None
-    if shutil.which("make") is None:
-        reason = "make is not on PATH"
-    elif shutil.which("go") is None and not Path("/usr/local/go/bin/go").is_file():
-        reason = "Go is not installed (neither go on PATH nor /usr/local/go/bin/go)"
-    else:
-        result = subprocess.run(["make", "-s", "toxiproxy"], cwd=REPO, capture_output=True, text=True,
-                                check=False)
-        if result.returncode != 0 or not SERVER.is_file():
-            reason = f"`make toxiproxy` failed ({result.returncode}): {(result.stdout + result.stderr)[-2000:]}"
-    if reason is None:
-        return SERVER
-    if os.environ.get("CI"):
-        pytest.fail(f"toxiproxy-server is needed and cannot be built: {reason}")
-    pytest.skip(f"toxiproxy-server is needed for network-fault tests and cannot be built: {reason}")
+    """The toxiproxy-server binary, built by `make toxiproxy` if it is not there yet (`find_built`)."""
+    return find_built(SERVER, "toxiproxy", "network-fault tests")
 
 
 @dataclass
@@ -103,7 +79,7 @@ class Proxy:
         self.server.request("POST", f"/proxies/{self.name}", {"enabled": enabled})
 
 
-class ToxiproxyServer:
+class ToxiproxyServer(ChildServer):
     """A toxiproxy-server child process on a free loopback port, and a client for its HTTP API."""
 
     def __init__(self, log_path: Path, binary: Path | None = None) -> None:
@@ -130,23 +106,6 @@ class ToxiproxyServer:
                 return self
             time.sleep(0.05)
         raise RuntimeError(f"toxiproxy-server did not answer on {HOST}:{self.port} within 20s")
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-    def __enter__(self) -> ToxiproxyServer:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """One API call; an HTTP error becomes a RuntimeError carrying the server's explanation."""

@@ -7,6 +7,8 @@ consumer is aiokafka's own, never started: its assignment and positions are set 
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -107,3 +109,30 @@ async def test_a_later_commit_of_the_task_does_not_go_back_below_the_markers(con
     consumer.assign([TopicPartition(*OTHER)])
     assert positions.committable(actor, {TP: 10}) == {TP: 11}
     assert positions.committable(object(), {TP: 10}) == {TP: 10}  # a new task of the partition
+
+
+async def test_a_new_assignment_forgets_the_partitions_that_left(consumer: AIOKafkaConsumer) -> None:
+    """A partition that left has its task closed: nothing of it is kept (an entry would keep the closed actor
+    alive), and when it comes back, its new task is handed nothing yet and commits what it consumed."""
+    consumer.assign([TopicPartition(*TP), TopicPartition(*OTHER)])
+    positions = _positions(consumer)
+
+    class _Actor:
+        pass
+
+    leaving, staying = _Actor(), _Actor()
+    _poll(positions, leaving, OTHER, range(0, 5), 7)
+    _poll(positions, staying, TP, range(0, 10), 11)
+    assert positions.committable(leaving, {OTHER: 5}) == {OTHER: 7}
+    positions.awaited[OTHER] = leaving
+    gone = weakref.ref(leaving)
+    positions.assign({TP})
+    del leaving
+    gc.collect()
+    assert gone() is None
+    assert positions.expected_offset(TP, staying) == 10
+    assert positions.next_offsets() == {TP: 10}
+    assert positions.committable(staying, {TP: 10}) == {TP: 11}
+    back = _Actor()
+    assert positions.expected_offset(OTHER, back) is None
+    assert positions.committable(back, {OTHER: 5}) == {OTHER: 5}
