@@ -41,11 +41,12 @@ _uses_maven: dict[Path, bool] = {}
 
 
 def _builds_java(path: Path) -> bool:
-    """Whether the test file at `path` builds or runs Java with Maven (its folder, `"mvn"` in its text, or
-    the tests/java/streams4 checks it runs)."""
+    """Whether the test file at `path` builds or runs Java with Maven (its folder, `"mvn"` in its text, the
+    tests/java/streams4 checks it runs, or tests/helpers/maven.py's `built_classpath`)."""
     if path not in _uses_maven:
         text = path.read_text()
-        _uses_maven[path] = bool(_JAVA_DIRS.intersection(path.parts)) or '"mvn"' in text or "streams4_java" in text
+        _uses_maven[path] = (bool(_JAVA_DIRS.intersection(path.parts)) or '"mvn"' in text
+                             or "streams4_java" in text or "built_classpath" in text)
     return _uses_maven[path]
 
 

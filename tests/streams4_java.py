@@ -12,21 +12,9 @@ import pytest
 
 from streamlet import Consumed, Produced, Serdes, StreamsBuilder
 from streamlet.topology import Topology
+from tests.helpers.maven import built_classpath
 
 JAVA_DIR = Path(__file__).parent / "java" / "streams4"
-_JAR = JAVA_DIR / "target" / "streamlet-streams4-checks-0.1.0.jar"
-_CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
-
-
-def _build() -> None:
-    sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
-    if _JAR.exists() and _CLASSPATH.exists() and max(p.stat().st_mtime for p in sources) <= _JAR.stat().st_mtime:
-        return
-    built = subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "package",
-                            "dependency:build-classpath", "-Dmdep.outputFile=target/classpath.txt"],
-                           capture_output=True, text=True, timeout=600)
-    if built.returncode != 0:
-        raise RuntimeError(f"building tests/java/streams4 failed:\n{built.stdout}{built.stderr}")
 
 
 def run_check(main_class: str, stdin: str = "") -> str:
@@ -34,8 +22,7 @@ def run_check(main_class: str, stdin: str = "") -> str:
     or Maven."""
     if shutil.which("mvn") is None or shutil.which("java") is None:
         pytest.skip("needs Java and Maven")
-    _build()
-    classpath = f"{_JAR}:{_CLASSPATH.read_text().strip()}"
+    classpath = built_classpath(JAVA_DIR, "streamlet-streams4-checks-0.1.0.jar")
     run = subprocess.run(["java", "-cp", classpath, f"io.streamlet.streams4.{main_class}"],
                          input=stdin, capture_output=True, text=True, timeout=300)
     if run.returncode != 0:
