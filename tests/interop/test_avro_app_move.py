@@ -35,7 +35,6 @@ import struct
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,7 +47,15 @@ from tests.helpers.kafka import create_topics, producer
 from tests.interop import apps
 from tests.interop.apps import AVRO_ROLES, Order
 from tests.interop.kafka_streams_app import java_available, java_describe
-from tests.interop.operator_runs import PARTITIONS, Instance, Record, Runs, read_committed, wait_processed
+from tests.interop.operator_runs import (
+    PARTITIONS,
+    Instance,
+    Record,
+    RunResult,
+    Runs,
+    read_committed,
+    wait_processed,
+)
 
 pytestmark = [
     pytest.mark.anyio, pytest.mark.broker, pytest.mark.registry,
@@ -69,17 +76,6 @@ _ID = struct.Struct(">I")
 
 def offline_engine(phase: int) -> str:
     return "java" if phase % 2 == 0 else "streamlet"
-
-
-@dataclass
-class AvroRun:
-    """What one run left: the output and the store's changelog (committed, in offset order) and the logs."""
-
-    app_id: str
-    outputs: list[Record] = field(default_factory=list)
-    changelog: list[Record] = field(default_factory=list)
-    logs: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
 
 
 def make_phases(seed: int) -> list[list[tuple[str, Order]]]:
@@ -177,10 +173,10 @@ class Application:
             if instance.running():
                 await self.stop(instance)
 
-    async def result(self) -> AvroRun:
-        run = AvroRun(self.app_id)
-        run.outputs = await read_committed(self.bootstrap, self.topics["totals"])
-        run.changelog = await read_committed(self.bootstrap, f"{self.app_id}-{STORE}-changelog")
+    async def result(self) -> RunResult:
+        run = RunResult(self.app_id)
+        run.outputs["totals"] = await read_committed(self.bootstrap, self.topics["totals"])
+        run.changelogs[STORE] = await read_committed(self.bootstrap, f"{self.app_id}-{STORE}-changelog")
         run.logs = {i.name: i.log_text() for i in self.instances}
         run.logs["events"] = "\n".join(self.events)
         run.seconds = time.monotonic() - self.began
@@ -188,7 +184,7 @@ class Application:
 
 
 async def reference_run(bootstrap: str, tmp: Path, registry: Registry, phases: list[list[tuple[str, Order]]]
-                        ) -> AvroRun:
+                        ) -> RunResult:
     """Kafka Streams alone, uninterrupted, over the slices one after the other."""
     app = Application(bootstrap, tmp, registry, *await new_application(bootstrap, "ref"))
     try:
@@ -202,7 +198,7 @@ async def reference_run(bootstrap: str, tmp: Path, registry: Registry, phases: l
 
 
 async def offline_run(bootstrap: str, tmp: Path, registry: Registry, phases: list[list[tuple[str, Order]]]
-                      ) -> AvroRun:
+                      ) -> RunResult:
     """One instance per slice, engines alternating (`offline_engine`), each closed before the next starts."""
     app = Application(bootstrap, tmp, registry, *await new_application(bootstrap, "offline"))
     try:
@@ -238,7 +234,7 @@ ROLLING_SWAPS = ("streamlet", "streamlet", "java", "java") * 3
 
 
 async def rolling_run(bootstrap: str, tmp: Path, registry: Registry, phases: list[list[tuple[str, Order]]]
-                      ) -> AvroRun:
+                      ) -> RunResult:
     """Two instances in a streams group; at each step the oldest closes (leaving the group) and an instance of
     the next engine of `ROLLING_SWAPS` starts, while a slice of the input arrives."""
     app = Application(bootstrap, tmp, registry, *await new_application(bootstrap, "rolling"),
@@ -273,7 +269,7 @@ def runs(kafka_broker: Any, schema_registry: str, tmp_path_factory: pytest.TempP
     registry = Registry(schema_registry)
     phases = make_phases(38)
 
-    def maker(run: Callable[..., Awaitable[AvroRun]]) -> Callable[[], Awaitable[Any]]:
+    def maker(run: Callable[..., Awaitable[RunResult]]) -> Callable[[], Awaitable[Any]]:
         return lambda: run(bootstrap, tmp, registry, phases)
 
     return Runs(tmp, {"reference": maker(reference_run), "offline": maker(offline_run),
@@ -331,7 +327,7 @@ async def test_reference_computes_the_totals(runs: Runs, registry: Registry) -> 
     """The reference itself is right: every order counted once, in order, per customer."""
     reference = await runs.get("reference")
     phases = make_phases(38)
-    assert decoded(registry, per_customer(reference.outputs)) == expected_totals(phases)
+    assert decoded(registry, per_customer(reference.outputs["totals"])) == expected_totals(phases)
 
 
 @pytest.mark.parametrize("move", ["offline", "rolling"])
@@ -339,8 +335,8 @@ async def test_output_equals_the_reference(runs: Runs, registry: Registry, move:
     """0 lost, 0 duplicated, equal values: each customer's aggregates, byte for byte, in order."""
     reference, moved = await runs.get("reference"), await runs.get(move)
     print(moved.logs["events"], f"\n{move} run: {moved.seconds:.1f}s, reference {reference.seconds:.1f}s")
-    expected = per_customer(reference.outputs)
-    got = per_customer(moved.outputs)
+    expected = per_customer(reference.outputs["totals"])
+    got = per_customer(moved.outputs["totals"])
     assert decoded(registry, got) == decoded(registry, expected)
     assert got == expected
 
@@ -349,7 +345,7 @@ async def test_output_equals_the_reference(runs: Runs, registry: Registry, move:
 async def test_changelog_equals_the_reference(runs: Runs, registry: Registry, move: str) -> None:
     """The store's changelog: every aggregate once, the same bytes as Kafka Streams alone wrote."""
     reference, moved = await runs.get("reference"), await runs.get(move)
-    assert per_customer(moved.changelog) == per_customer(reference.changelog)
+    assert per_customer(moved.changelogs[STORE]) == per_customer(reference.changelogs[STORE])
 
 
 async def test_offline_each_engine_writes_the_bytes_of_the_other(runs: Runs, registry: Registry) -> None:
@@ -359,16 +355,16 @@ async def test_offline_each_engine_writes_the_bytes_of_the_other(runs: Runs, reg
     reference, offline = await runs.get("reference"), await runs.get("offline")
     serde = GenericAvroSerde(config={"schema.registry.url": registry.confluent_url})
     written: dict[str, int] = {"java": 0, "streamlet": 0}
-    reference_bytes = {(c, i): v for c, values in per_customer(reference.changelog).items()
+    reference_bytes = {(c, i): v for c, values in per_customer(reference.changelogs[STORE]).items()
                        for i, v in enumerate(values)}
-    for customer, values in per_customer(offline.changelog).items():
+    for customer, values in per_customer(offline.changelogs[STORE]).items():
         for i, value in enumerate(values):
             totals = serde.deserializer.deserialize("any", value)
             assert totals is not None and totals["count"] == i + 1, (customer, i, totals)
             written[offline_engine(phase_of(totals["last_order_id"]))] += 1
             assert value == reference_bytes[(customer, i)], (customer, i, totals)
     assert written["java"] > 0 and written["streamlet"] > 0, written
-    ids = {_ID.unpack_from(v, 1)[0] for _, _, v, _ in offline.changelog if v is not None}
+    ids = {_ID.unpack_from(v, 1)[0] for _, _, v, _ in offline.changelogs[STORE] if v is not None}
     subject = f"{offline.app_id}-{STORE}-changelog-value"
     assert ids == {registry.latest_id(subject)}, (ids, subject)
 
@@ -377,8 +373,25 @@ async def test_one_schema_id_for_the_aggregate_whichever_engine_wrote(runs: Runs
     """Both sides' serializers found or registered the same schema: one id for the aggregate in the output
     and the changelog, whichever engine wrote, and it is the CustomerTotals schema."""
     offline = await runs.get("offline")
-    totals_ids = {_ID.unpack_from(v, 1)[0] for _, _, v, _ in offline.outputs + offline.changelog if v is not None}
+    written = offline.outputs["totals"] + offline.changelogs[STORE]
+    totals_ids = {_ID.unpack_from(v, 1)[0] for _, _, v, _ in written if v is not None}
     assert len(totals_ids) == 1, totals_ids
     schema = registry.schema(totals_ids.pop())
     assert schema["name"] == "CustomerTotals"
     assert [f["name"] for f in schema["fields"]] == ["count", "total", "last_order_id"]
+
+
+@pytest.mark.parametrize("move", ["offline", "rolling"])
+async def test_the_move_was_real_and_no_instance_failed(runs: Runs, move: str) -> None:
+    """Each engine ran instances that were handed active tasks (the offline slices each had one instance;
+    the rolling steps waited for each new instance's tasks), and none failed."""
+    moved = await runs.get(move)
+    engines = {name.split("-")[0] for name in moved.logs if name != "events"}
+    assert engines == {"java", "streamlet"}
+    for name, log in moved.logs.items():
+        if name.startswith("streamlet"):
+            assert _STREAMLET_TASKS.search(log) and "Traceback" not in log, log[-3000:]
+        elif name.startswith("java"):
+            assert "Assigning active tasks {" in log and "FAILED" not in log, log[-3000:]
+    expected_starts = PHASES if move == "offline" else len(ROLLING_SWAPS) + 2
+    assert len(moved.logs) - 1 == expected_starts
