@@ -73,6 +73,8 @@ STEP_SECONDS = 4.0
 _STREAMLET_TASKS = re.compile(r"running active tasks \d")
 _JAVA_TASKS = re.compile(r"(Assigning active tasks \{|New active tasks: \[)\d")
 """Kafka Streams' log line of an assignment with active tasks: in a streams group, in a classic group."""
+_STREAMLET_STARTED_TASK = re.compile(r"running active tasks \d|task \d+_\d+ started on")
+"""streamlet's: in a streams group, in a classic group."""
 _ID = struct.Struct(">I")
 
 
@@ -392,7 +394,7 @@ async def test_the_move_was_real_and_no_instance_failed(runs: Runs, move: str) -
     assert engines == {"java", "streamlet"}
     for name, log in moved.logs.items():
         if name.startswith("streamlet"):
-            assert _STREAMLET_TASKS.search(log) and "Traceback" not in log, log[-3000:]
+            assert _STREAMLET_STARTED_TASK.search(log) and "Traceback" not in log, log[-3000:]
         elif name.startswith("java"):
             assert _JAVA_TASKS.search(log) and "FAILED" not in log, log[-3000:]
     expected_starts = PHASES if move == "offline" else len(ROLLING_SWAPS) + 2
