@@ -37,9 +37,11 @@ AvroSchema = str | Mapping[str, Any]
 
 
 def _schema_text(schema: AvroSchema) -> str:
-    """The schema's JSON text; a bare primitive name ("string", "long") is taken as that type."""
+    """The schema's JSON text; a bare primitive name ("string", "long") is taken as that type. A parsed schema
+    is written compact, as Java's Avro `Schema.toString()` writes it: a registry that ids schemas by their text
+    (Apicurio) then gives streamlet the id Java's serializers registered for the same schema."""
     if not isinstance(schema, str):
-        return json.dumps(schema)
+        return json.dumps(schema, separators=(",", ":"))
     try:
         json.loads(schema)
     except ValueError:

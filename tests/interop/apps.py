@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import ClassVar
 
 from streamlet import (
     Consumed,
     EmitStrategy,
+    Grouped,
     JoinWindows,
     Materialized,
     Produced,
@@ -25,6 +28,7 @@ from streamlet import (
     TimeWindows,
     Topology,
 )
+from streamlet.schema_registry import SpecificAvroSerde
 from streamlet.windowed import Windowed
 
 S = Serdes.String()
@@ -88,4 +92,57 @@ def operators() -> Topology:
                  Materialized("order-product-store"))
      .to_stream()
      .to(t["fk-out"], Produced(S, S)))
+    return builder.build()
+
+
+AVRO_ROLES = ("orders", "totals")
+
+
+@dataclass
+class Order:
+    """An order, the input's Avro value (AvroApps.ORDER: the same schema text, so the same registered schema)."""
+
+    avro_schema: ClassVar[str] = (
+        '{"type":"record","name":"Order","namespace":"io.streamlet.interop","fields":['
+        '{"name":"id","type":"string"},{"name":"customer","type":"string"},'
+        '{"name":"amount","type":"double"},{"name":"items","type":"int"}]}')
+    id: str
+    customer: str
+    amount: float
+    items: int
+
+
+@dataclass
+class CustomerTotals:
+    """A customer's aggregate, the store's and the output's Avro value (AvroApps.TOTALS)."""
+
+    avro_schema: ClassVar[str] = (
+        '{"type":"record","name":"CustomerTotals","namespace":"io.streamlet.interop","fields":['
+        '{"name":"count","type":"long"},{"name":"total","type":"double"},'
+        '{"name":"last_order_id","type":"string"}]}')
+    count: int
+    total: float
+    last_order_id: str
+
+
+def customer_of(_key: str, order: Order) -> str:
+    return order.customer
+
+
+def add_order(_customer: str, order: Order, totals: CustomerTotals) -> CustomerTotals:
+    return CustomerTotals(totals.count + 1, totals.total + order.amount, order.id)
+
+
+def customer_totals() -> Topology:
+    """AvroApps.customerTotals: Avro orders grouped by customer (repartition topic `orders-by-customer`) and
+    aggregated into an Avro CustomerTotals in the store `customer-totals`; the serdes are configured from the
+    application's `schema.registry.url`."""
+    t = _topics()
+    builder = StreamsBuilder()
+    (builder.stream(t["orders"], Consumed(S, SpecificAvroSerde(Order)))
+     .group_by(customer_of, Grouped(S, SpecificAvroSerde(Order), name="orders-by-customer"))
+     .aggregate(lambda: CustomerTotals(0, 0.0, ""), add_order,
+                Materialized("customer-totals", key_serde=S, value_serde=SpecificAvroSerde(CustomerTotals)))
+     .to_stream()
+     .to(t["totals"], Produced(S, SpecificAvroSerde(CustomerTotals))))
     return builder.build()

@@ -51,9 +51,9 @@ def _arguments(app: str, topics: dict[str, str], settings: dict[str, Any]) -> li
     return [app, *(f"topic.{k}={v}" for k, v in topics.items()), *(f"{k}={v}" for k, v in settings.items())]
 
 
-def java_describe(app: str, topics: dict[str, str]) -> str:
-    """Kafka Streams' `describe()` of the interop topology `app` over these topics."""
-    out = subprocess.run([*java_command(), *_arguments(app, topics, {"describe.only": "true"})],
+def java_describe(app: str, topics: dict[str, str], settings: dict[str, Any] | None = None) -> str:
+    """Kafka Streams' `describe()` of the interop topology `app` over these topics (`settings`: the app's own)."""
+    out = subprocess.run([*java_command(), *_arguments(app, topics, {**(settings or {}), "describe.only": "true"})],
                          capture_output=True, text=True, timeout=120, check=True).stdout
     for line in out.splitlines():
         if line.startswith("DESCRIBE "):

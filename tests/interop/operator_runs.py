@@ -117,16 +117,18 @@ async def read_committed(bootstrap: str, topic: str) -> list[Record]:
 
 
 async def wait_processed(bootstrap: str, app_id: str, topics: dict[str, str], quiet: float = 4.0,
-                         timeout: float = 240.0) -> None:
-    """Until the group has committed every input partition to its end and no output has grown for
-    `quiet` seconds (the foreign-key join's answers go through internal topics after the commit)."""
+                         timeout: float = 240.0, inputs: tuple[str, ...] = INPUT_ROLES,
+                         outputs: tuple[str, ...] = OUTPUT_ROLES) -> None:
+    """Until the group has committed every input partition (of the roles `inputs`) to its end and no output
+    (of the roles `outputs`) has grown for `quiet` seconds (the foreign-key join's answers go through
+    internal topics after the commit)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, isolation_level="read_committed")
     await probe.start()
     try:
-        inputs = [TopicPartition(topics[r], p) for r in INPUT_ROLES for p in range(PARTITIONS)]
-        outputs = [TopicPartition(topics[r], p) for r in OUTPUT_ROLES for p in range(PARTITIONS)]
+        input_partitions = [TopicPartition(topics[r], p) for r in inputs for p in range(PARTITIONS)]
+        output_partitions = [TopicPartition(topics[r], p) for r in outputs for p in range(PARTITIONS)]
         deadline = time.monotonic() + timeout
         last: dict[TopicPartition, int] = {}
         committed: dict[TopicPartition, Any] = {}
@@ -137,9 +139,9 @@ async def wait_processed(bootstrap: str, app_id: str, topics: dict[str, str], qu
             except KafkaError:  # the group's coordinator is not there yet (the offsets topic is young)
                 await asyncio.sleep(0.5)
                 continue
-            ends = await probe.end_offsets(inputs)
-            done = all((committed[tp].offset if tp in committed else 0) >= ends[tp] for tp in inputs)
-            now_out = await probe.end_offsets(outputs)
+            ends = await probe.end_offsets(input_partitions)
+            done = all((committed[tp].offset if tp in committed else 0) >= ends[tp] for tp in input_partitions)
+            now_out = await probe.end_offsets(output_partitions)
             if now_out != last:
                 last, still_since = now_out, time.monotonic()
             if done and time.monotonic() - still_since >= quiet:
@@ -154,11 +156,13 @@ async def wait_processed(bootstrap: str, app_id: str, topics: dict[str, str], qu
 class Instance:
     """One instance of the `operators` application, Kafka Streams' or streamlet's. `name` sets its log and
     state directory apart from the application's other instances; `settings` are added to its own (such
-    as `group.protocol`); `java_session_timeout_ms`, when given, is the Java consumer's session timeout."""
+    as `group.protocol`); `java_session_timeout_ms`, when given, is the Java consumer's session timeout.
+    `app` names another interop application (Apps.java's name; its twin in tests/interop/apps.py has it with
+    underscores)."""
 
     def __init__(self, engine: str, bootstrap: str, app_id: str, topics: dict[str, str], tmp: Path,
-                 java_session_timeout_ms: int | None = None, name: str = "", settings: dict[str, Any] | None = None
-                 ) -> None:
+                 java_session_timeout_ms: int | None = None, name: str = "", settings: dict[str, Any] | None = None,
+                 app: str = "operators") -> None:
         self.engine = engine
         self.name = name or engine
         common = {"bootstrap.servers": bootstrap, "application.id": app_id,
@@ -172,10 +176,10 @@ class Instance:
             java = dict(common)
             if java_session_timeout_ms is not None:
                 java["session.timeout.ms"] = java_session_timeout_ms
-            self.java: KafkaStreamsApp | None = KafkaStreamsApp("operators", topics, java, self.log)
+            self.java: KafkaStreamsApp | None = KafkaStreamsApp(app, topics, java, self.log)
         else:
             self.java = None
-            self.py = AppProcess("tests.interop.apps:operators",
+            self.py = AppProcess(f"tests.interop.apps:{app.replace('-', '_')}",
                                  {**common, "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0,
                                   # as Main.java: the foreign-key join's result store has no serdes of its own
                                   "default.key.serde": "String", "default.value.serde": "String"},

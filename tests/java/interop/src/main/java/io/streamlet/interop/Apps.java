@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Properties;
 
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -35,11 +36,12 @@ final class Apps {
     private Apps() {
     }
 
-    static Topology build(final String app, final Map<String, String> topics) {
+    static Topology build(final String app, final Map<String, String> topics, final Properties props) {
         final StreamsBuilder builder = new StreamsBuilder();
         switch (app) {
             case "wordcount" -> wordCount(builder, topics);
             case "operators" -> operators(builder, topics);
+            case "customer-totals" -> AvroApps.customerTotals(builder, topics, props);
             default -> throw new IllegalArgumentException("unknown app " + app);
         }
         return builder.build();

@@ -54,7 +54,7 @@ public final class Main {
                 props.put(key, value);
             }
         }
-        final Topology topology = Apps.build(app, topics);
+        final Topology topology = Apps.build(app, topics, props);
         say("DESCRIBE " + escape(topology.describe().toString()));
         if (describeOnly) {
             return;
