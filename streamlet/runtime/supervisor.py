@@ -56,6 +56,7 @@ from streamlet.runtime.committer import Committer
 from streamlet.runtime.foreign_members import ForeignMembersWait
 from streamlet.runtime.global_state import GlobalStreamThread, start_global_thread
 from streamlet.runtime.instance_id import claim_instance_id, state_root
+from streamlet.runtime.join_wait import JoinWait, joining_classic_group
 from streamlet.runtime.membership import GroupMembership
 from streamlet.runtime.poll_loop import PollLoop
 from streamlet.runtime.positions import PartitionPositions
@@ -160,6 +161,7 @@ class Supervisor:
         self.view = MemberView(self)
         self.thread = thread_number()
         """This member's number among its instance's workers, from 1 (Kafka Streams' stream thread index)."""
+        self.join_wait: JoinWait | None = None  # a classic group's long joins, reported (see `JoinWait`)
         self.client_ids = ClientIds.of(config, "streamlet", self.thread)
         """The client ids of the member's clients; formed with the instance's process id once `run()` claimed it."""
 
@@ -404,10 +406,13 @@ class Supervisor:
         streams_membership = self._streams_membership
         if streams_membership is None:
             self.consumer.subscribe(sorted(self.plan.source_topics), listener=listener)
+        join_wait_scope = anyio.CancelScope()
         async with anyio.create_task_group() as tg:
             self.tasks.bind(tg)
             if streams_membership is not None:
                 tg.start_soon(self._run_streams_membership, streams_membership, listener)
+            else:
+                tg.start_soon(self._report_long_joins, join_wait_scope)
             task_status.started()
             try:
                 try:
@@ -421,10 +426,23 @@ class Supervisor:
                     raise self._fatal
                 await self._shutdown()
             finally:
+                join_wait_scope.cancel()
                 await self.purger.close()
             if self.shutdown_requested:
                 raise ApplicationShutdownError(
                     f"an instance of application {self.app_id!r} requested an application shutdown")
+
+    async def _report_long_joins(self, scope: anyio.CancelScope) -> None:
+        """Say what a long join of the classic group waits for (see `JoinWait`), until `scope` is cancelled."""
+        main_consumer = self._client_kwargs(ClientRole.MAIN_CONSUMER)
+        self.join_wait = JoinWait(
+            joining=joining_classic_group(self.consumer),
+            describe=lambda: describe_group(self._client_kwargs(ClientRole.ADMIN), self.app_id),
+            own_client_id=None if self.config.get("client.id") else main_consumer["client_id"],
+            session_timeout_ms=int(main_consumer.get("session_timeout_ms") or self.config["session.timeout.ms"]),
+            static=group_instance_id(self.config, self.thread) is not None)
+        with scope:
+            await self.join_wait.run()
 
     def _streams_group_membership(self, instance_id: str) -> StreamsGroupMembership:
         """This instance's membership in a streams group (`group.protocol=streams`), named by its instance id."""
