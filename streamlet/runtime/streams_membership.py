@@ -373,12 +373,16 @@ class StreamsGroupMembership:
                 self._on_shutdown_request()
         if answer.active is not None:
             target = (answer.active, answer.standby or frozenset(), answer.warmup or frozenset())
-            # The first assignment after joining is taken over even when empty: a member holding no task is
-            # RUNNING, as a Kafka Streams thread is once its (empty) assignment arrived.
-            if target != self._owned or target != self._target or not self._assigned_once:
+            if target != self._owned or target != self._target:
                 self._target_changed = True
-                self._assigned_once = True
             self._target = target
+        if not self._assigned_once:
+            # The first answer after joining is taken over even when it hands out no task (none at all, or
+            # none while their previous owners still hold them): a member holding no task is RUNNING, as a
+            # Kafka Streams thread is once its (empty) assignment arrived; tasks that come later move it
+            # to REBALANCING and back.
+            self._assigned_once = True
+            self._target_changed = True
 
     async def _reconcile_with_keepalive(self, listener: Any) -> None:
         """Reconcile while heartbeats go on (restoring a task may take longer than the session timeout)."""

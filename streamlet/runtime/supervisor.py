@@ -294,6 +294,8 @@ class Supervisor:
         instance_id, release_instance_id = claim_instance_id(self._state_root())
         resources.callback(release_instance_id)
         self.client_ids = ClientIds.of(config, str(uuid.UUID(hex=instance_id)), self.thread)
+        log.info("process id %s: the group shows this member as client id %s", uuid.UUID(hex=instance_id),
+                 self.client_ids.of_role(ClientRole.MAIN_CONSUMER))
         self.plan = await prepare_topics(self.topology, self.app_id, self._client_kwargs(ClientRole.ADMIN),
                                          replication_factor=int(config["replication.factor"]),
                                          dead_letter_topic=dead_letter_topic(config),
