@@ -170,3 +170,37 @@ async def test_streams_group_member_killed_and_restarted_keeps_its_tasks(kafka_b
     # A Kafka 4.4 broker refuses a static member whose killed predecessor has not timed out
     # (UNRELEASED_INSTANCE_ID); a dynamic member rejoins under its kept member id and gets its tasks back.
     await _restart_run(kafka_broker.bootstrap_servers, tmp_path, True, ["kill"] * 5, static=False)
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_after_kill_9_the_log_says_it_waits_for_the_previous_members_session(kafka_broker: Any,
+                                                                                  tmp_path: Path) -> None:
+    # A dynamic member restarted after kill -9 joins while the group still counts the member it was: the
+    # coordinator holds its JoinGroup until that session expired. With request.timeout.ms shorter than the
+    # wait, aiokafka reports the held join as a timed-out request ("marking coordinator dead"); the broker
+    # answered all along, and the log must say what the member waits for, not that the broker is lost.
+    async def kill_once(apps: list[AppProcess], _rng: Any, _seconds: float, log: Any) -> int:
+        victim = apps[0]
+        started = victim.log_text().count("started on")
+        victim.kill()
+        log("[restart] kill -9 of app-0")
+        victim.start()
+        await victim.wait_for_log("waiting for the previous member's session to expire", timeout=60)
+        deadline = time.monotonic() + 120
+        while victim.log_text().count("started on") <= started:
+            assert time.monotonic() < deadline, victim.log_text()[-3000:]
+            await asyncio.sleep(0.2)
+        return 1
+
+    result = await run_chaos(kafka_broker.bootstrap_servers, tmp_path, words=5_000, disrupt=kill_once,
+                             guarantee="at_least_once", produce_seconds=8, seed=3,
+                             extra_settings={"session.timeout.ms": 20000,
+                                             "main.consumer.request.timeout.ms": 6000})
+    assert result.check.no_loss, result.check.summary()
+    restarted = result.logs[0]
+    assert "waiting for the previous member's session to expire (session.timeout.ms=20000)" in restarted
+    assert "the group coordinator held this member's join longer than request.timeout.ms" in restarted
+    assert "RequestTimedOutError" in restarted  # the case of the misleading line did happen
+    assert "lost the connection to the Kafka broker" not in restarted
+    assert "answers again" not in restarted
