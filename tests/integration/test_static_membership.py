@@ -204,3 +204,32 @@ async def test_after_kill_9_the_log_says_it_waits_for_the_previous_members_sessi
     assert "RequestTimedOutError" in restarted  # the case of the misleading line did happen
     assert "lost the connection to the Kafka broker" not in restarted
     assert "answers again" not in restarted
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+@pytest.mark.usefixtures("streams_groups")
+async def test_a_killed_static_member_of_a_streams_group_waits_for_its_old_session(kafka_broker: Any,
+                                                                                  tmp_path: Path) -> None:
+    # What a Kafka 4.4 broker does with a static member killed without leaving: the restarted one is refused
+    # (UNRELEASED_INSTANCE_ID) until the old session expired; it waits, says for what, then runs again.
+    async def kill_once(apps: list[AppProcess], _rng: Any, _seconds: float, log: Any) -> int:
+        victim = apps[0]
+        await victim.wait_for_log("running active tasks", timeout=120)
+        started = victim.log_text().count("started on")
+        victim.kill()
+        log("[restart] kill -9 of app-0")
+        victim.start()
+        await victim.wait_for_log("waiting for the previous member with group.instance.id 'static-0-1'", timeout=60)
+        deadline = time.monotonic() + 150
+        while victim.log_text().count("started on") <= started:
+            assert time.monotonic() < deadline, victim.log_text()[-3000:]
+            await asyncio.sleep(0.2)
+        return 1
+
+    result = await run_chaos(kafka_broker.bootstrap_servers, tmp_path, words=10_000, disrupt=kill_once,
+                             guarantee="exactly_once_v2", produce_seconds=10, seed=4, extra_settings=STREAMS,
+                             instance_settings=lambda i: {"group.instance.id": f"static-{i}"})
+    assert result.check.exact, result.check.summary()
+    assert "UNRELEASED_INSTANCE_ID" not in result.logs[1]  # only the restarted instance was refused
+    assert "lost the connection to the Kafka broker" not in result.logs[0]
