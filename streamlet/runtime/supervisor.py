@@ -16,6 +16,10 @@ counterparts:
 - `PartitionPositions`: where each assigned partition's task continues, so that no record is skipped
   or handed over twice across rebalances; `GroupMembership`: whether this member is still the one its
   tasks were assigned to.
+- `JoinWait`: in a classic group, what a join that takes long waits for (the previous member's session).
+
+The member's clients carry Kafka Streams' client ids (`ClientIds`: the instance's process id and the
+worker's number), and `group.instance.id` makes it a static member of either kind of group.
 
 The poll loop and the rebalance callbacks run concurrently (the callbacks inside aiokafka's
 coordination task); they share one dispatch lock, taken around everything that touches the tasks.
