@@ -77,6 +77,9 @@ class JoinWait:
                     f"({session}): the group still counts the member this instance was before it restarted "
                     f"(client id {self._own}), which did not leave the group; the coordinator answers the join "
                     "once that session has run out (a static member, group.instance.id, would not wait)")
+        elif group is not None and not group.client_ids:
+            line = (f"joining the group for {waited_s:.0f}s: the group has no member yet (state {group.state}); "
+                    "its coordinator is still starting up or being found")
         else:
             members = group.summary() if group is not None else "its members could not be described"
             line = (f"joining the group for {waited_s:.0f}s: the coordinator answers once every member it knows "

@@ -47,6 +47,11 @@ def test_otherwise_the_line_names_the_group_it_waits_for(own: str | None, static
     assert "2 member(s)" in line
 
 
+def test_a_group_without_members_is_not_said_to_wait_for_any() -> None:
+    line = _wait().report(GroupDescription("app", "Dead", "", "", ()), 3)
+    assert "no member yet (state Dead)" in line and "session" not in line
+
+
 @pytest.mark.anyio
 async def test_one_line_per_join_that_lasts(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
