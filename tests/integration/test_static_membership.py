@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka.errors import KafkaError
 
 from tests.helpers.app_process import AppProcess
 from tests.helpers.group_members import Group, describe
@@ -36,7 +37,11 @@ class _Watch:
         """The group once it is stable with `instances` members, each assigned something."""
         deadline = time.monotonic() + timeout
         while True:
-            group = await describe(self.bootstrap, self.group, self.streams)
+            try:
+                group = await describe(self.bootstrap, self.group, self.streams)
+            except KafkaError:  # a fresh broker: the group's coordinator is still being set up
+                await asyncio.sleep(0.5)
+                continue
             if (group.state.lower() == "stable" and len(group.members) == instances
                     and all(m.assigned for m in group.members)):
                 return group
@@ -233,3 +238,27 @@ async def test_a_killed_static_member_of_a_streams_group_waits_for_its_old_sessi
     assert result.check.exact, result.check.summary()
     assert "UNRELEASED_INSTANCE_ID" not in result.logs[1]  # only the restarted instance was refused
     assert "lost the connection to the Kafka broker" not in result.logs[0]
+
+
+@pytest.mark.anyio
+@pytest.mark.broker
+async def test_workers_are_distinct_members_with_their_own_client_and_instance_ids(kafka_broker: Any,
+                                                                                  tmp_path: Path) -> None:
+    # `--workers 2` with one group.instance.id: each worker is a static member `<id>-<n>` whose client id
+    # carries its own number, as Kafka Streams' threads do.
+    from tests.integration.test_workers import two_worker_wordcount
+
+    run = await two_worker_wordcount(kafka_broker, tmp_path, "static-workers", 100, 2,
+                                     {"group.instance.id": "pod-7"})
+    run.app.start()
+    try:
+        await run.app.wait_for_log("to RUNNING", timeout=120)
+        group = await _Watch(run.bootstrap, str(run.app.settings["application.id"]), False).settled(2)
+    finally:
+        assert run.app.stop() == 0
+    instances = sorted(m.instance_id or m.member_id[:-37] for m in group.members)
+    assert instances == ["pod-7-1", "pod-7-2"], group
+    app_id = re.escape(str(run.app.settings["application.id"]))
+    numbers = sorted(re.fullmatch(f"{app_id}-{_UUID}-StreamThread-(\\d)-consumer", m.client_id).group(1)  # type: ignore[union-attr]
+                     for m in group.members)
+    assert numbers == ["1", "2"], group
