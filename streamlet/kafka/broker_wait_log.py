@@ -28,6 +28,10 @@ _TROUBLE = (
     "Unable connect to node", "Connection at", "NodeNotReadyError", "KafkaConnectionError",
     "Unable to update metadata", "Unable to request metadata", "RequestTimedOutError",
 )
+# A JoinGroup (or SyncGroup) that the coordinator holds until the group's members have rejoined or timed
+# out outlasts aiokafka's request.timeout.ms; aiokafka reports it as a timed-out request and "marks the
+# coordinator dead". The broker answered everything meanwhile: it is the group that is waited for.
+_HELD_GROUP_REQUESTS = ("JoinGroupRequest", "SyncGroupRequest")
 _ANSWERED = ("Discovered coordinator", "Successfully synced group", "Joined group")
 _MEMBERSHIP_LOST = ("member_id was not recognized", "Heartbeat session expired")
 
@@ -53,7 +57,12 @@ class BrokerWaitLog(logging.Handler):
         except Exception:  # a malformed record of someone else's is not ours to report
             return
         now = self._clock()
-        if record.levelno >= logging.WARNING and any(part in message for part in _TROUBLE):
+        if (record.levelno >= logging.WARNING and "RequestTimedOutError" in message
+                and any(part in message for part in _HELD_GROUP_REQUESTS)):
+            log.warning("the group coordinator held this member's join longer than request.timeout.ms: the group "
+                        "waits for its members to rejoin or for a previous member's session to expire "
+                        "(session.timeout.ms); the Kafka broker answers, the join is sent again (%s)", message)
+        elif record.levelno >= logging.WARNING and any(part in message for part in _TROUBLE):
             self._on_trouble(message, now)
         elif any(part in message for part in _MEMBERSHIP_LOST):
             # aiokafka says it twice in a row (failed heartbeat, expired session): one line is enough.

@@ -29,6 +29,7 @@ import re
 import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -79,6 +80,54 @@ class ClientRole(Enum):
         return self in (ClientRole.MAIN_CONSUMER, ClientRole.RESTORE_CONSUMER)
 
 
+@dataclass(frozen=True)
+class ClientIds:
+    """The `client.id` of each Kafka client of one group member, formed as Kafka Streams forms them, so
+    that Kafka's group tools (`kafka-consumer-groups`, `kafka-streams-groups`) tell instances and their
+    workers apart:
+
+    - `client_id`: the setting `client.id` when set, else `<application.id>-<process id>` (the process id
+      is the instance's id, kept in its state directory);
+    - `thread_id`: `<client_id>-StreamThread-<n>`, n the worker's number from 1 (`streamlet run --workers`);
+    - the main consumer `<thread_id>-consumer`, the restore consumer (restoration and standbys)
+      `<thread_id>-restore-consumer`, the producer `<thread_id>-producer`, the admin client
+      `<client_id>-admin` and the global tables' consumer `<client_id>-GlobalStreamThread-global-consumer`.
+    """
+
+    client_id: str
+    thread: int = 1
+
+    @classmethod
+    def of(cls, config: StreamsConfig | Mapping[str, Any], process_id: str, thread: int = 1) -> ClientIds:
+        """The client ids of worker `thread` of the instance `process_id`."""
+        config = StreamsConfig.of(config)
+        given = str(config.get("client.id") or "")
+        return cls(given or f"{config.application_id}-{process_id}", thread)
+
+    @property
+    def thread_id(self) -> str:
+        return f"{self.client_id}-StreamThread-{self.thread}"
+
+    @property
+    def global_consumer(self) -> str:
+        return f"{self.client_id}-GlobalStreamThread-global-consumer"
+
+    def of_role(self, role: ClientRole) -> str:
+        """The client id of the client playing `role`."""
+        if role is ClientRole.ADMIN:
+            return f"{self.client_id}-admin"
+        suffix = {ClientRole.MAIN_CONSUMER: "consumer", ClientRole.RESTORE_CONSUMER: "restore-consumer",
+                  ClientRole.PRODUCER: "producer"}[role]
+        return f"{self.thread_id}-{suffix}"
+
+
+def group_instance_id(config: StreamsConfig | Mapping[str, Any], thread: int = 1) -> str | None:
+    """The main consumer's `group.instance.id` (static membership) for worker `thread`: the setting with
+    `-<thread>` appended, as Kafka Streams appends its stream thread's number; None when unset."""
+    given = resolved_settings(config, ClientRole.MAIN_CONSUMER).get("group.instance.id")
+    return f"{given}-{thread}" if given else None
+
+
 _ALL_PREFIXES = ("main.consumer.", "restore.consumer.", "global.consumer.", "consumer.", "producer.", "admin.")
 
 # -- the settings streamlet knows ------------------------------------------------------------------------------
@@ -123,7 +172,7 @@ _SSL_KEYS = frozenset({
 _SASL_KEYS = frozenset({"sasl.mechanism", "sasl.jaas.config", TOKEN_PROVIDER_KEY})
 
 _HANDLED = frozenset({"bootstrap.servers", "client.id", "security.protocol", "auto.offset.reset",
-                      "compression.type", "check.crcs", "client.rack", *_COMMON, *_CONSUMER_INTS,
+                      "compression.type", "check.crcs", "client.rack", "group.instance.id", *_COMMON, *_CONSUMER_INTS,
                       *_MAIN_CONSUMER_INTS, *_PRODUCER_INTS, *_SSL_KEYS, *_SASL_KEYS})
 
 # Kafka client settings aiokafka has no equivalent for: accepted, and reported as not applied.
@@ -135,7 +184,7 @@ _UNSUPPORTED = frozenset({
     "metrics.num.samples", "metrics.sample.window.ms", "auto.include.jmx.reporter",
     "enable.metrics.push", "allow.auto.create.topics", "exclude.internal.topics", "partitioner.class",
     "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms",
-    "group.instance.id", "group.remote.assignor", "internal.leave.group.on.close",
+    "group.remote.assignor", "internal.leave.group.on.close",
     "metadata.max.idle.ms", "retry.backoff.max.ms", "security.providers",
     "ssl.cipher.suites", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
     "ssl.engine.factory.class", "ssl.provider",
@@ -606,7 +655,8 @@ def _applies(role: ClientRole, key: str) -> bool:
         return True
     if role.is_consumer and (key in _CONSUMER_INTS or key in ("check.crcs", "client.rack")):
         return True
-    if role is ClientRole.MAIN_CONSUMER and (key in _MAIN_CONSUMER_INTS or key == "auto.offset.reset"):
+    if role is ClientRole.MAIN_CONSUMER and (key in _MAIN_CONSUMER_INTS or key in ("auto.offset.reset",
+                                                                                   "group.instance.id")):
         return True
     return role is ClientRole.PRODUCER and (key in _PRODUCER_INTS or key == "compression.type")
 

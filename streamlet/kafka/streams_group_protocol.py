@@ -52,6 +52,9 @@ JOIN_EPOCH = 0
 """The member epoch a member (re)joins with."""
 LEAVE_EPOCH = -1
 """The member epoch a (dynamic) member leaves with."""
+STATIC_LEAVE_EPOCH = -2
+"""The member epoch a static member (one with an instance id) leaves with when it means to come back: the
+broker keeps its tasks for it until its session times out (Kafka's LEAVE_GROUP_STATIC_MEMBER_EPOCH)."""
 
 # Status codes the broker reports in a heartbeat's answer (StreamsGroupHeartbeatResponse.json).
 STATUS_STALE_TOPOLOGY = 0
@@ -380,7 +383,8 @@ class StreamsGroupHeartbeat(Request[StreamsGroupHeartbeatRequest_v0]):
     `task_end_offsets` (per task, the sum of its changelogs' offsets: how far this member's copy of the
     task's stores is, and where the changelogs end) are None when unchanged since last sent.
     `endpoint_information_epoch` is the last one the broker answered with: it sends the group's
-    endpoints (`partitions_by_user_endpoint`) only to a member whose epoch is behind."""
+    endpoints (`partitions_by_user_endpoint`) only to a member whose epoch is behind. `instance_id` makes
+    the member static (KIP-1071's `group.instance.id`); it is sent when joining, None otherwise."""
 
     API_KEY = API_KEY
 
@@ -390,9 +394,10 @@ class StreamsGroupHeartbeat(Request[StreamsGroupHeartbeatRequest_v0]):
                  active: Iterable[TaskId] | None = None, standby: Iterable[TaskId] | None = None,
                  warmup: Iterable[TaskId] | None = None, endpoint: tuple[str, int] | None = None,
                  endpoint_information_epoch: int = 0, task_offsets: Mapping[TaskId, int] | None = None,
-                 task_end_offsets: Mapping[TaskId, int] | None = None, shutdown_application: bool = False) -> None:
+                 task_end_offsets: Mapping[TaskId, int] | None = None, shutdown_application: bool = False,
+                 instance_id: str | None = None) -> None:
         self._fields: tuple[Any, ...] = (
-            group_id, member_id, member_epoch, endpoint_information_epoch, None, None, rebalance_timeout_ms,
+            group_id, member_id, member_epoch, endpoint_information_epoch, instance_id, None, rebalance_timeout_ms,
             None if topology is None else (topology_epoch, [s._wire() for s in topology], {}),
             _task_ids(active), _task_ids(standby), _task_ids(warmup), process_id,
             None if endpoint is None else (endpoint[0], endpoint[1], {}),

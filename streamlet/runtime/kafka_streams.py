@@ -71,7 +71,9 @@ class State(enum.Enum):
 
     CREATED → REBALANCING ⇄ RUNNING → PENDING_SHUTDOWN → NOT_RUNNING, or ERROR when it failed.
     REBALANCING covers joining the group and restoring state; stores are queryable in RUNNING (and,
-    stale, in REBALANCING). A state listener hears every change.
+    stale, in REBALANCING). In a streams group (`group.protocol=streams`) the client is RUNNING once the
+    broker's first assignment arrived, even one without tasks, as Kafka Streams 4.4 is. A state listener
+    hears every change.
     """
 
     CREATED = "CREATED"

@@ -18,6 +18,15 @@ The member id is this instance's id (kept in its state directory, `claim_instanc
 restarted after a crash rejoins under its old id and gets its tasks back at once, instead of
 waiting for the broker to expire the crashed member's session (45 s at least).
 
+Static members (`group.instance.id`, KIP-1071's instance id; `-<worker n>` appended as Kafka Streams
+appends its thread's number): the instance id is sent when joining, and a clean close leaves with epoch
+-2, so the broker keeps the member's tasks until its session times out and a restart within it takes
+them back with no other member's assignment changing. A Kafka 4.4 broker refuses a static member
+whose previous incarnation neither left nor timed out (UNRELEASED_INSTANCE_ID): after a kill -9 the
+restarted static member waits for the old session to expire (logged as such), and the broker then
+reassigns that member's tasks as for any member that left. A dynamic member, which rejoins under its
+kept member id, gets its tasks back at once after a kill -9.
+
 Standby and warm-up tasks are the broker's too: it hands out standbys when the group's config
 `streams.num.standby.replicas` (broker default `group.streams.num.standby.replicas`) asks for them, as
 for Kafka Streams, whose `num.standby.replicas` a streams group ignores. streamlet keeps both as
@@ -64,6 +73,7 @@ from streamlet.kafka.fenced_offsets import commit_member_offsets
 from streamlet.kafka.streams_group_protocol import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
     STATUS_SHUTDOWN_APPLICATION,
     HeartbeatAnswer,
     StreamsGroupDescribe,
@@ -80,9 +90,10 @@ log = logging.getLogger(__name__)
 
 _COORDINATOR_MOVED = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
 _FENCED = {25: "UNKNOWN_MEMBER_ID", 110: "FENCED_MEMBER_EPOCH"}
+_UNRELEASED_INSTANCE_ID = 111  # a static member's previous incarnation is still in the group
 # Errors that no retry heals: the member stops with the broker's message.
 _FATAL = {29: "TOPIC_AUTHORIZATION_FAILED", 30: "GROUP_AUTHORIZATION_FAILED", 31: "CLUSTER_AUTHORIZATION_FAILED",
-          35: "UNSUPPORTED_VERSION", 42: "INVALID_REQUEST", 130: "STREAMS_INVALID_TOPOLOGY",
+          35: "UNSUPPORTED_VERSION", 42: "INVALID_REQUEST", 82: "FENCED_INSTANCE_ID", 130: "STREAMS_INVALID_TOPOLOGY",
           131: "STREAMS_INVALID_TOPOLOGY_EPOCH", 132: "STREAMS_TOPOLOGY_FENCED"}
 _RETRY_BACKOFF_S = 0.5
 _ERROR_LOG_INTERVAL_S = 15.0
@@ -105,7 +116,7 @@ class StreamsGroupMembership:
                  fail: Callable[[BaseException], None] = lambda _exc: None,
                  on_shutdown_request: Callable[[], None] = lambda: None, request_shutdown: bool = False,
                  task_offsets: Callable[[], tuple[dict[TaskId, int], dict[TaskId, int]]] = lambda: ({}, {}),
-                 subtopology_of: Mapping[str, int] | None = None) -> None:
+                 subtopology_of: Mapping[str, int] | None = None, instance_id: str | None = None) -> None:
         self._consumer = consumer
         self.group_id = group_id
         self.member_id = member_id
@@ -117,7 +128,7 @@ class StreamsGroupMembership:
         self._fail = fail
         self._on_shutdown_request = on_shutdown_request
         self._request_shutdown = request_shutdown  # every heartbeat asks the group to shut down
-        self._group_instance_id: str | None = None  # streams groups have no static members yet
+        self._group_instance_id = instance_id  # a static member's group.instance.id (see `leave`)
         self._node: int | None = None
         self.generation = JOIN_EPOCH  # the member epoch; JOIN_EPOCH until the broker answered the join
         self._interval_s = 5.0
@@ -126,6 +137,7 @@ class StreamsGroupMembership:
             frozenset(), frozenset(), frozenset())
         self._owned = self._target
         self._target_changed = False
+        self._assigned_once = False  # an assignment (maybe empty) arrived since the member (re)joined
         self._report = False  # the owned tasks changed since the last heartbeat said so
         self._fenced: str | None = None  # why the tasks held now were lost, until the next assignment
         self._lost = False  # dropped by the broker: the tasks held now are closed as lost before rejoining
@@ -229,13 +241,18 @@ class StreamsGroupMembership:
             self._wake = anyio.Event()
 
     async def leave(self) -> None:
-        """Leave the group (its tasks go to the other members at once); best effort."""
+        """Leave the group; best effort. A dynamic member's tasks go to the other members at once. A static
+        member (`group.instance.id`) leaves *temporarily* (epoch -2, as Kafka's consumer does): the broker
+        keeps its tasks for it, and a restart under the same instance id within the group's session
+        timeout takes them back without moving any other member's task."""
         if self.generation <= JOIN_EPOCH:
             return
+        epoch = LEAVE_EPOCH if self._group_instance_id is None else STATIC_LEAVE_EPOCH
         with anyio.move_on_after(5):
             try:
                 async with self._lock:
-                    await self._send_req(StreamsGroupHeartbeat(self.group_id, self.member_id, LEAVE_EPOCH))
+                    await self._send_req(StreamsGroupHeartbeat(self.group_id, self.member_id, epoch,
+                                                               instance_id=self._group_instance_id))
             except KafkaError as exc:
                 log.info("leaving the streams group %s failed (%r); the broker drops this member after its "
                          "session timeout", self.group_id, exc)
@@ -256,7 +273,8 @@ class StreamsGroupMembership:
             active=active if report else None, standby=standby if report else None,
             warmup=warmup if report else None,
             endpoint=self._endpoint if joining else None, endpoint_information_epoch=self._endpoint_epoch,
-            task_offsets=offsets, task_end_offsets=end_offsets, shutdown_application=self._request_shutdown)
+            task_offsets=offsets, task_end_offsets=end_offsets, shutdown_application=self._request_shutdown,
+            instance_id=self._group_instance_id if joining else None)
 
     async def _heartbeat(self) -> HeartbeatAnswer | None:
         """One heartbeat; the answer is applied (epoch, assignment, errors). None when it must be retried."""
@@ -309,6 +327,18 @@ class StreamsGroupMembership:
                 log.warning("%s; its tasks are lost and it rejoins", self._fenced)
                 self._lost = True
             self.generation = JOIN_EPOCH
+            self._assigned_once = False
+            return
+        if code == _UNRELEASED_INSTANCE_ID:
+            # The previous incarnation of this static member (killed, or still running elsewhere) neither
+            # left nor timed out yet: the broker takes the instance id back once its session expired.
+            now = time.monotonic()
+            if now - self._error_logged_at > _ERROR_LOG_INTERVAL_S:
+                self._error_logged_at = now
+                log.warning("streams group %s: waiting for the previous member with group.instance.id %r to "
+                            "leave or for its session to expire (the group's streams.session.timeout.ms, broker "
+                            "default group.streams.session.timeout.ms=45000); the broker answers: %s",
+                            self.group_id, self._group_instance_id, answer.error_message)
             return
         if code in _FATAL:
             self._stopping = True
@@ -346,6 +376,13 @@ class StreamsGroupMembership:
             if target != self._owned or target != self._target:
                 self._target_changed = True
             self._target = target
+        if not self._assigned_once:
+            # The first answer after joining is taken over even when it hands out no task (none at all, or
+            # none while their previous owners still hold them): a member holding no task is RUNNING, as a
+            # Kafka Streams thread is once its (empty) assignment arrived; tasks that come later move it
+            # to REBALANCING and back.
+            self._assigned_once = True
+            self._target_changed = True
 
     async def _reconcile_with_keepalive(self, listener: Any) -> None:
         """Reconcile while heartbeats go on (restoring a task may take longer than the session timeout)."""

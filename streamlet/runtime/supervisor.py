@@ -16,6 +16,10 @@ counterparts:
 - `PartitionPositions`: where each assigned partition's task continues, so that no record is skipped
   or handed over twice across rebalances; `GroupMembership`: whether this member is still the one its
   tasks were assigned to.
+- `JoinWait`: in a classic group, what a join that takes long waits for (the previous member's session).
+
+The member's clients carry Kafka Streams' client ids (`ClientIds`: the instance's process id and the
+worker's number), and `group.instance.id` makes it a static member of either kind of group.
 
 The poll loop and the rebalance callbacks run concurrently (the callbacks inside aiokafka's
 coordination task); they share one dispatch lock, taken around everything that touches the tasks.
@@ -45,7 +49,7 @@ from streamlet.config import StreamsConfig
 from streamlet.errors import ApplicationShutdownError, StrayCancellationError
 from streamlet.kafka.assignor import HostTasks, TaskAssignor, make_assignor
 from streamlet.kafka.changelog_reader import ChangelogReader
-from streamlet.kafka.client_settings import ClientRole, client_kwargs, stop_client
+from streamlet.kafka.client_settings import ClientIds, ClientRole, client_kwargs, group_instance_id, stop_client
 from streamlet.kafka.group_description import describe_group
 from streamlet.kafka.restore_records import always_hand_out_as_decoded
 from streamlet.kafka.streams_group_protocol import describe_topology
@@ -56,6 +60,7 @@ from streamlet.runtime.committer import Committer
 from streamlet.runtime.foreign_members import ForeignMembersWait
 from streamlet.runtime.global_state import GlobalStreamThread, start_global_thread
 from streamlet.runtime.instance_id import claim_instance_id, state_root
+from streamlet.runtime.join_wait import JoinWait, joining_classic_group
 from streamlet.runtime.membership import GroupMembership
 from streamlet.runtime.poll_loop import PollLoop
 from streamlet.runtime.positions import PartitionPositions
@@ -66,6 +71,7 @@ from streamlet.runtime.streams_membership import StreamsGroupMembership, request
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.task_offsets import last_applied, local_task_offsets, offset_sum
 from streamlet.runtime.thread_state import ThreadState, ThreadStateTracker
+from streamlet.runtime.workers import thread_number
 from streamlet.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -157,6 +163,11 @@ class Supervisor:
         self.on_loop: Callable[[], None] = lambda: None  # called once per poll loop (metrics sampling)
         self.on_task_created: Callable[[Any], None] = lambda _task: None  # see TaskManager.on_task_created
         self.view = MemberView(self)
+        self.thread = thread_number()
+        """This member's number among its instance's workers, from 1 (Kafka Streams' stream thread index)."""
+        self.join_wait: JoinWait | None = None  # a classic group's long joins, reported (see `JoinWait`)
+        self.client_ids = ClientIds.of(config, "streamlet", self.thread)
+        """The client ids of the member's clients; formed with the instance's process id once `run()` claimed it."""
 
     def _on_rebalance(self, running: bool) -> None:
         """A rebalance began (False: Kafka Streams' thread goes PARTITIONS_REVOKED) or every task is restored
@@ -259,8 +270,9 @@ class Supervisor:
             self._loop.interrupt()
 
     def _client_kwargs(self, role: ClientRole = ClientRole.MAIN_CONSUMER) -> dict[str, Any]:
-        """Connection, security and tuning arguments of one client (see `client_settings`)."""
-        return client_kwargs(self.config, role)
+        """Connection, security and tuning arguments of one client (see `client_settings`), with the client id
+        Kafka Streams would give it (`ClientIds`)."""
+        return client_kwargs(self.config, role, client_id=self.client_ids.of_role(role))
 
     async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run until `stop()`; then commit and close cleanly. Reports started once the group is joined.
@@ -281,15 +293,18 @@ class Supervisor:
         """Prepare the topics, make the member's clients and parts and start them, each start followed by
         the cleanup that undoes it on `resources`; returns the rebalance listener `_serve` subscribes with."""
         config = self.config
+        # The instance id is the process id in the client ids, and the member id in a streams group; under
+        # exactly-once it names the transactional producer (see `claim_instance_id`).
+        instance_id, release_instance_id = claim_instance_id(self._state_root())
+        resources.callback(release_instance_id)
+        self.client_ids = ClientIds.of(config, str(uuid.UUID(hex=instance_id)), self.thread)
+        log.info("process id %s: the group shows this member as client id %s", uuid.UUID(hex=instance_id),
+                 self.client_ids.of_role(ClientRole.MAIN_CONSUMER))
         self.plan = await prepare_topics(self.topology, self.app_id, self._client_kwargs(ClientRole.ADMIN),
                                          replication_factor=int(config["replication.factor"]),
                                          dead_letter_topic=dead_letter_topic(config),
                                          internal_topics_check=config["internal.topics.check"])
         self._partition_counts = self.plan.partition_counts
-        instance_id = ""
-        if config.exactly_once or config.streams_group:
-            instance_id, release_instance_id = claim_instance_id(self._state_root())
-            resources.callback(release_instance_id)
         membership, group = self._make_clients(instance_id)
         assert self.tasks is not None and self.commit_protocol is not None
         resources.callback(self.tasks.abandon)  # runs last: tasks a failure left open are closed dirty
@@ -311,7 +326,8 @@ class Supervisor:
         await self.restore_consumer.start()
         resources.push_async_callback(_stop_groupless_consumer, self.restore_consumer)
         self.global_thread = await start_global_thread(  # restored before any task starts
-            self.topology, config, self._state_root(), self._client_kwargs(ClientRole.RESTORE_CONSUMER),
+            self.topology, config, self._state_root(),
+            {**self._client_kwargs(ClientRole.RESTORE_CONSUMER), "client_id": self.client_ids.global_consumer},
             self._client_kwargs(ClientRole.ADMIN), self._fail)
         if self.global_thread is not None:
             resources.push_async_callback(self.global_thread.close)
@@ -355,6 +371,7 @@ class Supervisor:
             self.consumer = group = AIOKafkaConsumer(  # auto.offset.reset, max.poll.records, timeouts: _client_kwargs
                 **self._client_kwargs(ClientRole.MAIN_CONSUMER), group_id=self.app_id, enable_auto_commit=False,
                 isolation_level=isolation, partition_assignment_strategy=(self._assignor,),
+                group_instance_id=group_instance_id(config, self.thread),
             )
             membership = GroupMembership(self.consumer)
         commits: CommitProtocol
@@ -395,10 +412,13 @@ class Supervisor:
         streams_membership = self._streams_membership
         if streams_membership is None:
             self.consumer.subscribe(sorted(self.plan.source_topics), listener=listener)
+        join_wait_scope = anyio.CancelScope()
         async with anyio.create_task_group() as tg:
             self.tasks.bind(tg)
             if streams_membership is not None:
                 tg.start_soon(self._run_streams_membership, streams_membership, listener)
+            else:
+                tg.start_soon(self._report_long_joins, join_wait_scope)
             task_status.started()
             try:
                 try:
@@ -412,10 +432,23 @@ class Supervisor:
                     raise self._fatal
                 await self._shutdown()
             finally:
+                join_wait_scope.cancel()
                 await self.purger.close()
             if self.shutdown_requested:
                 raise ApplicationShutdownError(
                     f"an instance of application {self.app_id!r} requested an application shutdown")
+
+    async def _report_long_joins(self, scope: anyio.CancelScope) -> None:
+        """Say what a long join of the classic group waits for (see `JoinWait`), until `scope` is cancelled."""
+        main_consumer = self._client_kwargs(ClientRole.MAIN_CONSUMER)
+        self.join_wait = JoinWait(
+            joining=joining_classic_group(self.consumer),
+            describe=lambda: describe_group(self._client_kwargs(ClientRole.ADMIN), self.app_id),
+            own_client_id=None if self.config.get("client.id") else main_consumer["client_id"],
+            session_timeout_ms=int(main_consumer.get("session_timeout_ms") or self.config["session.timeout.ms"]),
+            static=group_instance_id(self.config, self.thread) is not None)
+        with scope:
+            await self.join_wait.run()
 
     def _streams_group_membership(self, instance_id: str) -> StreamsGroupMembership:
         """This instance's membership in a streams group (`group.protocol=streams`), named by its instance id."""
@@ -439,7 +472,7 @@ class Supervisor:
             rebalance_timeout_ms=int(config.get("max.poll.interval.ms") or 300000),
             endpoint=(host, int(port)) if host and port.isdigit() else None, fail=self._end_with,
             on_shutdown_request=self._end_on_shutdown_request, task_offsets=self._task_offsets,
-            subtopology_of=plan.source_topics)
+            subtopology_of=plan.source_topics, instance_id=group_instance_id(config, self.thread))
 
     def _task_offsets(self) -> tuple[dict[TaskId, int], dict[TaskId, int]]:
         """The task offsets and end offsets this member reports in a streams group (see `task_offsets`):

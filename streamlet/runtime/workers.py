@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 WORKER_INDEX_ENV = "STREAMLET_WORKER_INDEX"
 
 
+def thread_number() -> int:
+    """This process's number among the pool's workers, from 1 (1 outside a pool): what Kafka Streams'
+    stream thread index is in its client ids and static members' `group.instance.id`."""
+    return int(os.environ.get(WORKER_INDEX_ENV) or 0) + 1
+
+
 @dataclass
 class Worker:
     index: int

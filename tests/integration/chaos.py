@@ -277,7 +277,8 @@ def scale(steps: list[tuple[float, int]]) -> Disruption:
 async def run_chaos(bootstrap: str, workdir: Path, *, words: int, disrupt: Disruption, guarantee: str,
                     produce_seconds: float, seed: int = 1, settle_timeout: float = 300,
                     extra_settings: dict[str, Any] | None = None, instances: int = 2,
-                    log: Callable[[str], Any] = print) -> ChaosResult:
+                    log: Callable[[str], Any] = print,
+                    instance_settings: Callable[[int], dict[str, Any]] | None = None) -> ChaosResult:
     rng = random.Random(seed)
     suffix = uuid.uuid4().hex[:8]
     inp, out = f"chaos-in-{suffix}", f"chaos-out-{suffix}"
@@ -293,7 +294,9 @@ async def run_chaos(bootstrap: str, workdir: Path, *, words: int, disrupt: Disru
         **(extra_settings or {}),
     }
     env = {"WORDCOUNT_INPUT": inp, "WORDCOUNT_OUTPUT": out}
-    apps = [AppProcess(TARGET, {**settings, "state.dir": workdir / f"state-{i}"}, workdir / f"app-{i}.log", env=env)
+    apps = [AppProcess(TARGET, {**settings, "state.dir": workdir / f"state-{i}",
+                                **(instance_settings(i) if instance_settings else {})},
+                       workdir / f"app-{i}.log", env=env)
             for i in range(instances)]
     began = time.monotonic()
     try:

@@ -51,3 +51,23 @@ def test_install_attaches_one_handler_only() -> None:
         assert sum(isinstance(h, BrokerWaitLog) for h in target.handlers) == 1
     finally:
         target.handlers.clear()
+
+
+def test_a_join_the_coordinator_held_past_the_request_timeout_is_no_broker_failure(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # aiokafka's line when a JoinGroup outlasts request.timeout.ms: the coordinator was waiting for the
+    # group's members (a killed member's session), not away.
+    handler = BrokerWaitLog(clock=_Clock())
+    caplog.set_level(logging.INFO, logger="streamlet.kafka.broker")
+    handler.handle(_record(logging.ERROR, "Error sending JoinGroupRequest to node 1 [[Error 7] RequestTimedOutError] "
+                                          "-- marking coordinator dead"))
+    handler.handle(_record(logging.INFO, "Discovered coordinator 1 for group g"))
+    assert not handler.waiting
+    lines = [r.getMessage() for r in caplog.records if r.name == "streamlet.kafka.broker"]
+    assert len(lines) == 1
+    assert lines[0].startswith("the group coordinator held this member's join longer than request.timeout.ms")
+    assert "previous member's session" in lines[0] and "lost the connection" not in lines[0]
+    # Any other request that times out still means the broker is not answering.
+    handler.handle(_record(logging.ERROR, "Error sending HeartbeatRequest to node 1 [[Error 7] RequestTimedOutError] "
+                                          "-- marking coordinator dead"))
+    assert handler.waiting

@@ -242,3 +242,39 @@ def test_secrets_are_redacted_wherever_a_config_is_shown() -> None:
     assert "/etc/ca.pem" in shown and "[hidden]" in shown
     assert sorted(secret_values(config)) == sorted([PASSWORD, "k3y", "-----BEGIN PRIVATE KEY-----", "tp"])
     assert resolved_settings(config, ClientRole.PRODUCER)["ssl.key.password"] == "k3y"
+
+
+# -- client ids and static membership ----------------------------------------------------------------------------
+PROCESS = "8a3b2c1d-0000-4000-8000-00000000abcd"
+
+
+def test_client_ids_take_kafka_streams_forms_with_the_process_id() -> None:
+    ids = client_settings.ClientIds.of({"application.id": "orders"}, PROCESS, thread=2)
+    assert ids.of_role(ClientRole.MAIN_CONSUMER) == f"orders-{PROCESS}-StreamThread-2-consumer"
+    assert ids.of_role(ClientRole.RESTORE_CONSUMER) == f"orders-{PROCESS}-StreamThread-2-restore-consumer"
+    assert ids.of_role(ClientRole.PRODUCER) == f"orders-{PROCESS}-StreamThread-2-producer"
+    assert ids.of_role(ClientRole.ADMIN) == f"orders-{PROCESS}-admin"
+    assert ids.global_consumer == f"orders-{PROCESS}-GlobalStreamThread-global-consumer"
+
+
+def test_a_client_id_setting_replaces_application_id_and_process_id() -> None:
+    ids = client_settings.ClientIds.of({"application.id": "orders", "client.id": "billing"}, PROCESS)
+    assert ids.of_role(ClientRole.MAIN_CONSUMER) == "billing-StreamThread-1-consumer"
+    assert ids.of_role(ClientRole.ADMIN) == "billing-admin"
+    # ... and reaches aiokafka as the client's client_id
+    config = StreamsConfig({"application.id": "orders", "client.id": "billing", "bootstrap.servers": "b:9092"})
+    assert client_kwargs(config, ClientRole.PRODUCER, client_id=ids.of_role(ClientRole.PRODUCER))["client_id"] == \
+        "billing-StreamThread-1-producer"
+
+
+def test_group_instance_id_gets_the_worker_number_and_is_not_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="streamlet.kafka.client_settings"):
+        for role in ClientRole:
+            kwargs(role, **{"group.instance.id": "pod-0"})
+    assert "group.instance.id" not in caplog.text
+    assert client_settings.group_instance_id({"application.id": "a", "group.instance.id": "pod-0"}, 3) == "pod-0-3"
+    assert client_settings.group_instance_id({"application.id": "a", "main.consumer.group.instance.id": "p"}) == "p-1"
+    assert client_settings.group_instance_id({"application.id": "a"}) is None
+    with caplog.at_level(logging.WARNING, logger="streamlet.kafka.client_settings"):
+        kwargs(ClientRole.PRODUCER, **{"producer.group.instance.id": "x"})
+    assert "producer.group.instance.id does not apply to the producer" in caplog.text
