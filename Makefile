@@ -106,7 +106,11 @@ OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test
 	tests/integration/test_secured_cluster.py tests/integration/test_streams_group_protocol.py \
 	tests/integration/test_streams_group_runtime.py tests/integration/test_streams_group_rolling_move.py \
 	tests/interop/test_operators_rolling_move.py tests/integration/test_streams_group_queries.py \
-	tests/integration/test_committed_lag.py
+	tests/integration/test_committed_lag.py tests/integration/test_static_membership.py \
+	tests/integration/test_streams_group_states.py \
+	'tests/interop/test_avro_app_move.py::test_output_equals_the_reference[rolling]' \
+	'tests/interop/test_avro_app_move.py::test_changelog_equals_the_reference[rolling]' \
+	'tests/interop/test_avro_app_move.py::test_the_move_was_real_and_no_instance_failed[rolling]'
 # Two pytest-xdist workers (TEST_WORKERS): most tests wait on brokers, JVMs and subprocesses, so two halve the
 # wall time on two cores; tests/conftest.py keeps each file, and all the Java-building ones, on one worker.
 TEST_WORKERS ?= 2
