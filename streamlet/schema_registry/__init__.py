@@ -12,7 +12,8 @@ with fastavro); `import streamlet` alone never imports this package.
 
 from __future__ import annotations
 
-from streamlet.schema_registry.avro import GenericAvroSerde, SpecificAvroSerde, avro_schema_of
+from streamlet.schema_registry.avro import GenericAvroSerde, SpecificAvroSerde
 from streamlet.schema_registry.client import drop_scope
+from streamlet.schema_registry.typed import avro_schema_of
 
 __all__ = ["GenericAvroSerde", "SpecificAvroSerde", "avro_schema_of", "drop_scope"]
