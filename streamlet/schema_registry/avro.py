@@ -20,6 +20,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from streamlet.errors import SerializationError
 from streamlet.schema_registry.client import RegistrySettings, registry_client
+from streamlet.schema_registry.shipping import ConcurrentAvroSerializer, ShipsConfiguration
 from streamlet.schema_registry.typed import AvroCodec, AvroSchema, avro_schema_of
 from streamlet.serdes import Deserializer, Serde, Serializer, is_serde_setting
 
@@ -44,8 +45,8 @@ def _schema_id(data: bytes) -> str:
     return str(_ID.unpack_from(data, 1)[0]) if len(data) >= 5 else "none (fewer than 5 bytes)"
 
 
-class _Configurable:
-    """The configuration state shared by a serde and its serializer and deserializer."""
+class _Configurable(ShipsConfiguration):
+    """The configuration state shared by a serde and its serializer and deserializer (picklable: `shipping`)."""
 
     def __init__(self, kind: str, writer_schema: AvroSchema | None, reader_schema: AvroSchema | None,
                  to_dict: Callable[[Any], dict[str, Any]] | None, from_dict: Callable[[dict[str, Any]], Any] | None,
@@ -61,8 +62,18 @@ class _Configurable:
         self.serializer: AvroSerializer | None = None
         self.deserializer: AvroDeserializer | None = None
         self._contexts: dict[str | None, SerializationContext] = {}  # per topic, made once
+        self.init_shipping()
 
     def configure(self, config: Mapping[str, Any], is_key: bool, by_hand: bool) -> None:
+        if not self.reuse(config, is_key):  # a copy pickled to this process (a Spark worker) configured it already
+            self._make(config, is_key)
+        self.is_key = is_key
+        self.by_hand = by_hand
+        self.applied = _fingerprint(config)
+        self._contexts = {}
+        self.kept(config, is_key)
+
+    def _make(self, config: Mapping[str, Any], is_key: bool) -> None:
         settings = RegistrySettings.from_config(config)
         client = registry_client(settings)
         strategy = settings.key_strategy if is_key else settings.value_strategy
@@ -71,17 +82,13 @@ class _Configurable:
         if writer is None and not settings.use_latest_version:
             self.serializer = None  # reading only; writing says why it cannot
         else:
-            self.serializer = AvroSerializer(
+            self.serializer = ConcurrentAvroSerializer(
                 client, writer, to_dict=None,
                 conf={**conf, "auto.register.schemas": settings.auto_register and writer is not None,
                       "normalize.schemas": settings.normalize})
         reader = self.reader_schema
         self.deserializer = AvroDeserializer(client, _schema_text(reader) if reader is not None else None,
                                              conf=conf)
-        self.is_key = is_key
-        self.by_hand = by_hand
-        self.applied = _fingerprint(config)
-        self._contexts = {}
 
     def configure_from_application(self, config: Mapping[str, Any], is_key: bool) -> None:
         """The hook the runtime calls: configure unless configured by hand or already with these settings."""
