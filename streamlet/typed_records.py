@@ -61,7 +61,7 @@ def record_fields(tp: type) -> list[RecordField]:
     """The fields of a dataclass, pydantic model or msgspec struct, in declaration order."""
     kind = record_kind(tp)
     if kind == "dataclass":
-        hints = typing.get_type_hints(tp, include_extras=True)
+        hints = typing.get_type_hints(tp, localns={tp.__name__: tp}, include_extras=True)
         out = []
         for field in dataclasses.fields(tp):
             hint, metadata = _strip(hints[field.name])
@@ -80,7 +80,7 @@ def record_fields(tp: type) -> list[RecordField]:
         import msgspec  # a struct exists, so msgspec is installed
 
         out = []
-        hints = typing.get_type_hints(tp, include_extras=True)
+        hints = typing.get_type_hints(tp, localns={tp.__name__: tp}, include_extras=True)
         for info in msgspec.structs.fields(tp):
             hint, metadata = _strip(hints.get(info.name, info.type))
             default = MISSING if info.default is msgspec.NODEFAULT else info.default

@@ -13,7 +13,7 @@ import datetime
 import json
 import typing
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -184,11 +184,24 @@ class AvroCodec:
                               f"got {record_type!r}")
         self.record_type = record_type
         self.schema = parse_schema_json(schema) if schema is not None else avro_schema_of(record_type)
+        self._make()
+
+    def _make(self) -> None:
         try:
-            self._to_dict = to_plain(record_type, _avro_leaf_out)
-            self.from_dict: Callable[[dict[str, Any]], Any] = from_plain(record_type, _avro_leaf_in)
+            self._to_dict = to_plain(self.record_type, _avro_leaf_out)
+            self._from_dict = from_plain(self.record_type, _avro_leaf_in)
         except TypeError as exc:
-            raise ConfigError(f"SpecificAvroSerde({record_type.__name__}): {exc}") from exc
+            raise ConfigError(f"SpecificAvroSerde({self.record_type.__name__}): {exc}") from exc
+
+    def __getstate__(self) -> dict[str, Any]:  # the converters are closures: made again where unpickled
+        return {"record_type": self.record_type, "schema": self.schema}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._make()
+
+    def from_dict(self, value: dict[str, Any]) -> Any:
+        return self._from_dict(value)
 
     def to_dict(self, record: Any) -> dict[str, Any]:
         if not isinstance(record, self.record_type):
