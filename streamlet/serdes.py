@@ -354,7 +354,7 @@ class _TypedJsonCodec:
         if self.kind == "pydantic":
             import pydantic  # the model exists, so pydantic is installed
 
-            adapter = pydantic.TypeAdapter(tp)
+            adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(tp)
             self._encode, self._decode = adapter.dump_json, adapter.validate_json
         elif self.kind == "msgspec":
             import msgspec  # the struct exists, so msgspec is installed
