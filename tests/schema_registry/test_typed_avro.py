@@ -1,5 +1,5 @@
 """`SpecificAvroSerde(MyType)` for dataclasses, pydantic models and msgspec structs: the schema derived from
-the type, round trips through `mock://`, one record readable as any flavour, evolution, the driver, and a
+the type, round trips through `mock://`, the same bytes from every flavour, evolution, the driver, and a
 pydantic model's schema registering and evolving on the real registry."""
 
 from __future__ import annotations
@@ -73,24 +73,21 @@ def test_round_trip(flavour: str, values: dict[str, Any]) -> None:
         drop_scope(scope)
 
 
+@pytest.mark.skipif(len(FLAVOURS) < 2, reason="pydantic and msgspec are not installed")
 @settings(max_examples=25, deadline=None)
 @given(values=order_values)
-def test_every_flavour_writes_the_same_body_and_reads_the_others(values: dict[str, Any]) -> None:
-    """Named alike, the flavours' schemas differ only in the record names: the bodies are the same bytes,
-    and each flavour reads what another wrote (the registry resolves the writer's names)."""
+def test_every_flavour_writes_the_same_body(values: dict[str, Any]) -> None:
+    """The flavours' schemas differ only in their record names: the same values are the same Avro body."""
     scope = f"typed-{uuid.uuid4().hex}"
     config = {"schema.registry.url": f"mock://{scope}"}
     try:
-        serdes = {name: SpecificAvroSerde(FLAVOURS[name][0], config=config) for name in FLAVOURS}
-        written = {name: serdes[name].serializer.serialize(f"orders-{name}", build(name, values))
-                   for name in FLAVOURS}
-        assert len({data[5:] for data in written.values() if data is not None}) == 1
-        for writer, data in written.items():
-            for reader in FLAVOURS:
-                if reader != writer:
-                    # Another flavour's record name: read as the writer's, converted by field.
-                    got = serdes[writer].deserializer.deserialize(f"orders-{writer}", data)
-                    assert got == build(writer, values)
+        bodies = set()
+        for name in FLAVOURS:
+            data = SpecificAvroSerde(FLAVOURS[name][0], config=config).serializer.serialize(
+                f"orders-{name}", build(name, values))
+            assert data is not None
+            bodies.add(data[5:])
+        assert len(bodies) == 1
     finally:
         drop_scope(scope)
 
@@ -215,13 +212,8 @@ def test_recursive_type(url: str) -> None:
 def test_configured_serde_pickles_and_copies_share_their_configuration(flavour: str, url: str) -> None:
     """As the Spark engine ships a topology to its workers for each batch: a copy comes configured, and the
     copies of one serde in one process share what the first copy configured."""
-    v1, _ = _evolving(flavour)
-    if flavour == "dataclass":
-        v1 = FLAVOURS["dataclass"][1]  # a module-level type: pickled by reference
-        value: Any = v1("a", 1)
-    else:
-        v1 = FLAVOURS[flavour][1]
-        value = v1(sku="a", quantity=1)
+    v1 = FLAVOURS[flavour][1]  # a module-level type: pickled by reference
+    value = v1(sku="a", quantity=1)
     serde = SpecificAvroSerde(v1, config={"schema.registry.url": url})
     data = serde.serializer.serialize("lines", value)
     shipped = pickle.dumps(serde)
