@@ -7,13 +7,18 @@ apps, and a changelog or repartition topic written here must read the same there
 
 from __future__ import annotations
 
+import base64
+import datetime
 import struct
+import uuid
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 import orjson
 
 from streamlet.errors import SerializationError
+from streamlet.typed_records import from_plain, is_enum, record_kind
 
 T = TypeVar("T")
 
@@ -296,6 +301,114 @@ class JsonSerde(Serde[Any]):
         self.deserializer.deserialize = _deserialize_json  # type: ignore[method-assign]
 
 
+# -- typed JSON records ---------------------------------------------------------------------------------
+
+def _json_default(value: Any) -> Any:
+    """What orjson does not write by itself: a Decimal as its text, a set as a list, bytes as base64."""
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, set | frozenset):
+        return list(value)
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def _json_leaf(hint: Any) -> Callable[[Any], Any] | None:
+    """Reads a JSON scalar back as the annotated type (the text orjson or `_json_default` wrote)."""
+    if hint is datetime.datetime:
+        return lambda v: datetime.datetime.fromisoformat(v) if isinstance(v, str) else v
+    if hint is datetime.date:
+        return lambda v: datetime.date.fromisoformat(v) if isinstance(v, str) else v
+    if hint is Decimal:
+        return lambda v: Decimal(str(v))
+    if hint is uuid.UUID:
+        return lambda v: uuid.UUID(v) if isinstance(v, str) else v
+    if hint is bytes:
+        return lambda v: base64.b64decode(v) if isinstance(v, str) else v
+    if hint is float:
+        return lambda v: float(v) if type(v) is int else v
+    if is_enum(hint):
+        return hint  # by value, as orjson writes an enum member
+    return None
+
+
+class _TypedJsonCodec:
+    """The encoder and decoder for one record type, made on first use (after unpickling too: a Spark worker
+    gets the type, not the library objects)."""
+
+    def __init__(self, record_type: type) -> None:
+        self.record_type = record_type
+        self.kind = record_kind(record_type)
+        if self.kind is None:
+            raise SerializationError(f"Serdes.json needs a dataclass, pydantic model or msgspec struct, "
+                                     f"got {record_type!r}")
+        self._encode: Callable[[Any], bytes] | None = None
+        self._decode: Callable[[bytes], Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"record_type": self.record_type, "kind": self.kind, "_encode": None, "_decode": None}
+
+    def _make(self) -> None:
+        tp = self.record_type
+        if self.kind == "pydantic":
+            import pydantic  # the model exists, so pydantic is installed
+
+            adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(tp)
+            self._encode, self._decode = adapter.dump_json, adapter.validate_json
+        elif self.kind == "msgspec":
+            import msgspec  # the struct exists, so msgspec is installed
+
+            self._encode, self._decode = msgspec.json.Encoder().encode, msgspec.json.Decoder(tp).decode
+        else:
+            build = from_plain(tp, _json_leaf)
+            self._encode = lambda obj: orjson.dumps(obj, default=_json_default)
+            self._decode = lambda data: build(orjson.loads(data))
+
+    def encode(self, value: Any) -> bytes:
+        if not isinstance(value, self.record_type):
+            raise SerializationError(f"Serdes.json({self.record_type.__name__}) cannot serialize "
+                                     f"{type(value).__name__}: {value!r}")
+        if self._encode is None:
+            self._make()
+        assert self._encode is not None
+        try:
+            return self._encode(value)
+        except Exception as exc:
+            raise SerializationError(f"Serdes.json({self.record_type.__name__}): {type(exc).__name__}: {exc}"
+                                     ) from exc
+
+    def decode(self, data: bytes) -> Any:
+        if self._decode is None:
+            self._make()
+        assert self._decode is not None
+        try:
+            return self._decode(data)
+        except Exception as exc:
+            raise SerializationError(f"Serdes.json({self.record_type.__name__}) cannot read "
+                                     f"{bytes(data[:60])!r}: {type(exc).__name__}: {exc}") from exc
+
+
+class TypedJsonSerde(Serde[T], Generic[T]):
+    """JSON values as instances of a dataclass, pydantic model or msgspec struct (`Serdes.json(MyType)`).
+
+    A pydantic model is written and read by pydantic (its JSON, validated on read), a msgspec struct by
+    msgspec, a dataclass by orjson (datetimes in ISO 8601, enums by value, decimals as text) and read back
+    into the dataclass, nested dataclasses, enums, datetimes, decimals and UUIDs included. No registry and
+    no schema: the bytes are plain UTF-8 JSON.
+    """
+
+    name = "TypedJson"
+
+    def __init__(self, record_type: type[T]) -> None:
+        codec = _TypedJsonCodec(record_type)
+        self.record_type = record_type
+        super().__init__(Serializer(codec.encode), Deserializer(codec.decode))
+
+    def __repr__(self) -> str:
+        return f"Serdes.json({self.record_type.__name__})"
+
+
 class Serdes:
     """Factories for the built-in serdes, named as Java's `Serdes.String()` etc."""
 
@@ -308,6 +421,11 @@ class Serdes:
     Float = FloatSerde
     Double = DoubleSerde
     Json = JsonSerde
+
+    @staticmethod
+    def json(record_type: type[T]) -> TypedJsonSerde[T]:
+        """JSON values as instances of `record_type`: a dataclass, pydantic model or msgspec struct."""
+        return TypedJsonSerde(record_type)
 
 
 _BY_NAME: dict[str, type[Serde[Any]]] = {}

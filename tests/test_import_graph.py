@@ -48,6 +48,7 @@ BOTTOM_MODULES = (
     "streamlet.durations",
     "streamlet.redaction",
     "streamlet.dsl_store_settings",
+    "streamlet.typed_records",
 )
 # The layers above it, which no bottom module may import.
 UPPER_PACKAGES = (

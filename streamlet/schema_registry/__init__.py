@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from streamlet.schema_registry.avro import GenericAvroSerde, SpecificAvroSerde, avro_schema_of
+from streamlet.schema_registry.avro import GenericAvroSerde, SpecificAvroSerde
 from streamlet.schema_registry.client import drop_scope
+from streamlet.schema_registry.typed import avro_schema_of
 
 if TYPE_CHECKING:
     from streamlet.schema_registry.json_schema import KafkaJsonSchemaSerde

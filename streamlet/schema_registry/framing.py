@@ -20,6 +20,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from streamlet.errors import SerializationError
 from streamlet.schema_registry.client import RegistrySettings, registry_client
+from streamlet.schema_registry.shipping import ShipsConfiguration
 from streamlet.serdes import Deserializer, Serde, Serializer, is_serde_setting
 
 T = TypeVar("T")
@@ -55,8 +56,9 @@ def confluent_conf(settings: RegistrySettings, is_key: bool) -> dict[str, Any]:
     return {"subject.name.strategy": strategy, "use.latest.version": settings.use_latest_version}
 
 
-class RegistryState:
-    """The configuration state shared by a serde and its serializer and deserializer."""
+class RegistryState(ShipsConfiguration):
+    """The configuration state shared by a serde and its serializer and deserializer (picklable: `shipping`;
+    `build`, `to_wire` and `from_wire` must pickle too, e.g. module functions or their `functools.partial`)."""
 
     def __init__(self, kind: str, build: Builder, no_schema_hint: str,
                  to_wire: Callable[[Any], Any] | None = None, from_wire: Callable[[Any], Any] | None = None,
@@ -72,14 +74,17 @@ class RegistryState:
         self.serializer: ConfluentSerializer | None = None
         self.deserializer: ConfluentDeserializer | None = None
         self._contexts: dict[str | None, SerializationContext] = {}  # per topic, made once
+        self.init_shipping()
 
     def configure(self, config: Mapping[str, Any], is_key: bool, by_hand: bool) -> None:
-        settings = RegistrySettings.from_config(config)
-        self.serializer, self.deserializer = self.build(registry_client(settings), settings, is_key)
+        if not self.reuse(config, is_key):  # a copy pickled to this process (a Spark worker) configured it already
+            settings = RegistrySettings.from_config(config)
+            self.serializer, self.deserializer = self.build(registry_client(settings), settings, is_key)
         self.is_key = is_key
         self.by_hand = by_hand
         self.applied = _fingerprint(config)
         self._contexts = {}
+        self.kept(config, is_key)
 
     def configure_from_application(self, config: Mapping[str, Any], is_key: bool) -> None:
         """The hook the runtime calls: configure unless configured by hand or already with these settings."""

@@ -8,6 +8,7 @@ subject strategies and validation (jsonschema, on write and on read) are conflue
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -43,18 +44,20 @@ def _schema_text(schema: JsonSchema) -> str:
 
 
 def _build_for(writer: str | None) -> Builder:
-    def build(client: SchemaRegistryClient, settings: RegistrySettings, is_key: bool,
-              ) -> tuple[ConfluentSerializer | None, ConfluentDeserializer]:
-        conf = confluent_conf(settings, is_key)
-        serializer = None
-        if writer is not None or settings.use_latest_version:  # else reading only; writing says why it cannot
-            serializer = JSONSerializer(writer, client, json_encode=java_json, conf={
-                **conf, "auto.register.schemas": settings.auto_register and writer is not None,
-                "normalize.schemas": settings.normalize, "validate": True})
-        # The writer's schema by id validates what is read (Confluent's json.fail.invalid.schema=true).
-        return serializer, JSONDeserializer(None, conf=conf, schema_registry_client=client)
+    """The format's builder, picklable (a serde's state is shipped to Spark's workers: `shipping`)."""
+    return functools.partial(_build, writer)
 
-    return build
+
+def _build(writer: str | None, client: SchemaRegistryClient, settings: RegistrySettings, is_key: bool,
+           ) -> tuple[ConfluentSerializer | None, ConfluentDeserializer]:
+    conf = confluent_conf(settings, is_key)
+    serializer = None
+    if writer is not None or settings.use_latest_version:  # else reading only; writing says why it cannot
+        serializer = JSONSerializer(writer, client, json_encode=java_json, conf={
+            **conf, "auto.register.schemas": settings.auto_register and writer is not None,
+            "normalize.schemas": settings.normalize, "validate": True})
+    # The writer's schema by id validates what is read (Confluent's json.fail.invalid.schema=true).
+    return serializer, JSONDeserializer(None, conf=conf, schema_registry_client=client)
 
 
 class KafkaJsonSchemaSerde(RegistrySerde[Any]):

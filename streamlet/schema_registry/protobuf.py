@@ -9,6 +9,7 @@ registered as references) and subject strategies are confluent-kafka's `Protobuf
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
@@ -33,24 +34,26 @@ M = TypeVar("M", bound=Message)
 
 
 def _build_for(message_class: type[Message]) -> Builder:
-    def build(client: SchemaRegistryClient, settings: RegistrySettings, is_key: bool,
-              ) -> tuple[ConfluentSerializer | None, ConfluentDeserializer]:
-        conf = confluent_conf(settings, is_key)
-        serializer = ProtobufSerializer(message_class, client, conf={
-            **conf, "auto.register.schemas": settings.auto_register, "normalize.schemas": settings.normalize})
-        # Parsed with the class alone: Protobuf needs no writer schema to read a message. Given the client,
-        # confluent-kafka would also build the writer's file into a descriptor pool, which fails for a file
-        # its pool already has (google/type/*.proto) and for a schema registered as .proto text on a registry
-        # that answers `format=serialized` with the text (Apicurio 2.6).
-        parse = ProtobufDeserializer(message_class, conf=conf)
+    """The format's builder, picklable (a serde's state is shipped to Spark's workers: `shipping`)."""
+    return functools.partial(_build, message_class)
 
-        def deserialize(data: bytes, context: SerializationContext) -> Any:
-            client.get_schema(schema_id_of(data))  # the writer's id must be the registry's (cached after once)
-            return parse(data, context)
 
-        return serializer, deserialize
+def _build(message_class: type[Message], client: SchemaRegistryClient, settings: RegistrySettings, is_key: bool,
+           ) -> tuple[ConfluentSerializer | None, ConfluentDeserializer]:
+    conf = confluent_conf(settings, is_key)
+    serializer = ProtobufSerializer(message_class, client, conf={
+        **conf, "auto.register.schemas": settings.auto_register, "normalize.schemas": settings.normalize})
+    # Parsed with the class alone: Protobuf needs no writer schema to read a message. Given the client,
+    # confluent-kafka would also build the writer's file into a descriptor pool, which fails for a file
+    # its pool already has (google/type/*.proto) and for a schema registered as .proto text on a registry
+    # that answers `format=serialized` with the text (Apicurio 2.6).
+    parse = ProtobufDeserializer(message_class, conf=conf)
 
-    return build
+    def deserialize(data: bytes, context: SerializationContext) -> Any:
+        client.get_schema(schema_id_of(data))  # the writer's id must be the registry's (cached after once)
+        return parse(data, context)
+
+    return serializer, deserialize
 
 
 class KafkaProtobufSerde(RegistrySerde[M], Generic[M]):
