@@ -59,7 +59,7 @@ ops = st.lists(st.one_of(
 ), max_size=40)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=ops)
 def test_staged_writes_match_a_model(tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]]) -> None:
     context = EosContext(tmp_path_factory.mktemp("staging"))
@@ -79,17 +79,19 @@ def test_staged_writes_match_a_model(tmp_path_factory: pytest.TempPathFactory, s
         return {k: v for k, v in merged.items() if v is not None}
 
     try:
-        for step in steps:
+        for i, step in enumerate(steps):
             kind = step[0]
+            unique = i.to_bytes(2, "big")  # every write's value differs from every other's
             if kind == "put":
-                store.put(step[1], step[2])
-                current[step[1]] = step[2]
+                store.put(step[1], step[2] + unique)
+                current[step[1]] = step[2] + unique
             elif kind == "delete":
                 store.delete(step[1])
                 current[step[1]] = None
             elif kind == "batch":
                 with store.batch() as batch:
                     for key, value in step[1]:
+                        value = None if value is None else value + unique
                         batch.put(key, value)
                         current[key] = value
             elif kind == "seal":
