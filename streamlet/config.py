@@ -45,6 +45,7 @@ DEFAULTS: dict[str, Any] = {
     "processing.guarantee": AT_LEAST_ONCE,
     "commit.interval.ms": None,  # 30000 under at_least_once, 100 under exactly_once_v2
     "statestore.cache.max.bytes": 10 * 1024 * 1024,
+    "statestore.uncommitted.max.bytes": 64 * 1024 * 1024,
     "state.dir": None,  # resolved to <tmp>/streamlet, as Kafka Streams uses <tmp>/kafka-streams
     "num.standby.replicas": 0,
     "num.stream.threads": 1,
@@ -129,6 +130,9 @@ DESCRIPTIONS: dict[str, str] = {
                           "exactly_once_v2 (the delay before output becomes visible).",
     "statestore.cache.max.bytes": "Record cache per instance, shared by its tasks' cached stores; repeated "
                                   "updates of a key are merged until a commit or eviction. 0 emits every update.",
+    "statestore.uncommitted.max.bytes": "Under exactly_once_v2: writes of the open transaction that the persistent "
+                                        "stores of an instance hold in memory (they reach disk only once it "
+                                        "commits); past this many bytes a task commits early.",
     "state.dir": "Where local state stores live (<state.dir>/<application.id>/<task>/<store>); default "
                  "<tmp>/streamlet.",
     "num.standby.replicas": "Warm copies of each stateful task kept on other instances for fast failover.",
@@ -256,7 +260,8 @@ def _text_reference() -> str:
 
 
 _INT_KEYS = {
-    "commit.interval.ms", "statestore.cache.max.bytes", "num.standby.replicas", "num.stream.threads",
+    "commit.interval.ms", "statestore.cache.max.bytes", "statestore.uncommitted.max.bytes",
+    "num.standby.replicas", "num.stream.threads",
     "replication.factor", "max.poll.records", "poll.ms", "session.timeout.ms", "heartbeat.interval.ms",
     "max.task.idle.ms", "transaction.timeout.ms", "buffered.records.per.partition",
 }

@@ -9,6 +9,14 @@ The checkpoint file maps each changelog partition to the offset up to which the 
 known to hold the changelog's content. It is written only after a successful commit or a clean
 close. A store found without a checkpoint is not trusted: it is wiped and restored from the start.
 
+Under exactly-once the LevelDB stores hold only committed data (see `stores/leveldb/staging.py`): each
+keeps the writes of the open transaction staged in memory and writes them, together with the changelog
+offset they reach, in one LevelDB write batch once the transaction has committed (`seal`, then
+`commit_transactions`). The task's directory then carries a marker file (`TRANSACTIONAL_MARKER`): its
+stores can be trusted after any close, a kill -9 included, and restore only the changelog after the offset
+each keeps (`restore_starts`). A task with a persistent store of another kind (a user's own) gets no
+marker and is wiped after a dirty close, as before.
+
 Writing a checkpoint is the one place that costs disk syncs (the stores' logs, then the file), so a
 running task writes one only when its changelogs moved far enough since the last one, as Kafka
 Streams does (`maybe_checkpoint`): an older checkpoint is still true, it only means a longer
@@ -28,8 +36,11 @@ from streamlet.actors.record_collector import ChangelogSender, RecordCollector
 from streamlet.config import StreamsConfig
 from streamlet.stores.api import RecordContext, RestoreCallback, StateStore, StateStoreContext
 from streamlet.stores.cache import SharedCacheBudget
+from streamlet.stores.leveldb.staging import StagedDatabase
 
 CHECKPOINT_FILE = ".checkpoint"
+TRANSACTIONAL_MARKER = ".transactional"
+"""In a task's directory: every persistent store of the task keeps only committed data (exactly-once)."""
 
 OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT = 10_000
 """A running task's checkpoint is rewritten once its changelogs moved more than this many offsets in
@@ -78,6 +89,15 @@ class ProcessorStateManager(StateStoreContext):
         self._changelog_for: dict[str, str] = {}
         self._syncs: list[Callable[[], None]] = []
         self._checkpointed: dict[str, int] | None = None  # the checkpoint file's content, once read
+        self._transactional: dict[str, StagedDatabase] = {}  # LevelDB name -> its staging (exactly-once)
+        self._restored: dict[str, int] = {}  # 'topic:partition' -> the offset a restore brought it to
+        self._generation = 0  # of the last `seal`
+        self.staging = False
+        """True once `begin_transactions` turned the stores' staging on."""
+        self.uncommitted_limit = int(config["statestore.uncommitted.max.bytes"])
+        """The task's share of `statestore.uncommitted.max.bytes` (the runtime divides it among its tasks)."""
+        self.on_uncommitted_full: Callable[[], None] = lambda: None
+        """Called when the staged writes pass `uncommitted_limit` (the task asks for an early commit)."""
 
     # -- StateStoreContext ------------------------------------------------------------------------
     @property
@@ -110,6 +130,9 @@ class ProcessorStateManager(StateStoreContext):
 
     def register_sync(self, sync: Callable[[], None]) -> None:
         self._syncs.append(sync)
+
+    def register_transactional(self, name: str, database: StagedDatabase) -> None:
+        self._transactional[name] = database
 
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int,
                    headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
@@ -163,6 +186,8 @@ class ProcessorStateManager(StateStoreContext):
         self.registered.clear()
         self._changelog_for.clear()
         self._syncs.clear()
+        self._transactional.clear()
+        self.staging = False
 
     @property
     def task_dir(self) -> Path:
@@ -197,7 +222,87 @@ class ProcessorStateManager(StateStoreContext):
         """'topic:partition' -> the offset to restore from, for the changelogs whose local store the checkpoint
         vouches for (an entry of an in-memory store, left by an older version, is ignored)."""
         keep = self._checkpointable()
-        return {tp: offset for tp, offset in self.read_checkpoint().items() if tp in keep}
+        starts = {tp: offset for tp, offset in self.read_checkpoint().items() if tp in keep}
+        for tp, offset in self.in_store_offsets().items():
+            # Both are offsets the store holds at least: the later one restores less.
+            if tp in keep and offset > starts.get(tp, -1):
+                starts[tp] = offset
+        return starts
+
+    # -- exactly-once: stores that hold only committed data -------------------------------------------
+    def in_store_offsets(self) -> dict[str, int]:
+        """'topic:partition' -> the changelog offset a LevelDB store records it holds (see `staging.py`)."""
+        found: dict[str, int] = {}
+        for name, database in self._transactional.items():
+            topic = self._changelog_for.get(name)
+            offset = database.committed_offset() if topic is not None else None
+            if offset is not None:
+                found[f"{topic}:{self._partition}"] = offset
+        return found
+
+    def note_restored(self, changelog: str, offset: int) -> None:
+        """A restore brought changelog 'topic:partition' to `offset` (recorded in the store by
+        `begin_transactions`, so that a crash right after it does not restore it again)."""
+        self._restored[changelog] = offset
+
+    @property
+    def transactional(self) -> bool:
+        """Every persistent store of the task stages its writes (a store of a kind that cannot, such as a
+        user's own persistent store, makes the task fall back to being wiped after a dirty close)."""
+        return all(name in self._transactional for name, reg in self.registered.items() if reg.store.persistent)
+
+    def keeps_committed_state(self) -> bool:
+        """True when the task's directory holds only committed data (`TRANSACTIONAL_MARKER`): a dirty close
+        or a crash leaves nothing to wipe."""
+        return (self._task_dir / TRANSACTIONAL_MARKER).exists()
+
+    def begin_transactions(self) -> None:
+        """The stores are restored and the task starts processing under exactly-once: record the restored
+        offsets in the stores, turn staging on and mark the directory; or, when some persistent store cannot
+        stage, remove the mark (its stores are wiped after a dirty close)."""
+        marker = self._task_dir / TRANSACTIONAL_MARKER
+        if not self.transactional:
+            marker.unlink(missing_ok=True)
+            return
+        share = self.uncommitted_limit // max(1, len(self._transactional))
+        for name, database in self._transactional.items():
+            topic = self._changelog_for.get(name)
+            restored = self._restored.get(f"{topic}:{self._partition}") if topic is not None else None
+            if restored is not None and restored != database.committed_offset():
+                database.record_offset(restored)
+            database.limit_bytes = share
+            database.on_full = self.on_uncommitted_full
+            database.staging = True
+        self.staging = True
+        if self._transactional and not marker.exists():
+            self._task_dir.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+
+    @property
+    def generation(self) -> int:
+        """The transaction generation of the last `seal`."""
+        return self._generation
+
+    def seal(self) -> int:
+        """The stores' staged writes so far belong to the transaction being committed now; returns its
+        generation (to name in `commit_transactions` once it committed)."""
+        if self.staging:
+            self._generation += 1
+            for database in self._transactional.values():
+                database.seal(self._generation)
+        return self._generation
+
+    def commit_transactions(self, generation: int | None, offsets: dict[str, int]) -> None:
+        """The transactions up to `generation` (None: every sealed one) committed, bringing the changelogs
+        to `offsets` ('topic:partition' -> next offset): each store writes their writes and its offset."""
+        if not self.staging:
+            return
+        for name, database in self._transactional.items():
+            topic = self._changelog_for.get(name)
+            database.commit(generation, offsets.get(f"{topic}:{self._partition}") if topic is not None else None)
+
+    def uncommitted_bytes(self) -> int:
+        return sum(database.uncommitted_bytes for database in self._transactional.values())
 
     def maybe_checkpoint(self, offsets: dict[str, int], enforce: bool) -> None:
         """Merge `offsets` ('topic:partition' -> next offset) of the persistent stores' changelogs into the

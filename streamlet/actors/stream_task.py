@@ -131,6 +131,7 @@ class StreamTask:
             cache_budget=lambda _name: cache_bytes // n_stores,
             shared_cache=shared_cache,
         )
+        self.state.on_uncommitted_full = partial(setattr, self, "commit_requested", True)
         self.nodes: dict[str, Node] = {}
         self.sources_by_topic: dict[str, SourceNode] = {}
         build_nodes(self, resolve_topic)
@@ -187,8 +188,10 @@ class StreamTask:
         for name in reversed(self.subtopology.nodes):
             self.nodes[name].init()
 
-    def close(self, clean: bool) -> None:
-        """Close processors and stores; a clean close flushes first, a dirty one drops pending output."""
+    def close(self, clean: bool, keep_stores_open: bool = False) -> None:
+        """Close processors and stores; a clean close flushes first, a dirty one drops pending output.
+        `keep_stores_open`: the stores are closed by the caller (`state.close()`) once the close's
+        commit is done, which under exactly-once is what writes their staged writes."""
         try:
             if clean:
                 self.state.flush()
@@ -201,7 +204,8 @@ class StreamTask:
                         raise
                     log.exception("task %s: error closing node %s during a dirty close", self.task_id, node.name)
         finally:
-            self.state.close()
+            if not keep_stores_open:
+                self.state.close()
             self.partition_group.clear()
 
     # -- input --------------------------------------------------------------------------------------
@@ -467,12 +471,20 @@ class StreamTask:
         self.current_raw = None  # a cache flush forwards with its entries' contexts, which keep no bytes
         self.state.flush()
         self.fold_positions()  # a cache flush writes with its entries' record contexts
+        self.state.seal()  # exactly-once: the stores' writes so far belong to the transaction committed now
         self.commit_requested = False
         return dict(self.consumed_offsets)
 
-    def post_commit(self, changelog_offsets: dict[tuple[str, int], int], enforce: bool = False) -> None:
+    def post_commit(self, changelog_offsets: dict[tuple[str, int], int], enforce: bool = False,
+                    generation: int | None = None) -> None:
         """After a successful commit: record how far the changelogs hold this task's state, when
-        `enforce`d (a clean close) or once they moved far enough (`maybe_checkpoint`)."""
+        `enforce`d (a clean close) or once they moved far enough (`maybe_checkpoint`). Under exactly-once
+        the stores first write the staged writes of the transactions up to `generation` (None: all) with
+        their changelog offsets, and only a clean close writes the checkpoint file."""
         moved = {f"{topic}:{partition}": off for topic, partition in self.state.changelog_partitions().values()
                  if (off := changelog_offsets.get((topic, partition))) is not None}
+        if self.config.exactly_once:
+            self.state.commit_transactions(None if enforce else generation, moved)
+            if not enforce:
+                return
         self.state.maybe_checkpoint(moved, enforce)

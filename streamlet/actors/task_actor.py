@@ -89,6 +89,8 @@ class Commit:
     reply: Reply = field(default_factory=Reply)
     posted_ns: int = field(default_factory=time.perf_counter_ns)
     times: CommitTimes | None = None
+    generation: int = 0
+    """Set with the reply: the transaction generation the task's stores sealed (see `Committed`)."""
 
 
 @dataclass(slots=True)
@@ -96,12 +98,17 @@ class Committed:
     """The commit succeeded; write the checkpoint from the acknowledged changelog offsets."""
 
     changelog_offsets: dict[tuple[str, int], int]
+    generation: int | None = None
+    """Exactly-once: the generation of the task's `Commit` whose transaction committed; the stores write
+    the writes staged up to it."""
 
 
 @dataclass(slots=True)
 class Close:
     clean: bool
     reply: Reply = field(default_factory=Reply)
+    keep_stores_open: bool = False
+    """A clean close under exactly-once: the stores are closed by the runtime after the close's commit."""
     times: CommitTimes | None = None
     """Set by a clean close: what is committed with the offsets of the reply."""
 
@@ -290,10 +297,11 @@ class TaskActor:
                 message.reply.fail(exc)
                 raise
             message.times = task.commit_times()
+            message.generation = task.state.generation
             message.reply.set(offsets)
             return False
         if isinstance(message, Committed):
-            task.post_commit(message.changelog_offsets)
+            task.post_commit(message.changelog_offsets, generation=message.generation)
             return False
         # Close
         try:
@@ -305,7 +313,7 @@ class TaskActor:
                 dropped = task.collector.discard()
                 if dropped:
                     log.info("task %s closed dirty: dropped %d unsent records", task.task_id, dropped)
-            task.close(clean=message.clean)
+            task.close(clean=message.clean, keep_stores_open=message.clean and message.keep_stores_open)
         except BaseException as exc:
             message.reply.fail(exc)
             raise

@@ -307,6 +307,7 @@ class ChangelogReader:
         """A store is complete: stop reading its changelog (paused, so the others keep what was
         fetched for them) and record its progress."""
         cur.done = True
+        task.state.note_restored(f"{cur.tp.topic}:{cur.tp.partition}", cur.restored_to)
         if self._reading.pop(cur.tp, None) is not None and self._assigned is not None and cur.tp in self._assigned:
             self._consumer.pause(cur.tp)
         progress = cur.progress

@@ -52,14 +52,18 @@ def new_runtime_task(topology: Topology, sub: SubTopology, partition: int, confi
                      partition_count: Callable[[str], int], cache_bytes: int) -> StreamTask:
     """A task for the Kafka runtime (active or standby), its stores not yet opened. Local state that
     no checkpoint file vouches for (a crash; under exactly-once also any stop but a clean close) is wiped
-    here: it may hold writes the changelog never committed, and the changelogs rebuild it. A clean close
+    here: it may hold writes the changelog never committed, and the changelogs rebuild it. Under
+    exactly-once a directory marked as holding only committed data (its LevelDB stores stage the open
+    transaction's writes, see `ProcessorStateManager.begin_transactions`) is kept: each store restores
+    only the changelog after the offset it keeps. A clean close
     always leaves a checkpoint, so a persistent store without changelog survives it, as in Kafka Streams.
     After a kill -9 under exactly-once, Kafka Streams' such store (RocksDB without write-ahead log) came
     back without the updates since it was opened, in the restart suite (tests/fidelity_restart), and
     once otherwise: it is not defined; streamlet's starts empty."""
     task = StreamTask(topology, sub, partition, config, RecordCollector(partition_count), state_root,
                       clock=lambda: int(time.time() * 1000), resolve_topic=resolve_topic, cache_bytes=cache_bytes)
-    if (state_root / task.task_id).exists() and not task.state.has_checkpoint():
+    if ((state_root / task.task_id).exists() and not task.state.has_checkpoint()
+            and not (config.exactly_once and task.state.keeps_committed_state())):
         log.info("task %s: local state without a checkpoint is not trusted; wiping it", task.task_id)
         task.state.wipe_local_state()
     idle_ms = int(config["max.task.idle.ms"])
@@ -110,6 +114,8 @@ class TaskManager:
             for t in sub.source_topics:
                 self._sub_of_topic[resolve_topic(t)] = sub
         self._tg: TaskGroup | None = None
+        self._n_tasks = 1  # active tasks of the last assignment (their share of the uncommitted bytes)
+        self._generations: dict[str, int] = {}  # task id -> the generation its last `Commit` sealed
 
     def bind(self, tg: TaskGroup) -> None:
         """The supervisor's task group, in which task actors run, and with them the batch pumps that
@@ -144,6 +150,7 @@ class TaskManager:
             await self._close_restoring(key)
         subs = {s.id: s for s in self.topology.sub_topologies()}
         cache_bytes = self._cache_bytes(len(wanted))
+        self._n_tasks = len(wanted)
         for key, tps in sorted(wanted.items()):
             if key in self.actors:
                 for tp in tps:
@@ -163,6 +170,7 @@ class TaskManager:
         # First the sender: under exactly-once it waits out the previous owner's pending transaction,
         # so the changelog holds no open transaction of theirs when we restore from it.
         task.global_stores = self.global_stores
+        task.state.uncommitted_limit = int(self.config["statestore.uncommitted.max.bytes"]) // max(1, self._n_tasks)
         sender = await self.commits.open_task(task.task_id, tps)
         try:
             task.initialize_stores()
@@ -191,6 +199,7 @@ class TaskManager:
                     # From now on the local stores run ahead of the committed changelog until a clean
                     # close writes a new checkpoint; a crash before that leaves none: state is rebuilt.
                     task.state.delete_checkpoint()
+                    task.state.begin_transactions()  # from now on the stores stage uncommitted writes
                 task.restore_times(CommitTimes(*_times_of(committed, tps)))
                 task.initialize_processors()
             except BaseException:
@@ -241,7 +250,7 @@ class TaskManager:
                 clean = False
                 _close_quietly(task)
             else:
-                close = Close(clean)
+                close = Close(clean, keep_stores_open=self.config.exactly_once)
                 offsets: Offsets = self.committable(actor, await actor.request(close))
                 if clean:
                     acked = await self._commit_with_running({task_id: offsets}, _metadata_of(close.times, offsets))
@@ -256,10 +265,11 @@ class TaskManager:
                 raise
             log.exception("error while closing task %s; closing it dirty", task_id)
             clean = False
+        finally:
+            task.state.close()  # a clean close under exactly-once left them open for its commit
         if not clean:
             await self.commits.close_task(task_id, clean=False)
-            if self.config.exactly_once:
-                task.state.wipe_local_state()
+            _discard_uncommitted(task, self.config)
         log.info("task %s closed (%s)", task_id, "clean" if clean else "dirty")
 
     def abandon(self) -> None:
@@ -274,8 +284,7 @@ class TaskManager:
         self._by_partition.clear()
         for task in tasks:
             _close_quietly(task)
-            if self.config.exactly_once:
-                task.state.wipe_local_state()
+            _discard_uncommitted(task, self.config)
             log.warning("task %s abandoned: closed dirty as the group member ended", task.task_id)
 
     async def close_dirty(self, task_ids: Iterable[str]) -> list[tuple[str, int]]:
@@ -294,16 +303,27 @@ class TaskManager:
         metadata to commit with them."""
         results: dict[str, Offsets] = {}
         metadata: dict[tuple[str, int], str] = {}
+        self._generations = {}
 
         async def one(actor: TaskActor) -> None:
             commit = Commit()
             offsets = results[actor.task_id] = self.committable(actor, await actor.request(commit))
             metadata.update(_metadata_of(commit.times, offsets))
+            self._generations[actor.task_id] = commit.generation
 
         async with anyio.create_task_group() as tg:
             for actor in self.actors.values():
                 tg.start_soon(one, actor)
         return results, metadata
+
+    async def _post_committed(self, acked: Offsets) -> None:
+        """Tell the tasks flushed by the last `_flush_running` that their commit succeeded: under
+        at-least-once they checkpoint now and then, under exactly-once their stores write the writes
+        staged for it (`Committed.generation`)."""
+        generations, self._generations = self._generations, {}
+        for actor in self.actors.values():
+            if actor.task_id in generations:
+                await actor.post(Committed(acked, generations[actor.task_id] if self.config.exactly_once else None))
 
     async def _commit_with_running(self, closing: dict[str, Offsets], closing_metadata: Metadata) -> Offsets:
         """Commit a closing task. Under exactly-once every running task's output shares its
@@ -314,6 +334,7 @@ class TaskManager:
         acked = await self.commits.commit({**results, **closing}, {**metadata, **closing_metadata})
         for offsets in results.values():
             self.committed_offsets.update(offsets)
+        await self._post_committed(acked)
         return acked
 
     async def commit(self) -> int:
@@ -329,10 +350,8 @@ class TaskManager:
             acked = await self.commits.commit(results, metadata)
         for offsets in results.values():
             self.committed_offsets.update(offsets)
-        if not self.config.exactly_once:
-            # Under exactly-once the checkpoint is written only at a clean close (see _create_task).
-            for actor in self.actors.values():
-                await actor.post(Committed(acked))
+        # Under exactly-once the checkpoint file is written only at a clean close (see `restore_step`).
+        await self._post_committed(acked)
         return sum(len(o) for o in results.values())
 
     async def close_all(self, clean: bool) -> None:
@@ -366,6 +385,13 @@ def _times_of(committed: Mapping[tuple[str, int], str], partitions: Partitions) 
     and are left out here: a task of this runtime starts its punctuations and observed times anew."""
     partition_times, merged = decode_committed({tp: committed[tp] for tp in partitions if tp in committed})
     return partition_times, {k: v for k, v in merged.items() if not is_streamlet_key(k)}
+
+
+def _discard_uncommitted(task: StreamTask, config: StreamsConfig) -> None:
+    """After a dirty close under exactly-once: local state that may hold uncommitted writes is wiped;
+    stores that hold only committed data (their staged writes went with the close) are kept."""
+    if config.exactly_once and not task.state.keeps_committed_state():
+        task.state.wipe_local_state()
 
 
 def _close_quietly(task: StreamTask) -> None:

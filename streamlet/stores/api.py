@@ -97,6 +97,12 @@ class StateStoreContext(ABC):
         close, not at every commit: as in Kafka Streams, a commit pushes caches down, and the costly
         disk flush comes only with a checkpoint."""
 
+    def register_transactional(self, name: str, database: Any) -> None:
+        """Called from a LevelDB store's `open` under exactly-once with its `StagedDatabase`: the runtime
+        turns its staging on once the store is restored, seals and commits its staged writes with each
+        transaction, and reads the changelog offset it keeps. A context that runs no transactions (a test's,
+        a global store's) ignores it, and the store then writes straight to LevelDB."""
+
     @abstractmethod
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int,
                    headers: tuple[tuple[str, bytes], ...] | None = None) -> None:

@@ -25,6 +25,7 @@ import plyvel
 from streamlet.errors import InvalidStateStoreError, StateStoreCorruptedError, StreamsError
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, StateStoreContext
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
+from streamlet.stores.leveldb.staging import META_KEY, StagedDatabase
 
 CORRUPTED_MARKER = "STREAMLET-CORRUPTED"
 """Written into a store's directory when a read met corruption: the next open rebuilds the store."""
@@ -97,6 +98,20 @@ def corrupted(path: Path, name: str, exc: BaseException) -> NoReturn:
     raise StateStoreCorruptedError(name, path, reason) from exc
 
 
+def open_staged(context: StateStoreContext, name: str, kind: str = "store") -> Any:
+    """`open_database`, and under exactly-once the database wrapped in a `StagedDatabase` registered with
+    the context (whose runtime turns staging on once the store is restored, see `staging.py`). Under
+    at-least-once the plain database is used, without a changelog offset of exactly-once's left in it."""
+    db = open_database(context, name, kind)
+    if not context.app_config.exactly_once:
+        if db.get(META_KEY) is not None:
+            db.delete(META_KEY)
+        return db
+    staged = StagedDatabase(db)
+    context.register_transactional(name, staged)
+    return staged
+
+
 def sync(db: Any) -> None:
     """fdatasync LevelDB's log (an empty synced batch).
 
@@ -116,7 +131,7 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
         self._unsynced_writes = False
 
     def open(self, context: StateStoreContext) -> None:
-        self._db = open_database(context, self.name)
+        self._db = open_staged(context, self.name)
         self._path = context.state_dir / self.name
         context.register_sync(self._sync)
 

@@ -19,7 +19,8 @@ from typing import Any
 import plyvel
 
 from streamlet.stores.api import StateStoreContext
-from streamlet.stores.leveldb.keyvalue import corrupted, open_database, sync
+from streamlet.stores.leveldb.keyvalue import corrupted, open_staged, sync
+from streamlet.stores.leveldb.staging import StagedDatabase
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry, WindowWrite
 from streamlet.stores.window.key_schema import SUFFIX_SIZE, to_store_key
 from streamlet.stores.window.retention import RetentionClock
@@ -52,7 +53,7 @@ class LevelDBWindowBytesStore(WindowBytesStore):
         self._unsynced_writes = False
 
     def open(self, context: StateStoreContext) -> None:
-        self._db = open_database(context, self.name, "window store")
+        self._db = open_staged(context, self.name, "window store")
         self._path = context.state_dir / self.name
         context.register_sync(self._sync)
         self._segments = self._existing_segments()
@@ -114,6 +115,9 @@ class LevelDBWindowBytesStore(WindowBytesStore):
         segments = self._segments
         while segments and segments[0] < first_live:
             prefix = _SEGMENT.pack(segments.pop(0))
+            if isinstance(self._db, StagedDatabase):
+                self._db.drop_prefix(prefix)  # under exactly-once: with the commit of the writes so far
+                continue
             with self._db.write_batch() as batch, self._db.iterator(prefix=prefix, include_value=False) as keys:
                 for local in keys:
                     batch.delete(local)
