@@ -246,10 +246,7 @@ class SinkNode(Node):
         if self.partitioner is not None:
             partition = self.partitioner(topic, k, v, partitions)
         if partition is None:
-            if key is None:
-                partition = self.collector.next_round_robin(topic)
-            else:
-                partition = default_partition(key, partitions)
+            partition = self.collector.next_round_robin(topic) if key is None else default_partition(key, partitions)
         timestamp = record[2]
         if timestamp < 0:
             raise SerializationError(f"sink {self.name!r}: negative timestamp {timestamp}")
