@@ -4,11 +4,12 @@ End-to-end runs on this shared 2-core machine vary by 25% between two runs of th
 hides any change worth less than that. This harness drives exactly what a streamlet worker runs per
 record, minus the Kafka clients: the tasks are built as the runtime builds them
 (`task_manager.new_runtime_task`: real `StreamTask`s, the persistent counts store with its record cache
-and changelog, the task's share of `statestore.cache.max.bytes`), the input is the suite's own lines
-(`benchmarks.workloads.word_lines`), batches are as large as `max.poll.records`, and every task is
-committed (`prepare_commit`: caches flushed downstream and to the changelog) every `--commit-every`
-lines, as the commit interval would at the worker's usual rate. Sub-topology 0's repartition output
-is routed to sub-topology 1's task of the same partition, as the broker would deliver it.
+and changelog, the task's share of `statestore.cache.max.bytes` as `task_manager.cache_bytes_per_task`
+splits it), the input is the suite's own lines (`benchmarks.workloads.word_lines`), batches are as large
+as `max.poll.records`, and every task is committed (`prepare_commit`: caches flushed downstream and to the
+changelog) every `--commit-every` lines, as the commit interval would at the worker's usual rate.
+Sub-topology 0's repartition output is routed to sub-topology 1's task of the same partition, as the
+broker would deliver it.
 
     python -m benchmarks.hot_path [--lines 100000] [--partitions 8] [--commit-every 5000] [--runs 3]
     python -m benchmarks.hot_path --profile out.prof      # cProfile of one run
@@ -59,7 +60,7 @@ def _build(state_root: Path, partitions: int, guarantee: str) -> tuple[list, lis
     os.environ["BENCH_INPUT"], os.environ["BENCH_OUTPUT"] = INPUT, OUTPUT
     from benchmarks.apps.streamlet_app import wordcount
     from streamlet.config import StreamsConfig
-    from streamlet.runtime.task_manager import new_runtime_task
+    from streamlet.runtime.task_manager import cache_bytes_per_task, new_runtime_task
 
     topology = wordcount()
     config = StreamsConfig({"application.id": APP, "bootstrap.servers": "unused:9092", "state.dir": str(state_root),
@@ -69,7 +70,7 @@ def _build(state_root: Path, partitions: int, guarantee: str) -> tuple[list, lis
     def resolve(name: str) -> str:
         return f"{APP}-{name}" if name in topology.internal_topics else name
 
-    cache_bytes = int(config["statestore.cache.max.bytes"]) // (len(subs) * partitions)
+    cache_bytes = cache_bytes_per_task(config, topology, [sub for sub in subs for _p in range(partitions)])
     tasks = [[new_runtime_task(topology, sub, p, config, state_root, resolve, lambda _t: partitions, cache_bytes)
               for p in range(partitions)] for sub in subs]
     for row in tasks:
@@ -166,13 +167,13 @@ def _build_events(workload: str, state_root: Path, partitions: int) -> list:
     from benchmarks.apps import streamlet_app
     from benchmarks.workloads import guarantee
     from streamlet.config import StreamsConfig
-    from streamlet.runtime.task_manager import new_runtime_task
+    from streamlet.runtime.task_manager import cache_bytes_per_task, new_runtime_task
 
     topology = getattr(streamlet_app, workload)()
     config = StreamsConfig({"application.id": APP, "bootstrap.servers": "unused:9092", "state.dir": str(state_root),
                             "processing.guarantee": guarantee(workload), "max.poll.records": MAX_POLL_RECORDS})
     (sub,) = topology.sub_topologies()
-    cache_bytes = int(config["statestore.cache.max.bytes"]) // partitions
+    cache_bytes = cache_bytes_per_task(config, topology, [sub] * partitions)
     tasks = [new_runtime_task(topology, sub, p, config, state_root, lambda name: name, lambda _t: partitions,
                               cache_bytes) for p in range(partitions)]
     for task in tasks:

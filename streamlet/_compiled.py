@@ -52,12 +52,14 @@ HOT_MODULES: tuple[str, ...] = (
     "streamlet.stores.keyvalue.changelogging",
     "streamlet.stores.value_formats",
     "streamlet.metrics.topic_counters",
+    "streamlet.partitioner",
 )
 """The modules mypyc compiles (the ones a WordCount profile spends its time in). Not `dsl.processors.aggregate`
 and `dsl.processors.table`: their suppliers are pickled with the topology (the Spark engine), and a mypyc
 class does not survive pickle (`serializable=True` did not restore its attributes; tests/test_compiled_hot_path.py).
 The fold processors of `aggregate`, `reduce` and `count` are apart from their suppliers for that reason
-(`dsl.processors.fold_processors`)."""
+(`dsl.processors.fold_processors`). `partitioner`: every keyed record a sink writes is hashed (murmur2), and at
+millions of distinct keys no memo of hashes helps."""
 
 MANIFEST_NAME = "_compiled_manifest.json"
 """Written into the package by the build once every module compiled: each source's SHA-256."""

@@ -5,56 +5,50 @@ co-partition with topics written by Java (and Kafka Streams) applications: a key
 `toPositive(murmur2(key)) % numPartitions`, exactly as the Java client computes it. The test vectors in
 tests/murmur2_vectors.json come from the real Java client (tests/java/vectors).
 
-This runs once per produced record, so the hash is written for CPython's speed: the key's 4-byte
-little-endian words are unpacked in one `struct` call, masks are applied only where a 32-bit wrap
-changes the result, and constants are bound as default arguments (fast locals). Keys repeat a lot in
-stream processing (the same user, the same word), so `default_partition` also memoizes the hash of
-short keys in a bounded table.
+This runs once per produced record, and at millions of distinct keys no table of known hashes helps, so
+the module is compiled with mypyc (`streamlet._compiled.HOT_MODULES`) and the hash runs on native 64-bit
+ints. Run as pure Python (`STREAMLET_PURE_PYTHON=1`), `default_partition` memoizes the hash of short keys
+in a bounded table instead, since keys repeat a lot in stream processing (the same user, the same word).
 """
 
 from __future__ import annotations
 
 import random
-import struct
-from collections.abc import Callable
+from typing import Final
 
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-_SEED = 0x9747B28C
+from mypy_extensions import i64
 
-_PRECOMPILED_WORDS = 64
-_UNPACK_WORDS: tuple[Callable[[bytes], tuple[int, ...]], ...] = tuple(
-    struct.Struct(f"<{n}I").unpack_from for n in range(_PRECOMPILED_WORDS)
-)
+from streamlet._compiled import COMPILED
+
+_M: Final = 0x5BD1E995
+_MASK: Final = 0xFFFFFFFF
+_SEED: Final = 0x9747B28C
 
 
-def _murmur2_unsigned(
-    data: bytes,
-    _m: int = _M,
-    _mask: int = _MASK,
-    _unpack: tuple[Callable[[bytes], tuple[int, ...]], ...] = _UNPACK_WORDS,
-) -> int:
-    """murmur2 as an unsigned 32-bit int (the bit pattern of Java's `int` result)."""
-    length = len(data)
-    h = _SEED ^ length
-    n_words = length >> 2
-    if n_words:
-        words = (_unpack[n_words] if n_words < _PRECOMPILED_WORDS
-                 else struct.Struct(f"<{n_words}I").unpack_from)(data)
-        for k in words:
-            k = (k * _m) & _mask
-            # (a ^ b) & mask == (a & mask) ^ (b & mask): one mask covers both products.
-            h = ((h * _m) ^ ((k ^ (k >> 24)) * _m)) & _mask
+def _murmur2_unsigned(data: bytes) -> int:
+    """murmur2 as an unsigned 32-bit int (the bit pattern of Java's `int` result).
+
+    Written for mypyc's native 64-bit ints (`i64`): every product is of two values below 2**32 and
+    2**31, so it fits in 63 bits and no step overflows; each is masked back to 32 bits at once.
+    Compiled, a key is hashed without allocating anything (no word tuple, no big ints)."""
+    length: i64 = len(data)
+    h: i64 = _SEED ^ length
+    end: i64 = length & ~3
+    i: i64 = 0
+    while i < end:
+        k: i64 = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * _M) & _MASK
+        # (a ^ b) & mask == (a & mask) ^ (b & mask): one mask covers both products.
+        h = ((h * _M) ^ ((k ^ (k >> 24)) * _M)) & _MASK
+        i += 4
     rem = length & 3
-    if rem:
-        i = n_words << 2
-        if rem == 1:
-            h = ((h ^ data[i]) * _m) & _mask
-        elif rem == 2:
-            h = ((h ^ data[i] ^ (data[i + 1] << 8)) * _m) & _mask
-        else:
-            h = ((h ^ data[i] ^ (data[i + 1] << 8) ^ (data[i + 2] << 16)) * _m) & _mask
-    h = ((h ^ (h >> 13)) * _m) & _mask
+    if rem == 1:
+        h = ((h ^ data[i]) * _M) & _MASK
+    elif rem == 2:
+        h = ((h ^ data[i] ^ (data[i + 1] << 8)) * _M) & _MASK
+    elif rem == 3:
+        h = ((h ^ data[i] ^ (data[i + 1] << 8) ^ (data[i + 2] << 16)) * _M) & _MASK
+    h = ((h ^ (h >> 13)) * _M) & _MASK
     return h ^ (h >> 15)
 
 
@@ -72,15 +66,19 @@ def to_positive(n: int) -> int:
 _MEMO_MAX_KEY_BYTES = 64
 _MEMO_MAX_ENTRIES = 1 << 14
 _positive_hash_memo: dict[bytes, int] = {}
+_MEMOIZE = not COMPILED
+"""Compiled, the hash costs about what a look-up in the table would: no table (it would only thrash at scale)."""
 
 
 def default_partition(key: bytes | bytearray | memoryview, num_partitions: int) -> int:
     """The partition Java's default partitioner picks for a non-null serialized key.
 
-    Short `bytes` keys are memoized (key -> positive hash); the table is simply emptied when full,
-    which bounds memory at a few MB without the per-call cost of an LRU.
+    Pure Python, short `bytes` keys are memoized (key -> positive hash); the table is simply emptied when
+    full, which bounds memory at a few MB without the per-call cost of an LRU.
     """
-    if type(key) is bytes and len(key) <= _MEMO_MAX_KEY_BYTES:
+    if type(key) is bytes:
+        if not _MEMOIZE or len(key) > _MEMO_MAX_KEY_BYTES:
+            return (_murmur2_unsigned(key) & 0x7FFFFFFF) % num_partitions
         memo = _positive_hash_memo
         h = memo.get(key)
         if h is None:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import SerializationError, SinkSerializationError
-from streamlet.partitioner import _positive_hash_memo as _partition_hashes
 from streamlet.partitioner import default_partition
 from streamlet.processor import Processor, TimestampExtractor
 from streamlet.record import Record
@@ -247,11 +246,7 @@ class SinkNode(Node):
         if self.partitioner is not None:
             partition = self.partitioner(topic, k, v, partitions)
         if partition is None:
-            if key is None:
-                partition = self.collector.next_round_robin(topic)
-            else:
-                h = _partition_hashes.get(key)  # default_partition's memo, read without its call
-                partition = default_partition(key, partitions) if h is None else h % partitions
+            partition = self.collector.next_round_robin(topic) if key is None else default_partition(key, partitions)
         timestamp = record[2]
         if timestamp < 0:
             raise SerializationError(f"sink {self.name!r}: negative timestamp {timestamp}")

@@ -26,7 +26,7 @@ from anyio.abc import TaskGroup
 
 from streamlet.actors.partition_group import IDLE_DISABLED
 from streamlet.actors.record_collector import RecordCollector
-from streamlet.actors.stream_task import StreamTask
+from streamlet.actors.stream_task import StreamTask, caching_stores
 from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TopicResolver
 from streamlet.actors.task_progress import CommitTimes
 from streamlet.config import StreamsConfig
@@ -45,6 +45,21 @@ TaskKey = tuple[int, int]  # (sub-topology id, partition)
 Partitions = list[tuple[str, int]]
 CommitReader = Callable[[Partitions], Awaitable[dict[tuple[str, int], tuple[int | None, str]]]]
 """Reads the group's committed offsets (None: none) and their metadata for some partitions."""
+
+
+def cache_bytes_per_task(config: StreamsConfig, topology: Topology, task_subs: Iterable[SubTopology]) -> int:
+    """Each task's share of the record cache (`statestore.cache.max.bytes`), given the sub-topology of every task
+    of this instance: the budget split evenly among the tasks with cached stores. A task without one uses no
+    cache, so it takes no share (Kafka Streams' thread cache is used by its stores alone): WordCount's split
+    tasks leave the whole budget to its count tasks."""
+    cached: dict[int, bool] = {}
+    n = 0
+    for sub in task_subs:
+        has = cached.get(sub.id)
+        if has is None:
+            has = cached[sub.id] = bool(caching_stores(topology, sub.stores))
+        n += has
+    return int(config["statestore.cache.max.bytes"]) // max(1, n)
 
 
 def new_runtime_task(topology: Topology, sub: SubTopology, partition: int, config: StreamsConfig,
@@ -136,8 +151,8 @@ class TaskManager:
             keys.setdefault((sub.id, partition), []).append((topic, partition))
         return keys
 
-    def _cache_bytes(self, n_tasks: int) -> int:
-        return int(self.config["statestore.cache.max.bytes"]) // max(1, n_tasks)
+    def _cache_bytes(self, subs: Iterable[SubTopology]) -> int:
+        return cache_bytes_per_task(self.config, self.topology, subs)
 
     # -- assignment ---------------------------------------------------------------------------------
     async def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
@@ -149,7 +164,7 @@ class TaskManager:
         for key in [k for k in self.restoring if k not in wanted]:
             await self._close_restoring(key)
         subs = {s.id: s for s in self.topology.sub_topologies()}
-        cache_bytes = self._cache_bytes(len(wanted))
+        cache_bytes = self._cache_bytes(subs[key[0]] for key in wanted)
         self._n_tasks = len(wanted)
         for key, tps in sorted(wanted.items()):
             if key in self.actors:

@@ -3,7 +3,10 @@
 - LRU order over all entries (reads and writes refresh an entry); eviction takes the eldest.
 - Dirty order: the keys written since the last flush, in the order of their latest write, which is
   the order a flush forwards them in (so downstream sees updates in arrival order).
-- A byte-ordered key index, so a range scan can merge cached entries with the store below.
+- A byte-ordered key index, so a range scan can merge cached entries with the store below. It is built
+  at the first scan and kept from then on, so a store that is never scanned (a count, an aggregation)
+  pays nothing per key for it; an index that went stale-heavy (many more changes than keys since the
+  last scan) is dropped and built again at the next scan.
 - A running size in bytes, compared by the caching layer with the store's budget.
 
 Entries keep the *objects* (key and value), not their bytes: a cache hit needs no deserialization,
@@ -59,12 +62,13 @@ class CacheEntry:
 
 
 class NamedCache:
-    __slots__ = ("_dirty", "_entries", "_index", "size_bytes")
+    __slots__ = ("_dirty", "_entries", "_index", "_index_changes", "size_bytes")
 
     def __init__(self) -> None:
         self._entries: OrderedDict[bytes, CacheEntry] = OrderedDict()
         self._dirty: dict[bytes, None] = {}
-        self._index = SortedKeyIndex()
+        self._index: SortedKeyIndex | None = None  # built by the first scan (`between`)
+        self._index_changes = 0  # additions and removals told to the index since the last scan
         self.size_bytes = 0
 
     def __len__(self) -> int:
@@ -83,7 +87,9 @@ class NamedCache:
         if old is not None and old.dirty and not entry.dirty:
             raise AssertionError("a clean entry must not replace a dirty one before it is flushed")
         if old is None:
-            self._index.add(key)
+            index = self._index
+            if index is not None:
+                self._index_add(index, key)
         else:
             self.size_bytes -= old.size
             entries.move_to_end(key)
@@ -95,13 +101,16 @@ class NamedCache:
             dirty[key] = None
 
     def rewrite(self, key: bytes, entry: CacheEntry, value: Any, context: RecordContext, size: int) -> None:
-        """Overwrite a dirty entry in place (the hot case of an aggregation: the same key again before
-        the next flush): the same effect as `put` of a new dirty entry, without building one."""
+        """Overwrite a cached entry in place, dirty from now on: the same effect as `put` of a new dirty
+        entry, without building one. For a dirty entry (the hot case of an aggregation: the same key again
+        before the next flush) and for a clean one a read loaded (an aggregation's read before its write);
+        not for an entry a flush is forwarding (the flush holds it)."""
         self._entries.move_to_end(key)
         self.size_bytes += size - entry.size
         entry.value = value
         entry.context = context
         entry.size = size
+        entry.dirty = True
         dirty = self._dirty
         dirty.pop(key, None)
         dirty[key] = None
@@ -113,7 +122,9 @@ class NamedCache:
     def remove(self, key: bytes) -> CacheEntry | None:
         entry = self._entries.pop(key, None)
         if entry is not None:
-            self._index.discard(key)
+            index = self._index
+            if index is not None:
+                self._index_discard(index, key)
             self._dirty.pop(key, None)
             self.size_bytes -= entry.size
         return entry
@@ -126,7 +137,9 @@ class NamedCache:
     def pop_eldest(self) -> tuple[bytes, CacheEntry]:
         """Remove and return the least recently used entry (the caller flushes it if dirty)."""
         key, entry = self._entries.popitem(last=False)
-        self._index.discard(key)
+        index = self._index
+        if index is not None:
+            self._index_discard(index, key)
         self._dirty.pop(key, None)
         self.size_bytes -= entry.size
         return key, entry
@@ -145,12 +158,36 @@ class NamedCache:
     def between(self, from_key: bytes | None, to_key: bytes | None) -> list[tuple[bytes, CacheEntry]]:
         """A snapshot of the cached entries in [from_key, to_key], in byte order of keys."""
         entries = self._entries
-        return [(key, entries[key]) for key in self._index.between(from_key, to_key)]
+        index = self._index
+        if index is None:
+            index = self._index = SortedKeyIndex()
+            for key in entries:
+                index.add(key)
+        self._index_changes = 0
+        return [(key, entries[key]) for key in index.between(from_key, to_key)]
+
+    def _index_add(self, index: SortedKeyIndex, key: bytes) -> None:
+        if self._keeps_index():
+            index.add(key)
+
+    def _index_discard(self, index: SortedKeyIndex, key: bytes) -> None:
+        if self._keeps_index():
+            index.discard(key)
+
+    def _keeps_index(self) -> bool:
+        """Counts one more change for the index; False once it went stale-heavy and was dropped: building it
+        again at the next scan is then cheaper than keeping up with the changes."""
+        self._index_changes += 1
+        if self._index_changes > 2 * len(self._entries) + 1024:
+            self._index = None
+            return False
+        return True
 
     def clear(self) -> None:
         self._entries.clear()
         self._dirty = {}
-        self._index.clear()
+        self._index = None
+        self._index_changes = 0
         self.size_bytes = 0
 
 

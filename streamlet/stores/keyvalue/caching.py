@@ -151,7 +151,9 @@ class CachedAccess:
         size = entry_size(self._key_prefix_size + len(key), value_size, context)
         cache = self._cache
         entry = cache.peek(key)
-        if entry is not None and entry.dirty:
+        if entry is not None and (entry.dirty or entry.context is NO_CONTEXT):
+            # A dirty entry, or a clean one a read loaded (an aggregation reads, then writes, each key; a
+            # flush's entries carry their writes' contexts and are never reused while it forwards them).
             cache.rewrite(key, entry, value, context, size)
         else:
             cache.put(key, CacheEntry(key_obj, value, True, context, size))
