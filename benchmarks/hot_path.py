@@ -56,6 +56,27 @@ MAX_POLL_RECORDS = 2000
 """The suite's `max.poll.records` (benchmarks/systems.py)."""
 
 
+TRACE_SAMPLE: float | None = None
+"""`--trace-sample R`: WordCount with `tracing.enabled` and `tracing.root.sample.ratio` R, the SDK's
+parentbased_always_on sampler and a batch span processor whose exporter drops the spans (what tracing costs the
+process, without a collector)."""
+
+
+def _set_up_tracing() -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
+
+    class _Dropped(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_ON))
+    provider.add_span_processor(BatchSpanProcessor(_Dropped()))
+    trace.set_tracer_provider(provider)
+
+
 def _build(state_root: Path, partitions: int, guarantee: str) -> tuple[list, list, object]:
     os.environ["BENCH_INPUT"], os.environ["BENCH_OUTPUT"] = INPUT, OUTPUT
     from benchmarks.apps.streamlet_app import wordcount
@@ -64,7 +85,9 @@ def _build(state_root: Path, partitions: int, guarantee: str) -> tuple[list, lis
 
     topology = wordcount()
     config = StreamsConfig({"application.id": APP, "bootstrap.servers": "unused:9092", "state.dir": str(state_root),
-                            "processing.guarantee": guarantee, "max.poll.records": MAX_POLL_RECORDS})
+                            "processing.guarantee": guarantee, "max.poll.records": MAX_POLL_RECORDS,
+                            "tracing.enabled": TRACE_SAMPLE is not None,
+                            "tracing.root.sample.ratio": 1.0 if TRACE_SAMPLE is None else TRACE_SAMPLE})
     subs = sorted(topology.sub_topologies(), key=lambda s: s.id)
 
     def resolve(name: str) -> str:
@@ -301,6 +324,8 @@ def main() -> None:
     ap.add_argument("--guarantee", default="exactly_once_v2", choices=["exactly_once_v2", "at_least_once"],
                     help="WordCount's (the session count is at-least-once, as in the suite)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--trace-sample", type=float, default=None,
+                    help="WordCount traced (tracing.enabled), sampling this share of its records (0.01: 1%%)")
     ap.add_argument("--profile", help="write a cProfile of one run here")
     ap.add_argument("--instruction-lines", type=int, default=10_000,
                     help="lines for the instruction count (callgrind runs about 50x slower)")
@@ -309,6 +334,10 @@ def main() -> None:
     ap.add_argument("--no-check", action="store_true", help=argparse.SUPPRESS)  # callgrind's children
     args = ap.parse_args()
     on_events = args.workload != "wordcount"
+    if args.trace_sample is not None:
+        global TRACE_SAMPLE
+        TRACE_SAMPLE = args.trace_sample
+        _set_up_tracing()
     commit_every = args.commit_every or (30_000 if on_events else 5_000)
 
     if on_events:
@@ -349,7 +378,8 @@ def main() -> None:
           f"({n / best if best else 0:,.0f} {unit}s/s)")
     if not args.no_instructions and args.lines:
         argv = ["--workload", args.workload, "--partitions", str(args.partitions), "--commit-every", str(commit_every),
-                "--guarantee", args.guarantee, *(["--keys", str(args.keys)] if args.keys is not None else [])]
+                "--guarantee", args.guarantee, *(["--keys", str(args.keys)] if args.keys is not None else []),
+                *(["--trace-sample", str(args.trace_sample)] if args.trace_sample is not None else [])]
         instr = _instructions(argv, args.instruction_lines, "input" if on_events else "empty")
         if instr is not None:
             print(f"instructions: {instr:,} per {unit} (callgrind, {args.instruction_lines} {unit}s, "

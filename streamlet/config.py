@@ -93,6 +93,8 @@ DEFAULTS: dict[str, Any] = {
     # OpenTelemetry spans (streamlet.telemetry, the otel extra): per record from a source topic, per
     # punctuation and per commit, with W3C trace context read from and written to record headers.
     "tracing.enabled": False,
+    # The share of records without a trace context that start a trace (then subject to the SDK's sampler).
+    "tracing.root.sample.ratio": 1.0,
     # Kafka Streams' metrics over OTLP too (streamlet.telemetry), beside /metrics.
     "metrics.otlp.enabled": False,
 }
@@ -194,6 +196,11 @@ DESCRIPTIONS: dict[str, str] = {
                        "traceparent header and writing the new span's context into the headers of what it "
                        "produces. The application's tracer provider, or the SDK's configured from the OTEL_* "
                        "environment (OTLP/HTTP exporter, OTEL_TRACES_SAMPLER). Off: no cost per record.",
+    "tracing.root.sample.ratio": "With tracing.enabled: the share (0 to 1) of records arriving without a trace "
+                                 "context that start a trace; the SDK's sampler then decides too (use "
+                                 "parentbased_always_on with a ratio below 1: asking the SDK's sampler costs a span "
+                                 "per record, a draw here nothing). Records with a context follow their producer's "
+                                 "sampling decision.",
     "metrics.otlp.enabled": "Export the metrics /metrics serves over OTLP as well (the otel extra), under the same "
                             "names with their tags as attributes: through the application's meter provider, or "
                             "the SDK's configured from the OTEL_* environment (OTLP/HTTP, every "
@@ -321,6 +328,14 @@ class StreamsConfig(Mapping[str, Any]):
         values["group.protocol"] = protocol
         for flag in ("tracing.enabled", "metrics.otlp.enabled"):
             values[flag] = _flag(flag, values[flag])
+        try:
+            ratio = float(values["tracing.root.sample.ratio"])
+        except (TypeError, ValueError):
+            ratio = -1.0
+        if not 0.0 <= ratio <= 1.0:
+            raise ConfigError(f"tracing.root.sample.ratio must be a number from 0 to 1, got "
+                              f"{values['tracing.root.sample.ratio']!r}")
+        values["tracing.root.sample.ratio"] = ratio
         if values["commit.interval.ms"] is None:
             values["commit.interval.ms"] = 100 if guarantee == EXACTLY_ONCE_V2 else 30000
         if values["statestore.cache.max.bytes"] < 0:

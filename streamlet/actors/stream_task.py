@@ -143,7 +143,8 @@ class StreamTask:
         self.partition_group = PartitionGroup(self.sources_by_topic, self.errors.on_deserialization_error)
         tracer = tracer_for(config)
         if tracer is not None:
-            self.tracing = TaskTracing(tracer, self.task_id, self.application_id)
+            self.tracing = TaskTracing(tracer, self.task_id, self.application_id,
+                                       float(config["tracing.root.sample.ratio"]))
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def initialize_stores(self) -> None:

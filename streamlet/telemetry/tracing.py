@@ -12,9 +12,11 @@ the trace goes on. A cached store forwards an update with the headers of the rec
 a trace survives aggregations too; a punctuation runs under a span of its own ("punctuate <processor>"),
 and what it forwards carries that span's context.
 
-A record that arrives without a context starts a trace only when the sampler picks it (the SDK's sampler
-from `OTEL_TRACES_SAMPLER`, e.g. `parentbased_traceidratio` at 1%); one that is not picked leaves its
-headers as they were, so output stays byte for byte what it is without tracing.
+A record that arrives without a context starts a trace only when `tracing.root.sample.ratio` draws it and the
+SDK's sampler (`OTEL_TRACES_SAMPLER`) picks it; one that is not picked leaves its headers as they were, so
+output stays byte for byte what it is without tracing. Why a ratio of streamlet's own: the SDK's sampler can
+only say no to a span it is asked to start, and starting one costs more than processing a WordCount record;
+a draw costs nothing. A record whose context says its producer did not sample it is passed on untraced too.
 
 With `tracing.enabled` false (the default) none of this exists: a task has no `TaskTracing`, and the loop
 it runs per record is the untraced one (the check is once per run of records, not per record).
@@ -23,6 +25,7 @@ it runs per record is the untraced one (the check is once per run of records, no
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -114,7 +117,7 @@ class TaskTracing:
     """One task's spans: around each record from a source topic, each punctuation and (by the runtime)
     each commit. See the module docstring for how trace context travels in headers."""
 
-    def __init__(self, tracer: Any, task_id: str, application_id: str) -> None:
+    def __init__(self, tracer: Any, task_id: str, application_id: str, root_ratio: float = 1.0) -> None:
         from opentelemetry import context, propagate, trace
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -125,6 +128,8 @@ class TaskTracing:
         self._consumer = SpanKind.CONSUMER
         self._error = Status(StatusCode.ERROR)
         self.task_id = task_id
+        self.root_ratio = root_ratio
+        """The share of records without a trace context that start a trace (`tracing.root.sample.ratio`)."""
         self._attributes = {"messaging.system": "kafka", "messaging.consumer.group.name": application_id,
                             "streamlet.task.id": task_id}
 
@@ -138,17 +143,31 @@ class TaskTracing:
         base = {**self._attributes, "messaging.destination.name": topic,
                 "messaging.destination.partition.id": str(partition)}
 
+        ratio, draw = self.root_ratio, random.random
+
         def traced(record: Record) -> None:
             carrier = _carrier(record.headers)
-            parent = extract(carrier) if carrier is not None else None
-            attributes = {**base, "messaging.kafka.offset": task.record_ctx.offset}
-            span = tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
-            if carrier is not None or span.get_span_context().trace_flags.sampled:
-                out: dict[str, str] = {}
-                inject(out, context=trace.set_span_in_context(span))
-                headers = _with_context(record.headers, out)
-                record = record._replace(headers=headers)
-                task.record_ctx = task.record_ctx._replace(headers=headers)
+            if carrier is None:
+                if ratio < 1.0 and draw() >= ratio:  # no trace starts here: nothing to continue, nothing to write
+                    deliver(record)
+                    return
+                span = tracer.start_span(name, kind=kind)  # a new trace, if the SDK's sampler picks it too
+                if not span.is_recording():
+                    deliver(record)
+                    return
+            elif carrier.get(TRACEPARENT, "").endswith("-00"):  # its producer did not sample it: passed on as is
+                deliver(record)
+                return
+            else:
+                span = tracer.start_span(name, context=extract(carrier), kind=kind)
+            if span.is_recording():
+                span.set_attributes(base)
+                span.set_attribute("messaging.kafka.offset", task.record_ctx.offset)
+            out: dict[str, str] = {}
+            inject(out, context=trace.set_span_in_context(span))
+            headers = _with_context(record.headers, out)
+            record = record._replace(headers=headers)
+            task.record_ctx = task.record_ctx._replace(headers=headers)
             run_in(span, deliver, record)
 
         return traced
