@@ -20,7 +20,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from streamlet.errors import ConfigError, SerializationError
-from streamlet.schema_registry.client import RegistrySettings, registry_client
+from streamlet.schema_registry.client import RegistrySettings, registry_client, registry_failure
 from streamlet.serdes import Deserializer, Serde, Serializer, is_serde_setting
 
 T = TypeVar("T")
@@ -61,10 +61,11 @@ class _Configurable:
         self.is_key = False
         self.serializer: AvroSerializer | None = None
         self.deserializer: AvroDeserializer | None = None
+        self.settings: RegistrySettings | None = None
         self._contexts: dict[str | None, SerializationContext] = {}  # per topic, made once
 
     def configure(self, config: Mapping[str, Any], is_key: bool, by_hand: bool) -> None:
-        settings = RegistrySettings.from_config(config)
+        settings = self.settings = RegistrySettings.from_config(config)
         client = registry_client(settings)
         strategy = settings.key_strategy if is_key else settings.value_strategy
         conf = {"subject.name.strategy": strategy, "use.latest.version": settings.use_latest_version}
@@ -141,15 +142,40 @@ class AvroRegistrySerializer(_SharesConfiguration, Serializer[T]):
         value = state.to_dict(data) if state.to_dict is not None else data
         try:
             result = state.serializer(value, state.context(topic))
-        except SchemaRegistryError as exc:
-            raise SerializationError(f"{state.kind}: the schema registry refused the schema for topic "
-                                     f"{topic!r}: {exc.error_message} (HTTP {exc.http_status_code}, "
-                                     f"error code {exc.error_code})") from exc
         except Exception as exc:
-            raise SerializationError(f"{state.kind} cannot serialize {type(data).__name__} for topic {topic!r}: "
-                                     f"{type(exc).__name__}: {exc}") from exc
+            raise _write_failure(state, exc, topic) from exc
         assert result is not None
         return result
+
+
+def _write_failure(state: _Configurable, exc: Exception, topic: str | None) -> Exception:
+    """The registry unreachable or refusing the credentials (no record's fault: `registry_failure`), else
+    a `SerializationError` naming the topic and the subject."""
+    where = f"for topic {topic!r}, subject {_subject(state, topic)!r}"
+    assert state.settings is not None
+    failure = registry_failure(exc, state.settings, f"writing {where}")
+    if failure is not None:
+        return failure
+    if isinstance(exc, SchemaRegistryError):
+        return SerializationError(f"{state.kind}: the schema registry refused the schema {where}: "
+                                  f"{exc.error_message} (HTTP {exc.http_status_code}, error code {exc.error_code})")
+    return SerializationError(f"{state.kind}: the value does not fit the schema {where}: {type(exc).__name__}: {exc}")
+
+
+def _subject(state: _Configurable, topic: str | None) -> str | None:
+    """The subject a value of `topic` is written under (for messages)."""
+    assert state.settings is not None
+    strategy = state.settings.key_strategy if state.is_key else state.settings.value_strategy
+    record_name = None
+    if state.writer_schema is not None:
+        schema = json.loads(_schema_text(state.writer_schema))
+        if isinstance(schema, dict) and "name" in schema:
+            name = str(schema["name"])
+            record_name = f"{schema['namespace']}.{name}" if schema.get("namespace") and "." not in name else name
+    try:
+        return strategy(state.context(topic), record_name)
+    except Exception:
+        return None
 
 
 class AvroRegistryDeserializer(_SharesConfiguration, Deserializer[T]):
@@ -172,16 +198,24 @@ class AvroRegistryDeserializer(_SharesConfiguration, Deserializer[T]):
                                      "wire format")
         try:
             value = state.deserializer(data, state.context(topic))
-        except SchemaRegistryError as exc:
-            raise SerializationError(f"{state.kind}: schema id {_schema_id(data)} of a record of topic {topic!r} "
-                                     f"could not be fetched: {exc.error_message} (HTTP {exc.http_status_code})"
-                                     ) from exc
         except Exception as exc:
-            raise SerializationError(f"{state.kind}: the record of topic {topic!r} does not match its writer schema "
-                                     f"(schema id {_schema_id(data)}): {type(exc).__name__}: {exc}") from exc
+            assert state.settings is not None
+            failure = registry_failure(exc, state.settings, f"fetching schema id {_schema_id(data)} for a record "
+                                                             f"of topic {topic!r}")
+            if failure is not None:
+                raise failure from exc
+            raise _read_error(state, exc, topic, data) from exc
         if state.from_dict is not None and isinstance(value, dict):
             return typing.cast(T, state.from_dict(value))
         return typing.cast(T, value)
+
+
+def _read_error(state: _Configurable, exc: Exception, topic: str | None, data: bytes) -> SerializationError:
+    if isinstance(exc, SchemaRegistryError):
+        return SerializationError(f"{state.kind}: schema id {_schema_id(data)} of a record of topic {topic!r} "
+                                  f"could not be fetched: {exc.error_message} (HTTP {exc.http_status_code})")
+    return SerializationError(f"{state.kind}: the record of topic {topic!r} does not match its writer schema "
+                              f"(schema id {_schema_id(data)}): {type(exc).__name__}: {exc}")
 
 
 class _AvroSerde(_SharesConfiguration, Serde[T]):
