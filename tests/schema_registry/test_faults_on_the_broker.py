@@ -1,0 +1,217 @@
+"""Registry faults under a running KafkaStreams (exactly_once_v2), the real broker and a real Apicurio registry
+of the test's own, stopped and started again on the same port: an outage at start-up and mid-run is waited
+out, never handed to an exception handler, and costs no record and duplicates none.
+
+By default Apicurio keeps its schemas in memory, and a restart forgets them: a record framed with an old id
+then gets a 404, which is bad input for a reader (the handler's case), not an outage; a first version of
+these tests that re-registered the schemas after the restart lost records so, because the application
+asked before the test re-registered. A production registry keeps its schemas (Confluent's in a Kafka
+topic), so this one is given a file for its database (Apicurio's `REGISTRY_DATASOURCE_URL`, H2 on disk) and
+the tests assert that it answers the old ids after the restart. The records are written by confluent-kafka's
+own serializer with a client of its own, as another process would: the application's client shares no cache
+with the writer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
+from streamlet.runtime.kafka_streams import KafkaStreams, State
+from streamlet.schema_registry import SpecificAvroSerde, avro_schema_of
+from streamlet.testing.local_registry import LocalSchemaRegistry
+from tests.helpers.kafka import create_topics, produce, read_settled
+
+pytestmark = [pytest.mark.anyio, pytest.mark.broker, pytest.mark.registry]
+
+
+@dataclass
+class Payment:
+    account: str
+    amount: float
+
+
+@dataclass
+class Balance:
+    payments: int
+    total: float
+
+
+PAYMENT_V1 = avro_schema_of(Payment)
+PAYMENT_V2 = {**PAYMENT_V1, "fields": [*PAYMENT_V1["fields"], {"name": "currency", "type": "string",
+                                                              "default": "EUR"}]}
+
+
+def balances(inp: str, out: str) -> Topology:
+    builder = StreamsBuilder()
+    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Payment)))
+        .group_by_key()
+        .aggregate(lambda: Balance(0, 0.0),
+                   lambda _key, payment, balance: Balance(balance.payments + 1, balance.total + payment.amount),
+                   Materialized("balances", key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Balance)))
+        .to_stream()
+        .to(out, Produced(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Balance))))
+    return builder.build()
+
+
+@pytest.fixture(scope="module")
+def own_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSchemaRegistry]:
+    """A registry these tests may stop (not the session's), keeping its schemas in a file across restarts."""
+    database = tmp_path_factory.mktemp("registry") / "registry_db"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REGISTRY_DATASOURCE_URL", f"jdbc:h2:file:{database}")  # read by each start()
+        with LocalSchemaRegistry() as registry:
+            yield registry
+
+
+def _schema_of(url: str, schema_id: int) -> dict[str, Any]:
+    """What the registry answers for `schema_id`, by a client with no cache yet."""
+    return dict(json.loads(SchemaRegistryClient({"url": url}).get_schema(schema_id).schema_str))
+
+
+class Writer:
+    """Another process's producer side: confluent-kafka's AvroSerializer with a client of its own."""
+
+    def __init__(self, url: str, topic: str, schema: dict[str, Any]) -> None:
+        self.client = SchemaRegistryClient({"url": url})
+        self.serializer = AvroSerializer(self.client, json.dumps(schema))
+        self.context = SerializationContext(topic, MessageField.VALUE)
+
+    def __call__(self, value: dict[str, Any]) -> bytes:
+        data = self.serializer(value, self.context)
+        assert data is not None
+        return data
+
+
+def _id(data: bytes) -> int:
+    return int.from_bytes(data[1:5], "big")
+
+
+def _payments(n: int, start: int) -> list[tuple[str, float]]:
+    return [(f"acct-{i % 3}", float(i)) for i in range(start, start + n)]
+
+
+def _expected(payments: list[tuple[str, float]]) -> list[tuple[str, Balance]]:
+    """The aggregate's outputs, one per input, computed here from the inputs."""
+    state: dict[str, Balance] = {}
+    out = []
+    for account, amount in payments:
+        old = state.get(account, Balance(0, 0.0))
+        state[account] = Balance(old.payments + 1, old.total + amount)
+        out.append((account, state[account]))
+    return out
+
+
+def _config(kafka_broker: Any, url: str, tmp_path: Path, sfx: str) -> dict[str, Any]:
+    return {"application.id": f"avro-faults-{sfx}", "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "state.dir": str(tmp_path), "schema.registry.url": url, "processing.guarantee": "exactly_once_v2",
+            "statestore.cache.max.bytes": 0, "schema.registry.retry.backoff.max.ms": 500,
+            # A handler that would skip: an outage must not reach it.
+            "deserialization.exception.handler": "log_and_continue"}
+
+
+async def _read_output(kafka_broker: Any, url: str, out: str, expected: int) -> list[tuple[str, Balance]]:
+    reader = SpecificAvroSerde(Balance, config={"schema.registry.url": url})
+    got = await read_settled(kafka_broker.bootstrap_servers, out, expected, isolation_level="read_committed")
+    return [(key.decode(), reader.deserializer.deserialize(out, value)) for key, value in got  # type: ignore[union-attr]
+            ]
+
+
+async def _wait_running(streams: KafkaStreams, seconds: float) -> None:
+    """`seconds` of the application waiting; it must stay up all along."""
+    with anyio.move_on_after(seconds):
+        while True:
+            assert streams.state in (State.RUNNING, State.REBALANCING), streams.error
+            await anyio.sleep(0.2)
+
+
+async def test_registry_down_at_start_up(kafka_broker: Any, own_registry: LocalSchemaRegistry, tmp_path: Path,
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    url, sfx = own_registry.url, uuid.uuid4().hex[:8]
+    inp, out = f"payments-{sfx}", f"balances-{sfx}"
+    await create_topics(kafka_broker.bootstrap_servers, {inp: 1, out: 1})
+    write = Writer(url, inp, PAYMENT_V1)
+    payments = _payments(30, 0)
+    framed = [(account.encode(), write({"account": account, "amount": amount})) for account, amount in payments]
+    v1 = _id(framed[0][1])
+    await produce(kafka_broker.bootstrap_servers, inp, framed)
+    await anyio.to_thread.run_sync(own_registry.stop)
+
+    streams = KafkaStreams(balances(inp, out), _config(kafka_broker, url, tmp_path, sfx))
+    await streams.start()
+    try:
+        await _wait_running(streams, 8)
+        assert "waiting to read" in caplog.text and "cannot be reached" in caplog.text
+        assert streams.metrics["records-skipped"] == 0
+        await anyio.to_thread.run_sync(own_registry.start)
+        assert await _read_output(kafka_broker, url, out, len(payments)) == _expected(payments)
+        assert streams.metrics["records-skipped"] == 0
+        assert streams.state is State.RUNNING
+    finally:
+        await streams.close()
+    assert "reading again after" in caplog.text
+    assert _schema_of(url, v1)["fields"] == PAYMENT_V1["fields"]  # the restarted registry kept the old ids
+
+
+async def test_registry_down_mid_run(kafka_broker: Any, own_registry: LocalSchemaRegistry, tmp_path: Path,
+                                     caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    if not own_registry.is_running():
+        await anyio.to_thread.run_sync(own_registry.start)
+    url, sfx = own_registry.url, uuid.uuid4().hex[:8]
+    bootstrap = kafka_broker.bootstrap_servers
+    inp, out = f"payments-{sfx}", f"balances-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1})
+    write_v1, write_v2 = Writer(url, inp, PAYMENT_V1), Writer(url, inp, PAYMENT_V2)
+    first, second, third = _payments(10, 0), _payments(10, 10), _payments(10, 20)
+
+    def frame(batch: list[tuple[str, float]], write: Writer) -> list[tuple[bytes | None, bytes | None]]:
+        return [(a.encode(), write({"account": a, "amount": x, "currency": "EUR"})) for a, x in batch]
+
+    batch1 = frame(first, write_v1)
+    v1 = _id(batch1[0][1])
+    v2 = _id(write_v2({"account": "warm", "amount": 0.0, "currency": "EUR"}))  # registered, cached by the writer
+    streams = KafkaStreams(balances(inp, out), _config(kafka_broker, url, tmp_path, sfx))
+    await streams.start()
+    try:
+        await produce(bootstrap, inp, batch1)
+        got = await _read_output(kafka_broker, url, out, 10)
+        assert got == _expected(first)
+        balance_id = _id(SpecificAvroSerde(Balance, config={"schema.registry.url": url})
+                         .serializer.serialize(out, Balance(0, 0.0)) or b"")
+        await anyio.to_thread.run_sync(own_registry.stop)
+
+        # Known schemas: no round trip, the application goes on while the registry is down.
+        await produce(bootstrap, inp, frame(second, write_v1))
+        assert await _read_output(kafka_broker, url, out, 20) == _expected(first + second)
+        assert not own_registry.is_running()
+        # A schema id it has not seen: it waits, skipping nothing.
+        await produce(bootstrap, inp, frame(third, write_v2))
+        await _wait_running(streams, 6)
+        assert "waiting to read" in caplog.text and f"schema id {v2}" in caplog.text
+        assert streams.metrics["records-skipped"] == 0
+
+        await anyio.to_thread.run_sync(own_registry.start)
+        got = await _read_output(kafka_broker, url, out, 30)
+        assert got == _expected(first + second + third)
+        assert streams.metrics["records-skipped"] == 0
+        assert streams.state is State.RUNNING
+    finally:
+        await streams.close()
+    assert "reading again after" in caplog.text
+    assert _schema_of(url, v1)["fields"] == PAYMENT_V1["fields"]
+    assert _schema_of(url, v2)["fields"] == PAYMENT_V2["fields"]
+    assert _schema_of(url, balance_id)["name"] == "Balance"
