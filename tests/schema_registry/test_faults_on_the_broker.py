@@ -24,15 +24,19 @@ from typing import Any
 
 import anyio
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, topic_subject_name_strategy
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
+from streamlet.error_handling import DLQ_TOPIC_CONFIG as DLQ
+from streamlet.errors import SchemaRegistryUnavailableError
 from streamlet.runtime.kafka_streams import KafkaStreams, State
-from streamlet.schema_registry import SpecificAvroSerde, avro_schema_of
+from streamlet.schema_registry import GenericAvroSerde, SpecificAvroSerde, avro_schema_of
+from streamlet.schema_registry.client import RegistrySettings
+from streamlet.testing.local_broker import free_ports
 from streamlet.testing.local_registry import LocalSchemaRegistry
-from tests.helpers.kafka import create_topics, produce, read_settled
+from tests.helpers.kafka import create_topics, produce, read_settled, read_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker, pytest.mark.registry]
 
@@ -86,7 +90,10 @@ class Writer:
 
     def __init__(self, url: str, topic: str, schema: dict[str, Any]) -> None:
         self.client = SchemaRegistryClient({"url": url})
-        self.serializer = AvroSerializer(self.client, json.dumps(schema))
+        # The plain topic strategy: confluent-kafka's default one asks the registry for the topic's
+        # "associations" on every call, which would not let this writer write while the registry is down.
+        self.serializer = AvroSerializer(self.client, json.dumps(schema),
+                                         conf={"subject.name.strategy": topic_subject_name_strategy})
         self.context = SerializationContext(topic, MessageField.VALUE)
 
     def __call__(self, value: dict[str, Any]) -> bytes:
@@ -215,3 +222,118 @@ async def test_registry_down_mid_run(kafka_broker: Any, own_registry: LocalSchem
     assert _schema_of(url, v1)["fields"] == PAYMENT_V1["fields"]
     assert _schema_of(url, v2)["fields"] == PAYMENT_V2["fields"]
     assert _schema_of(url, balance_id)["name"] == "Balance"
+
+
+# -- bad input and bad values, with the session's registry -------------------------------------------------
+
+async def test_dead_letter_queue_gets_bad_records_with_kafka_streams_headers(
+        kafka_broker: Any, schema_registry: str, tmp_path: Path) -> None:
+    bootstrap, sfx = kafka_broker.bootstrap_servers, uuid.uuid4().hex[:8]
+    inp, out, dlq = f"payments-{sfx}", f"balances-{sfx}", f"dlq-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1, dlq: 1})
+    good = Writer(schema_registry, inp, PAYMENT_V1)({"account": "acct-1", "amount": 2.0})
+    bad = [b"\x01" + good[1:], b"\x00" + (777001).to_bytes(4, "big") + good[5:], good[:5] + b"\xff"]
+    await produce(bootstrap, inp, [(b"acct-1", v) for v in [good, *bad, good]])
+    config = {**_config(kafka_broker, schema_registry, tmp_path, sfx), DLQ: dlq,
+              "schema.registry.retry.backoff.max.ms": 1000}
+    streams = KafkaStreams(balances(inp, out), config)
+    await streams.start()
+    try:
+        assert await _read_output(kafka_broker, schema_registry, out, 2) == _expected([("acct-1", 2.0)] * 2)
+        dead = await read_until(bootstrap, dlq, lambda rs: len(rs) >= 3, isolation_level="read_committed")
+    finally:
+        await streams.close()
+    assert [r.value for r in dead] == bad
+    for record, offset, needle in zip(dead, (1, 2, 3), ("magic byte 01", "schema id 777001",
+                                                          f"schema id {_id(good)}"), strict=True):
+        headers = dict(record.headers)
+        assert headers["__streams.errors.topic"] == inp.encode()
+        assert headers["__streams.errors.partition"] == b"0"
+        assert headers["__streams.errors.offset"] == str(offset).encode()
+        assert headers["__streams.errors.exception"] == b"streamlet.errors.SerializationError"
+        message = headers["__streams.errors.message"].decode()
+        assert needle in message and inp in message
+
+
+@dataclass
+class Strict:
+    account: str
+    amount: int  # the value written is a float: it does not fit
+
+
+def to_strict(inp: str, out: str) -> Topology:
+    builder = StreamsBuilder()
+    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Payment)))
+        .map_values(lambda p: Strict(p.account, p.amount))  # type: ignore[arg-type]
+        .to(out, Produced(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Strict))))
+    return builder.build()
+
+
+@pytest.mark.parametrize("handler", ["continue", "fail"])
+async def test_value_that_does_not_fit_goes_to_the_production_handler(
+        kafka_broker: Any, schema_registry: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        handler: str) -> None:
+    caplog.set_level(logging.WARNING)
+    bootstrap, sfx = kafka_broker.bootstrap_servers, uuid.uuid4().hex[:8]
+    inp, out = f"payments-{sfx}", f"strict-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1})
+    write = Writer(schema_registry, inp, PAYMENT_V1)
+    await produce(bootstrap, inp, [(b"a", write({"account": "a", "amount": 1.5})),
+                                   (b"b", write({"account": "b", "amount": 2.0}))])
+    config = {**_config(kafka_broker, schema_registry, tmp_path, sfx), "production.exception.handler": handler}
+    streams = KafkaStreams(to_strict(inp, out), config)
+    await streams.start()
+    try:
+        if handler == "fail":
+            with anyio.fail_after(60):
+                while streams.state is not State.ERROR:
+                    await anyio.sleep(0.1)
+            message = str(streams.error)
+        else:
+            with anyio.fail_after(60):
+                while "does not fit" not in caplog.text:
+                    await anyio.sleep(0.1)
+            message = caplog.text
+            assert streams.state is State.RUNNING
+    finally:
+        await streams.close()
+    assert f"does not fit the schema for topic '{out}', subject '{out}-value'" in message
+
+
+async def test_incompatible_schema_on_write_fails_with_the_registry_message(
+        kafka_broker: Any, schema_registry: str, tmp_path: Path) -> None:
+    bootstrap, sfx = kafka_broker.bootstrap_servers, uuid.uuid4().hex[:8]
+    inp, out = f"payments-{sfx}", f"strict-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1})
+    client = SchemaRegistryClient({"url": schema_registry})
+    client.register_schema(f"{out}-value", Schema(json.dumps({**avro_schema_of(Strict), "fields": [
+        {"name": "account", "type": "string"}, {"name": "other", "type": "long"}]}), "AVRO"))
+    client.set_compatibility(f"{out}-value", "BACKWARD")  # Strict's `amount` has no default: incompatible
+    write = Writer(schema_registry, inp, PAYMENT_V1)
+    await produce(bootstrap, inp, [(b"a", write({"account": "a", "amount": 1.0}))])
+    streams = KafkaStreams(to_strict(inp, out), _config(kafka_broker, schema_registry, tmp_path, sfx))
+    await streams.start()
+    try:
+        with anyio.fail_after(60):
+            while streams.state is not State.ERROR:
+                await anyio.sleep(0.1)
+    finally:
+        await streams.close()
+    message = str(streams.error)
+    assert f"the schema registry refused the schema for topic '{out}', subject '{out}-value'" in message
+    assert "HTTP 409" in message
+
+
+def test_passwords_never_shown_when_the_registry_cannot_be_reached(caplog: pytest.LogCaptureFixture) -> None:
+    """A refused connection (a real closed port): URL credentials and basic.auth.user.info stay hidden."""
+    caplog.set_level(logging.DEBUG)
+    port = free_ports(1)[0]
+    for config in ({"schema.registry.url": f"http://alice:url-s3cret@127.0.0.1:{port}"},
+                   {"schema.registry.url": f"http://127.0.0.1:{port}", "basic.auth.user.info": "alice:info-s3cret"}):
+        serde = GenericAvroSerde(PAYMENT_V1, config=config)
+        with pytest.raises(SchemaRegistryUnavailableError) as failure:
+            serde.serializer.serialize("t", {"account": "a", "amount": 1.0})
+        text = f"{failure.value} {failure.value!r} {RegistrySettings.from_config(config)!r} {caplog.text}"
+        assert "cannot be reached" in text and f"127.0.0.1:{port}" in text
+        assert "s3cret" not in text
+    assert "alice:[hidden]@" in str(failure.value) or "alice" not in str(failure.value)
