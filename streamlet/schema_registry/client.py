@@ -15,6 +15,7 @@ retries wait without blocking anything. No message shows a password (`basic.auth
 
 from __future__ import annotations
 
+import logging
 import threading
 import typing
 from collections.abc import Callable, Mapping
@@ -156,6 +157,21 @@ def _user_info(config: Mapping[str, Any]) -> str | None:
         raise ConfigError("basic.auth.user.info must be user:password (its value is not shown)")
     return str(info) if info else None
 
+
+class _HidePasswords(logging.Filter):
+    """On the HTTP client's logger, which logs every request's URL at INFO: passwords in URLs hidden."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        hidden = redact_url_credentials(message)
+        if hidden != message:
+            record.msg, record.args = hidden, ()
+        return True
+
+
+_HTTP_LOG = logging.getLogger(httpx.__name__)
+if not any(isinstance(f, _HidePasswords) for f in _HTTP_LOG.filters):
+    _HTTP_LOG.addFilter(_HidePasswords())
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str | None], SchemaRegistryClient] = {}

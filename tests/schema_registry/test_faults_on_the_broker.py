@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ from streamlet.errors import SchemaRegistryUnavailableError
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from streamlet.schema_registry import GenericAvroSerde, SpecificAvroSerde, avro_schema_of
 from streamlet.schema_registry.client import RegistrySettings
+from streamlet.testing import local_registry
 from streamlet.testing.local_broker import free_ports
 from streamlet.testing.local_registry import LocalSchemaRegistry
 from tests.helpers.kafka import create_topics, produce, read_settled, read_until
@@ -337,3 +340,81 @@ def test_passwords_never_shown_when_the_registry_cannot_be_reached(caplog: pytes
         assert "cannot be reached" in text and f"127.0.0.1:{port}" in text
         assert "s3cret" not in text
     assert "alice:[hidden]@" in str(failure.value) or "alice" not in str(failure.value)
+
+
+# -- refused credentials: Apicurio itself, with authentication on ------------------------------------------
+
+@pytest.fixture(scope="module")
+def auth_registry() -> Iterator[str]:
+    """Apicurio with authentication on and basic-auth credentials accepted for an OpenID Connect server that
+    is not there: the registry itself answers 401 to a request without credentials, and 500 to one with
+    basic credentials (it cannot check them). Apicurio 2.6 checks basic credentials only through Keycloak,
+    which is not installed here, so "wrong credentials answered with 401" is not reachable with it."""
+    environment = {"REGISTRY_AUTH_ENABLED": "true", "CLIENT_CREDENTIALS_BASIC_AUTH_ENABLED": "true",
+                   "KEYCLOAK_URL": f"http://127.0.0.1:{free_ports(1)[0]}/auth", "KEYCLOAK_REALM": "streamlet",
+                   "KEYCLOAK_API_CLIENT_ID": "registry-api"}
+
+    def answers(url: str) -> bool:  # any HTTP answer: with authentication on, GET /subjects is a 401
+        try:
+            with urllib.request.urlopen(f"{url}/subjects", timeout=2.0):
+                return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            return False
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in environment.items():
+            patch.setenv(key, value)
+        patch.setattr(local_registry, "_answers", answers)
+        with LocalSchemaRegistry(startup_timeout=240) as registry:
+            yield registry.url
+
+
+async def _start_reading(kafka_broker: Any, url: str, tmp_path: Path, extra: dict[str, Any]) -> KafkaStreams:
+    bootstrap, sfx = kafka_broker.bootstrap_servers, uuid.uuid4().hex[:8]
+    inp, out = f"payments-{sfx}", f"balances-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1})
+    await produce(bootstrap, inp, [(b"a", b"\x00" + (1).to_bytes(4, "big") + b"\x02a\x00")])
+    streams = KafkaStreams(balances(inp, out), {**_config(kafka_broker, url, tmp_path, sfx), **extra})
+    await streams.start()
+    return streams
+
+
+async def test_refused_credentials_fail_naming_the_setting(kafka_broker: Any, auth_registry: str,
+                                                           tmp_path: Path) -> None:
+    streams = await _start_reading(kafka_broker, auth_registry, tmp_path, {})
+    try:
+        with anyio.fail_after(90):
+            while streams.state is not State.ERROR:
+                await anyio.sleep(0.1)
+        assert streams.metrics["records-skipped"] == 0  # log_and_continue never saw it: no record's fault
+    finally:
+        await streams.close()
+    error = f"{streams.error} {getattr(streams.error, '__notes__', '')}"
+    assert "refused the credentials" in error and "HTTP 401" in error
+    assert "check basic.auth.user.info: none is set" in error
+
+
+async def test_passwords_hidden_while_the_registry_cannot_check_them(
+        kafka_broker: Any, auth_registry: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    streams = await _start_reading(kafka_broker, auth_registry, tmp_path,
+                                   {"basic.auth.user.info": "alice:pw-s3cret-1"})
+    try:
+        with anyio.fail_after(90):
+            while "waiting to read" not in caplog.text:
+                await anyio.sleep(0.1)
+        await _wait_running(streams, 2)  # an HTTP 500: the registry's failure, waited out, not the record's
+        assert streams.metrics["records-skipped"] == 0
+    finally:
+        await streams.close()
+    assert "HTTP 500" in caplog.text
+    assert "s3cret" not in caplog.text and "s3cret" not in repr(streams.config)
+
+    host = auth_registry.split("://", 1)[1]
+    in_url = GenericAvroSerde(PAYMENT_V1, config={"schema.registry.url": f"http://alice:pw-s3cret-2@{host}"})
+    with pytest.raises(SchemaRegistryUnavailableError) as failure:
+        in_url.serializer.serialize("t", {"account": "a", "amount": 1.0})
+    assert "alice:[hidden]@" in str(failure.value)
+    assert "s3cret" not in str(failure.value) and "s3cret" not in caplog.text
