@@ -14,12 +14,15 @@ with the writer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import typing
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,19 +76,43 @@ def balances(inp: str, out: str) -> Topology:
     return builder.build()
 
 
+class OwnRegistry(LocalSchemaRegistry):
+    """A registry these tests stop and start while the application runs on the event loop. Started from one
+    thread that lives as long as the registry: a child started with a parent-death signal gets it when the
+    *thread* that started it ends (Linux's PR_SET_PDEATHSIG), and anyio's worker threads end when idle."""
+
+    def __init__(self, database: Path) -> None:
+        super().__init__()
+        self.database = database
+        self.thread = ThreadPoolExecutor(max_workers=1)
+
+    def start(self) -> LocalSchemaRegistry:
+        with pytest.MonkeyPatch.context() as patch:  # its database in a file: kept across restarts
+            patch.setenv("REGISTRY_DATASOURCE_URL", f"jdbc:h2:file:{self.database}")
+            return super().start()
+
+    async def start_again(self) -> None:
+        await asyncio.wrap_future(self.thread.submit(self.start))
+
+    async def stop_now(self) -> None:
+        await asyncio.wrap_future(self.thread.submit(self.stop))
+
+
 @pytest.fixture(scope="module")
-def own_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSchemaRegistry]:
+def own_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnRegistry]:
     """A registry these tests may stop (not the session's), keeping its schemas in a file across restarts."""
-    database = tmp_path_factory.mktemp("registry") / "registry_db"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("REGISTRY_DATASOURCE_URL", f"jdbc:h2:file:{database}")  # read by each start()
-        with LocalSchemaRegistry() as registry:
-            yield registry
+    registry = OwnRegistry(tmp_path_factory.mktemp("registry") / "registry_db")
+    registry.thread.submit(registry.start).result()
+    try:
+        yield registry
+    finally:
+        registry.thread.submit(registry.stop).result()
+        registry.thread.shutdown()
 
 
 def _schema_of(url: str, schema_id: int) -> dict[str, Any]:
     """What the registry answers for `schema_id`, by a client with no cache yet."""
-    return dict(json.loads(SchemaRegistryClient({"url": url}).get_schema(schema_id).schema_str))
+    return dict(json.loads(SchemaRegistryClient({"url": url}).get_schema(schema_id).schema_str or "{}"))
 
 
 class Writer:
@@ -135,8 +162,8 @@ def _config(kafka_broker: Any, url: str, tmp_path: Path, sfx: str) -> dict[str, 
 async def _read_output(kafka_broker: Any, url: str, out: str, expected: int) -> list[tuple[str, Balance]]:
     reader = SpecificAvroSerde(Balance, config={"schema.registry.url": url})
     got = await read_settled(kafka_broker.bootstrap_servers, out, expected, isolation_level="read_committed")
-    return [(key.decode(), reader.deserializer.deserialize(out, value)) for key, value in got  # type: ignore[union-attr]
-            ]
+    return [(key.decode() if key else "", typing.cast(Balance, reader.deserializer.deserialize(out, value)))
+            for key, value in got]
 
 
 async def _wait_running(streams: KafkaStreams, seconds: float) -> None:
@@ -147,7 +174,7 @@ async def _wait_running(streams: KafkaStreams, seconds: float) -> None:
             await anyio.sleep(0.2)
 
 
-async def test_registry_down_at_start_up(kafka_broker: Any, own_registry: LocalSchemaRegistry, tmp_path: Path,
+async def test_registry_down_at_start_up(kafka_broker: Any, own_registry: OwnRegistry, tmp_path: Path,
                                          caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     url, sfx = own_registry.url, uuid.uuid4().hex[:8]
@@ -155,10 +182,11 @@ async def test_registry_down_at_start_up(kafka_broker: Any, own_registry: LocalS
     await create_topics(kafka_broker.bootstrap_servers, {inp: 1, out: 1})
     write = Writer(url, inp, PAYMENT_V1)
     payments = _payments(30, 0)
-    framed = [(account.encode(), write({"account": account, "amount": amount})) for account, amount in payments]
-    v1 = _id(framed[0][1])
+    framed: list[tuple[bytes | None, bytes | None]] = [
+        (account.encode(), write({"account": account, "amount": amount})) for account, amount in payments]
+    v1 = _id(framed[0][1] or b"")
     await produce(kafka_broker.bootstrap_servers, inp, framed)
-    await anyio.to_thread.run_sync(own_registry.stop)
+    await own_registry.stop_now()
 
     streams = KafkaStreams(balances(inp, out), _config(kafka_broker, url, tmp_path, sfx))
     await streams.start()
@@ -166,7 +194,7 @@ async def test_registry_down_at_start_up(kafka_broker: Any, own_registry: LocalS
         await _wait_running(streams, 8)
         assert "waiting to read" in caplog.text and "cannot be reached" in caplog.text
         assert streams.metrics["records-skipped"] == 0
-        await anyio.to_thread.run_sync(own_registry.start)
+        await own_registry.start_again()
         assert await _read_output(kafka_broker, url, out, len(payments)) == _expected(payments)
         assert streams.metrics["records-skipped"] == 0
         assert streams.state is State.RUNNING
@@ -176,11 +204,11 @@ async def test_registry_down_at_start_up(kafka_broker: Any, own_registry: LocalS
     assert _schema_of(url, v1)["fields"] == PAYMENT_V1["fields"]  # the restarted registry kept the old ids
 
 
-async def test_registry_down_mid_run(kafka_broker: Any, own_registry: LocalSchemaRegistry, tmp_path: Path,
+async def test_registry_down_mid_run(kafka_broker: Any, own_registry: OwnRegistry, tmp_path: Path,
                                      caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     if not own_registry.is_running():
-        await anyio.to_thread.run_sync(own_registry.start)
+        await own_registry.start_again()
     url, sfx = own_registry.url, uuid.uuid4().hex[:8]
     bootstrap = kafka_broker.bootstrap_servers
     inp, out = f"payments-{sfx}", f"balances-{sfx}"
@@ -193,7 +221,7 @@ async def test_registry_down_mid_run(kafka_broker: Any, own_registry: LocalSchem
 
     # Framed while the registry is up: a writer that publishes them later.
     batch1, batch2, batch3 = frame(first, write_v1), frame(second, write_v1), frame(third, write_v2)
-    v1, v2 = _id(batch1[0][1]), _id(batch3[0][1])
+    v1, v2 = _id(batch1[0][1] or b""), _id(batch3[0][1] or b"")
     streams = KafkaStreams(balances(inp, out), _config(kafka_broker, url, tmp_path, sfx))
     await streams.start()
     try:
@@ -202,7 +230,7 @@ async def test_registry_down_mid_run(kafka_broker: Any, own_registry: LocalSchem
         assert got == _expected(first)
         balance_id = _id(SpecificAvroSerde(Balance, config={"schema.registry.url": url})
                          .serializer.serialize(out, Balance(0, 0.0)) or b"")
-        await anyio.to_thread.run_sync(own_registry.stop)
+        await own_registry.stop_now()
 
         # Known schemas: no round trip, the application goes on while the registry is down.
         await produce(bootstrap, inp, batch2)
@@ -214,7 +242,7 @@ async def test_registry_down_mid_run(kafka_broker: Any, own_registry: LocalSchem
         assert "waiting to read" in caplog.text and f"schema id {v2}" in caplog.text
         assert streams.metrics["records-skipped"] == 0
 
-        await anyio.to_thread.run_sync(own_registry.start)
+        await own_registry.start_again()
         got = await _read_output(kafka_broker, url, out, 30)
         assert got == _expected(first + second + third)
         assert streams.metrics["records-skipped"] == 0
@@ -364,6 +392,7 @@ def auth_registry() -> Iterator[str]:
             return False
 
     with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("REGISTRY_DATASOURCE_URL", raising=False)  # in memory
         for key, value in environment.items():
             patch.setenv(key, value)
         patch.setattr(local_registry, "_answers", answers)
