@@ -24,6 +24,8 @@ OUTER_JOIN_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.outer.join.spurious.r
 WINDOWED_AGGREGATION_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.windowed.aggregation__"
 """Kafka Streams' internal setting: how often (wall-clock ms) an `on_window_close` aggregation emits."""
 EXACTLY_ONCE_V2 = "exactly_once_v2"
+RETRY_BACKOFF = "schema.registry.retry.backoff.ms"
+RETRY_BACKOFF_MAX = "schema.registry.retry.backoff.max.ms"
 CLASSIC_GROUP = "classic"
 STREAMS_GROUP = "streams"
 
@@ -67,6 +69,10 @@ DEFAULTS: dict[str, Any] = {
     # cluster instead. Also how long a member waits for a group still held by another protocol's
     # members (runtime/foreign_members.py).
     "task.timeout.ms": 300000,
+    # How a task retries records it cannot read while the schema registry is unreachable (RetriableError,
+    # actors/partition_group.py): the first wait, doubling up to the longest, for up to task.timeout.ms.
+    "schema.registry.retry.backoff.ms": 100,
+    "schema.registry.retry.backoff.max.ms": 1000,
     # What a failure of the running client does when no handler function is set (KafkaStreams.
     # set_uncaught_exception_handler): shutdown_client | replace_thread | shutdown_application.
     "uncaught.exception.handler": "shutdown_client",
@@ -164,6 +170,16 @@ DESCRIPTIONS: dict[str, str] = {
                        "replaced and the replacement waits for the cluster. Also how long a member waits to "
                        "join a group still held by members of another protocol (a Kafka Streams application "
                        "closed a moment ago).",
+    "schema.registry.retry.backoff.ms": "The schema'd serdes: how long a task first waits before it retries a "
+                                        "record whose writer's schema could not be fetched because the registry "
+                                        "is unreachable (refused connection, timeout, HTTP 5xx). Such a record is "
+                                        "never handed to deserialization.exception.handler: the task holds it and "
+                                        "the records after it, unprocessed and uncommitted, and retries, doubling "
+                                        "the wait up to schema.registry.retry.backoff.max.ms, for up to "
+                                        "task.timeout.ms, then fails.",
+    "schema.registry.retry.backoff.max.ms": "The schema'd serdes: the longest wait between two retries of a "
+                                            "record held while the schema registry is unreachable (see "
+                                            "schema.registry.retry.backoff.ms).",
     "uncaught.exception.handler": "What a failure of the running instance does when no handler function is "
                                   "set: shutdown_client, replace_thread or shutdown_application.",
     "application.server": "host:port where this instance answers interactive queries over HTTP (streamlet "
@@ -271,6 +287,7 @@ _INT_KEYS = {
     "num.standby.replicas", "num.stream.threads",
     "replication.factor", "max.poll.records", "poll.ms", "session.timeout.ms", "heartbeat.interval.ms",
     "max.task.idle.ms", "transaction.timeout.ms", "buffered.records.per.partition",
+    "schema.registry.retry.backoff.ms", "schema.registry.retry.backoff.max.ms",
 }
 
 

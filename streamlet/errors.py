@@ -34,6 +34,37 @@ class SinkSerializationError(SerializationError):
         self.timestamp, self.headers, self.cause = timestamp, headers, cause
 
 
+class RetriableError(StreamsError):
+    """A failure that may pass by itself: a service a record needs (the schema registry) cannot be reached
+    for now. It is never bad input, so no exception handler sees it: a task that meets one while it reads
+    its input holds the records from that one on, waits (`schema.registry.retry.backoff.ms`, doubling up to
+    `schema.registry.retry.backoff.max.ms`) and tries again, for up to `task.timeout.ms`, then fails."""
+
+
+class SchemaRegistryUnavailableError(RetriableError):
+    """The schema registry cannot be reached (refused connection, timeout, HTTP 5xx or 429): retried, never
+    handed to an exception handler (see `RetriableError`)."""
+
+
+class SchemaRegistryAuthError(ConfigError):
+    """The schema registry refused the credentials (HTTP 401 or 403): a configuration to fix
+    (`basic.auth.user.info`, or the user:password in `schema.registry.url`), never bad input, so no
+    exception handler sees it; the task fails. The password is never in its message."""
+
+
+def never_handled(exc: BaseException) -> bool:
+    """True for failures that are no record's fault (`RetriableError`, `SchemaRegistryAuthError`), also when
+    wrapped (a sink's `SinkSerializationError`): the exception handlers never see them."""
+    seen: BaseException | None = exc
+    for _depth in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, RetriableError | SchemaRegistryAuthError):
+            return True
+        seen = getattr(seen, "cause", None) or seen.__cause__
+    return False
+
+
 class DeserializationError(StreamsError):
     """A consumed record could not be deserialized (and `deserialization.exception.handler` is
     log_and_fail); names where it came from and, as Kafka Streams' message does, the setting to change."""

@@ -28,3 +28,11 @@ def redact(config: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of `config` fit for logs, errors and dumps: secret values are replaced by `[hidden]`."""
     return {key: (REDACTED if is_secret_key(str(key)) and value is not None else value)
             for key, value in config.items()}
+
+
+_URL_CREDENTIALS = re.compile(r"(?<=://)([^/@\s:]*):[^/@\s]*@")
+
+
+def redact_url_credentials(text: str) -> str:
+    """`text` with the password of every `scheme://user:password@host` in it replaced by `[hidden]`."""
+    return _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)

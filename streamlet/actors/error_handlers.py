@@ -16,6 +16,10 @@ name given both ways takes the newer one, as in Kafka Streams:
   `handleSerializationError`); when it fails, the sink's error goes on to the processing handler, as in
   Kafka Streams. Records the producer itself cannot deliver (larger than a batch, refused by the broker)
   are decided in `streamlet.kafka.record_sender` by `fail` / `continue` alone (a handler counts as fail).
+- Failures that are no record's fault never reach a handler: the schema registry unreachable
+  (`RetriableError`: a task reading its input holds the records and retries, see
+  `streamlet.actors.partition_group`; anywhere else the task fails) or refusing the credentials
+  (`SchemaRegistryAuthError`: the task fails). A handler would skip or dead-letter good records.
 - `errors.dead.letter.queue.topic.name`: default none. When set, the built-in handlers send the failed
   record there (also `log_and_fail`, before failing: under at-least-once the task delivers its output
   before it fails, as Kafka Streams' producer does on close; under exactly-once that transaction aborts,
@@ -57,7 +61,7 @@ from streamlet.error_handling import (
     Response,
     Result,
 )
-from streamlet.errors import ConfigError, SinkSerializationError
+from streamlet.errors import ConfigError, SinkSerializationError, never_handled
 from streamlet.partitioner import default_partition
 from streamlet.record import Headers, Record
 from streamlet.stores.api import RecordContext
@@ -216,7 +220,7 @@ class RecordErrorHandler:
 
     def on_deserialization_error(self, raw: ConsumedRecord, exc: BaseException) -> bool:
         """True: the record is dealt with (skipped, maybe dead-lettered) and processing goes on."""
-        if not isinstance(exc, Exception):
+        if not isinstance(exc, Exception) or never_handled(exc):
             return False
         context = ErrorHandlerContext(raw.topic, raw.partition, raw.offset, tuple(raw.headers or ()), None,
                                       self.task_id, raw.timestamp, raw.key, raw.value)
@@ -228,7 +232,7 @@ class RecordErrorHandler:
         `ctx` is the failing node's record context (topic, partition, offset, timestamp, headers) and `raw`
         the consumed record it is about, whose bytes the handler's context carries (None when it is not
         the one being processed: a punctuation, a cache flush)."""
-        if self.processing is None or not isinstance(exc, Exception):
+        if self.processing is None or not isinstance(exc, Exception) or never_handled(exc):
             return False
         context = self._context(ctx, raw, node)
         return self._carry_out(self._ask(self.processing, "processing", context, record, exc), True)
@@ -237,6 +241,8 @@ class RecordErrorHandler:
         """A sink could not serialize its record: the production handler decides (in the sink, as Kafka
         Streams' record collector asks it). True: the record is dropped (maybe dead-lettered) and the sink
         returns; retry is fail."""
+        if never_handled(exc):  # the registry unreachable or refusing the credentials: no record's fault
+            return False
         cause = exc.cause or (exc.__cause__ if isinstance(exc.__cause__, Exception) else exc)
         context = self._context(ctx._replace(timestamp=exc.timestamp, headers=exc.headers), raw, exc.node)
         record = ProducerRecord(exc.topic, None, exc.key, exc.value, exc.timestamp, exc.headers)

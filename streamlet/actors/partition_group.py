@@ -33,19 +33,27 @@ and `set_caught_up` mark nothing), and the runtime does not track such a task's 
 A run taken while another input partition has no buffered data, because its idle clock ran out (at once
 with `max.task.idle.ms` = 0), is Kafka Streams' "enforced processing": its metric counts the records so
 processed (`enforced`, see `count_enforced`).
+
+A record whose deserializer raises a `RetriableError` (the schema registry cannot be reached to fetch its
+writer's schema) is not bad input: no handler sees it. The partition's records from that one on are held,
+undeserialized and unprocessed (so their offsets are not committed), the whole task waits, and the owner
+calls `retry_held()` at `held_deadline()`: the wait starts at `schema.registry.retry.backoff.ms` and doubles
+up to `schema.registry.retry.backoff.max.ms`; records fetched meanwhile queue behind the held ones. When the
+failure has lasted `task.timeout.ms`, the error fails the task.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from streamlet.actors.processor_node import SourceNode
-from streamlet.errors import DeserializationError, StreamsError
+from streamlet.errors import DeserializationError, RetriableError, StreamsError, never_handled
 from streamlet.processor import RecordTimestampExtractor
 from streamlet.record import Headers, Record
 from streamlet.serdes import fast_deserializer
@@ -145,6 +153,16 @@ class PartitionGroup:
         self._inputs: set[tuple[str, int]] = set()  # every input partition known (expected or queued)
         self._deadlines: dict[tuple[str, int], int] = {}  # empty, caught-up partition -> when to stop waiting
         self._never_idle = False  # max.task.idle.ms = -1: nothing is ever awaited
+        self._held: dict[tuple[str, int], list[ConsumedRecord]] = {}  # not deserialized yet (module docstring)
+        self._held_error: RetriableError | None = None
+        self._held_since = 0  # wall-clock ms of the first failure of this outage
+        self._retry_at = 0
+        self._attempts = 0
+        self.retry_backoff_ms = 100
+        self.retry_backoff_max_ms = 1000
+        self.retry_timeout_ms = 300000
+        """The held records' retries: first wait, longest wait, and how long before the error fails the
+        task (`schema.registry.retry.backoff.ms`, `.max.ms`, `task.timeout.ms`; set by the task)."""
 
     def idle_for(self, max_idle_ms: int, clock: Callable[[], int]) -> None:
         """Wait up to `max_idle_ms` (wall-clock, from `clock`) for an empty partition whose fetch reached
@@ -202,6 +220,9 @@ class PartitionGroup:
 
     def add_records(self, topic: str, partition: int, records: Iterable[ConsumedRecord]) -> int:
         """Deserialize and stamp a batch of one partition; returns how many were queued."""
+        if self._held and (topic, partition) in self._held:  # behind records waiting for a retry
+            self._held[(topic, partition)].extend(records)
+            return 0
         q = self.queue_for(topic, partition)
         source = q.source
         kd = source.key_deserializer.deserialize
@@ -213,7 +234,7 @@ class PartitionGroup:
             extractor = None  # it returns the record's own timestamp: taken inline, without its call
         append = q.queue.append
         added = 0
-        for raw in records:
+        for index, raw in enumerate(records):
             try:
                 k, v = raw.key, raw.value
                 try:
@@ -226,6 +247,13 @@ class PartitionGroup:
                 else:
                     ts = extractor.extract(topic, key, value, raw.timestamp, q.partition_time)
             except Exception as exc:
+                if isinstance(exc, RetriableError):
+                    rest = records[index:] if isinstance(records, Sequence) else [raw, *records]
+                    self._hold(topic, partition, rest, exc)
+                    break
+                if never_handled(exc):  # no record's fault (the registry refused the credentials)
+                    exc.add_note(f"reading topic {topic!r} partition {partition} offset {raw.offset}")
+                    raise
                 raw = with_origin(raw, topic, partition)
                 if self._on_error(raw, exc):
                     self.skipped += 1
@@ -244,12 +272,46 @@ class PartitionGroup:
             self._update_idle()
         return added
 
+    def _hold(self, topic: str, partition: int, records: Iterable[ConsumedRecord], exc: RetriableError) -> None:
+        now = _now_ms()
+        if self._held_error is None:
+            self._held_since, self._attempts = now, 0
+            log.warning("waiting to read %s-%d from offset %s: %s; no record is skipped, retrying for up to "
+                        "task.timeout.ms (%d ms)", topic, partition, _first_offset(records), exc,
+                        self.retry_timeout_ms)
+        self._held_error = exc
+        if now - self._held_since >= self.retry_timeout_ms:
+            exc.add_note(f"it lasted longer than task.timeout.ms ({self.retry_timeout_ms} ms): raise it to wait "
+                         "longer")
+            raise exc
+        self._held[(topic, partition)] = list(records)
+        self._retry_at = now + min(self.retry_backoff_max_ms, self.retry_backoff_ms << min(self._attempts, 30))
+        self._attempts += 1
+
+    def held_deadline(self) -> int | None:
+        """When to call `retry_held` (wall-clock ms), or None when no record is held."""
+        return self._retry_at if self._held else None
+
+    def retry_held(self) -> None:
+        """Deserialize the held records again once their wait is over (module docstring)."""
+        if not self._held or _now_ms() < self._retry_at:
+            return
+        held, self._held = self._held, {}
+        for (topic, partition), records in held.items():
+            self.add_records(topic, partition, records)
+        if not self._held and self._held_error is not None:
+            log.info("reading again after %d ms: %s is over", _now_ms() - self._held_since,
+                     type(self._held_error).__name__)
+            self._held_error = None
+
     def next_run(self, limit: int) -> tuple[RecordQueue, list[Buffered]] | None:
         """Take the next run of records: from the partition whose head has the lowest timestamp (the
         first such partition on a tie), every record up to `limit` that per-record merging would also
         have taken next, i.e. until another partition's head comes first. None when idle or empty.
         The caller advances partition and stream time per record as it processes them."""
         if (not self._ready()) if self._idle_ms else self._idle:
+            return None
+        if self._held:  # the task waits for the held records' retry (in order)
             return None
         best: RecordQueue | None = None
         best_ts = 0
@@ -342,9 +404,22 @@ class PartitionGroup:
 
     def buffered_in(self, topic: str, partition: int) -> int:
         q = self._queues.get((topic, partition))
-        return len(q.queue) if q else 0
+        held = self._held.get((topic, partition), ()) if self._held else ()
+        return (len(q.queue) if q else 0) + len(held)
 
     def clear(self) -> None:
         for q in self._queues.values():
             q.queue.clear()
         self.buffered = 0
+        self._held.clear()
+        self._held_error = None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _first_offset(records: Iterable[ConsumedRecord]) -> object:
+    for record in records:
+        return record.offset
+    return "?"

@@ -24,7 +24,7 @@ from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSche
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.actors.task_progress import CarriesProgress, CommitTimes, TaskProgress
-from streamlet.config import StreamsConfig
+from streamlet.config import RETRY_BACKOFF, RETRY_BACKOFF_MAX, StreamsConfig
 from streamlet.error_remedies import PROCESSING_REMEDY
 from streamlet.errors import SinkSerializationError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
@@ -141,6 +141,9 @@ class StreamTask:
         self.errors = RecordErrorHandler(config, self.task_id, collector,
                                          is_global=subtopology.id < 0)  # the global task's group
         self.partition_group = PartitionGroup(self.sources_by_topic, self.errors.on_deserialization_error)
+        self.partition_group.retry_backoff_ms = int(config.get(RETRY_BACKOFF, 100))
+        self.partition_group.retry_backoff_max_ms = int(config.get(RETRY_BACKOFF_MAX, 1000))
+        self.partition_group.retry_timeout_ms = int(config.get("task.timeout.ms", 300000))
         tracer = tracer_for(config)
         if tracer is not None:
             self.tracing = TaskTracing(tracer, self.task_id, self.application_id,

@@ -194,7 +194,9 @@ class TaskActor:
             if task.maybe_punctuate_stream_time():
                 await self._flush_output()
             while True:
-                dues = [d for d in (task.next_wall_clock_due(), task.partition_group.idle_deadline()) if d is not None]
+                group = task.partition_group
+                dues = [d for d in (task.next_wall_clock_due(), group.idle_deadline(), group.held_deadline())
+                        if d is not None]
                 timeout = max(0.0, (min(dues) - self._wall()) / 1000) if dues else math.inf
                 message: Message | None = None
                 with anyio.move_on_after(timeout):
@@ -202,6 +204,7 @@ class TaskActor:
                 while self._urgent:
                     await self._handle(self._urgent.pop(0))
                 if message is None:
+                    group.retry_held()  # records waiting for a retriable failure to pass (RetriableError)
                     task.process()  # an idle clock (max.task.idle.ms) may have run out: records may go on
                     task.maybe_punctuate_wall_clock(self._wall())
                     await self._flush_output()
@@ -256,6 +259,7 @@ class TaskActor:
         """Handle one message; True when the actor is done (closed)."""
         task = self.task
         if isinstance(message, Records):
+            task.partition_group.retry_held()  # when due: records keep coming while some are held
             if message.records:
                 task.add_records(message.topic, message.partition, message.records)
                 self.topics.record_consumed(message.topic, message.records)

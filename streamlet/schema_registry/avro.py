@@ -90,6 +90,7 @@ class GenericAvroSerde(RegistrySerde[dict[str, Any]]):
                  config: Mapping[str, Any] | None = None, is_key: bool = False) -> None:
         state = RegistryState(self.name, _build_for(schema, reader_schema),
                               "give one (GenericAvroSerde(schema)) or set use.latest.version=true")
+        state.record_name = _record_name(schema)
         super().__init__(state, config, is_key)
 
 
@@ -112,6 +113,7 @@ class SpecificAvroSerde(RegistrySerde[T], Generic[T]):
         self.record_type = record_type
         state = RegistryState(self.name, _build_for(codec.schema, codec.schema), "", codec.to_dict,
                               functools.partial(_from_wire, codec.from_dict))
+        state.record_name = _record_name(codec.schema)
         super().__init__(state, config, is_key)
 
     def __repr__(self) -> str:
@@ -120,3 +122,14 @@ class SpecificAvroSerde(RegistrySerde[T], Generic[T]):
 
 def _from_wire(from_dict: Callable[[dict[str, Any]], Any], value: Any) -> Any:
     return from_dict(value) if isinstance(value, dict) else value
+
+
+def _record_name(schema: AvroSchema | None) -> str | None:
+    """A record schema's full name (namespace.name), as the subject name strategies take it; else None."""
+    if schema is None:
+        return None
+    parsed = json.loads(_schema_text(schema))
+    if not isinstance(parsed, dict) or "name" not in parsed:
+        return None
+    name = str(parsed["name"])
+    return f"{parsed['namespace']}.{name}" if parsed.get("namespace") and "." not in name else name

@@ -19,7 +19,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from streamlet.errors import SerializationError
-from streamlet.schema_registry.client import RegistrySettings, registry_client
+from streamlet.schema_registry.client import RegistrySettings, registry_client, registry_failure
 from streamlet.schema_registry.shipping import ShipsConfiguration
 from streamlet.serdes import Deserializer, Serde, Serializer, is_serde_setting
 
@@ -74,11 +74,13 @@ class RegistryState(ShipsConfiguration):
         self.serializer: ConfluentSerializer | None = None
         self.deserializer: ConfluentDeserializer | None = None
         self._contexts: dict[str | None, SerializationContext] = {}  # per topic, made once
+        self.registry: RegistrySettings | None = None  # the settings configured with, read
+        self.record_name: str | None = None  # the written schema's full name (subject strategies, messages)
         self.init_shipping()
 
     def configure(self, config: Mapping[str, Any], is_key: bool, by_hand: bool) -> None:
+        settings = self.registry = RegistrySettings.from_config(config)
         if not self.reuse(config, is_key):  # a copy pickled to this process (a Spark worker) configured it already
-            settings = RegistrySettings.from_config(config)
             self.serializer, self.deserializer = self.build(registry_client(settings), settings, is_key)
         self.is_key = is_key
         self.by_hand = by_hand
@@ -143,15 +145,34 @@ class RegistrySerializer(SharesConfiguration, Serializer[T]):
         value = state.to_wire(data) if state.to_wire is not None else data
         try:
             result = state.serializer(value, state.context(topic))
-        except SchemaRegistryError as exc:
-            raise SerializationError(f"{state.kind}: the schema registry refused the schema for topic "
-                                     f"{topic!r}: {exc.error_message} (HTTP {exc.http_status_code}, "
-                                     f"error code {exc.error_code})") from exc
         except Exception as exc:
-            raise SerializationError(f"{state.kind} cannot serialize {type(data).__name__} for topic {topic!r}: "
-                                     f"{type(exc).__name__}: {exc}") from exc
+            raise _write_failure(state, exc, topic) from exc
         assert result is not None
         return result
+
+
+def _write_failure(state: RegistryState, exc: Exception, topic: str | None) -> Exception:
+    """The registry unreachable or refusing the credentials (no record's fault: `registry_failure`), else
+    a `SerializationError` naming the topic and the subject."""
+    where = f"for topic {topic!r}, subject {_subject(state, topic)!r}"
+    assert state.registry is not None
+    failure = registry_failure(exc, state.registry, f"writing {where}")
+    if failure is not None:
+        return failure
+    if isinstance(exc, SchemaRegistryError):
+        return SerializationError(f"{state.kind}: the schema registry refused the schema {where}: "
+                                  f"{exc.error_message} (HTTP {exc.http_status_code}, error code {exc.error_code})")
+    return SerializationError(f"{state.kind}: the value does not fit the schema {where}: {type(exc).__name__}: {exc}")
+
+
+def _subject(state: RegistryState, topic: str | None) -> str | None:
+    """The subject a value of `topic` is written under (for messages)."""
+    assert state.registry is not None
+    strategy = state.registry.key_strategy if state.is_key else state.registry.value_strategy
+    try:
+        return str(strategy(state.context(topic), state.record_name))
+    except Exception:
+        return None
 
 
 class RegistryDeserializer(SharesConfiguration, Deserializer[T]):
@@ -174,16 +195,24 @@ class RegistryDeserializer(SharesConfiguration, Deserializer[T]):
                                      "wire format")
         try:
             value = state.deserializer(data, state.context(topic))
-        except SchemaRegistryError as exc:
-            raise SerializationError(f"{state.kind}: schema id {schema_id(data)} of a record of topic {topic!r} "
-                                     f"could not be fetched: {exc.error_message} (HTTP {exc.http_status_code})"
-                                     ) from exc
         except Exception as exc:
-            raise SerializationError(f"{state.kind}: the record of topic {topic!r} does not match its writer schema "
-                                     f"(schema id {schema_id(data)}): {type(exc).__name__}: {exc}") from exc
+            assert state.registry is not None
+            failure = registry_failure(exc, state.registry, f"fetching schema id {schema_id(data)} for a record "
+                                                            f"of topic {topic!r}")
+            if failure is not None:
+                raise failure from exc
+            raise _read_error(state, exc, topic, data) from exc
         if state.from_wire is not None and value is not None:
             return typing.cast(T, state.from_wire(value))
         return typing.cast(T, value)
+
+
+def _read_error(state: RegistryState, exc: Exception, topic: str | None, data: bytes) -> SerializationError:
+    if isinstance(exc, SchemaRegistryError):
+        return SerializationError(f"{state.kind}: schema id {schema_id(data)} of a record of topic {topic!r} "
+                                  f"could not be fetched: {exc.error_message} (HTTP {exc.http_status_code})")
+    return SerializationError(f"{state.kind}: the record of topic {topic!r} does not match its writer schema "
+                              f"(schema id {schema_id(data)}): {type(exc).__name__}: {exc}")
 
 
 class RegistrySerde(SharesConfiguration, Serde[T], Generic[T]):
