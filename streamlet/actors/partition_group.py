@@ -163,6 +163,9 @@ class PartitionGroup:
         self.retry_timeout_ms = 300000
         """The held records' retries: first wait, longest wait, and how long before the error fails the
         task (`schema.registry.retry.backoff.ms`, `.max.ms`, `task.timeout.ms`; set by the task)."""
+        self.now_ms: Callable[[], int] = _now_ms
+        """The wall clock the retries are timed by (ms; a test sets its own: a compiled module's calls to its
+        own functions cannot be patched)."""
 
     def idle_for(self, max_idle_ms: int, clock: Callable[[], int]) -> None:
         """Wait up to `max_idle_ms` (wall-clock, from `clock`) for an empty partition whose fetch reached
@@ -273,7 +276,7 @@ class PartitionGroup:
         return added
 
     def _hold(self, topic: str, partition: int, records: Iterable[ConsumedRecord], exc: RetriableError) -> None:
-        now = _now_ms()
+        now = self.now_ms()
         if self._held_error is None:
             self._held_since, self._attempts = now, 0
             log.warning("waiting to read %s-%d from offset %s: %s; no record is skipped, retrying for up to "
@@ -294,13 +297,13 @@ class PartitionGroup:
 
     def retry_held(self) -> None:
         """Deserialize the held records again once their wait is over (module docstring)."""
-        if not self._held or _now_ms() < self._retry_at:
+        if not self._held or self.now_ms() < self._retry_at:
             return
         held, self._held = self._held, {}
         for (topic, partition), records in held.items():
             self.add_records(topic, partition, records)
         if not self._held and self._held_error is not None:
-            log.info("reading again after %d ms: %s is over", _now_ms() - self._held_since,
+            log.info("reading again after %d ms: %s is over", self.now_ms() - self._held_since,
                      type(self._held_error).__name__)
             self._held_error = None
 

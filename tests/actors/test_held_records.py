@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from streamlet.actors import partition_group
 from streamlet.actors.partition_group import PartitionGroup, RawRecord
 from streamlet.actors.processor_node import SourceNode
 from streamlet.errors import RetriableError
@@ -39,6 +38,7 @@ def _group(clock: list[int], handled: list[Any]) -> tuple[PartitionGroup, Flaky]
     source = SourceNode("src", [TOPIC], Serdes.Bytes().deserializer, flaky, None)
     group = PartitionGroup({TOPIC: source}, lambda raw, exc: handled.append(raw) or True)
     group.retry_backoff_ms, group.retry_backoff_max_ms, group.retry_timeout_ms = 100, 400, 10_000
+    group.now_ms = lambda: clock[0]
     return group, flaky
 
 
@@ -50,10 +50,8 @@ def _drain(group: PartitionGroup) -> list[tuple[str, int]]:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    now = [1_000_000]
-    monkeypatch.setattr(partition_group, "_now_ms", lambda: now[0])
-    return now
+def clock() -> list[int]:
+    return [1_000_000]
 
 
 def test_held_records_wait_in_order_and_resume(clock: list[int]) -> None:

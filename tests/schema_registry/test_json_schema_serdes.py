@@ -43,7 +43,8 @@ def test_wire_format_is_magic_id_compact_utf8_json(url: str) -> None:
 def test_a_value_that_does_not_fit_is_refused_naming_the_topic(url: str) -> None:
     serde = KafkaJsonSchemaSerde(ORDER, config={"schema.registry.url": url})
     for bad in ({"id": "o-1"}, {"id": 1, "amount": 1}, {"id": "o", "amount": 1, "extra": True}):
-        with pytest.raises(SerializationError, match="KafkaJsonSchemaSerde cannot serialize dict for topic 'orders'"):
+        with pytest.raises(SerializationError, match="KafkaJsonSchemaSerde: the value does not fit the schema "
+                                                     "for topic 'orders', subject 'orders-value'"):
             serde.serializer.serialize("orders", bad)
 
 

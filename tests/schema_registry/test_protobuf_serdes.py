@@ -89,7 +89,8 @@ def test_application_config_configures_it_and_by_hand_wins(url: str) -> None:
 
 def test_errors_name_the_topic_and_schema_id(url: str) -> None:
     serde = KafkaProtobufSerde(Order, config={"schema.registry.url": url})
-    with pytest.raises(SerializationError, match="KafkaProtobufSerde cannot serialize OrderKey for topic 'orders'"):
+    with pytest.raises(SerializationError,
+                       match="KafkaProtobufSerde: the value does not fit the schema for topic 'orders'"):
         serde.serializer.serialize("orders", OrderKey(id="k"))  # type: ignore[arg-type]
     with pytest.raises(SerializationError, match="unknown magic byte 01 .* topic 'orders'"):
         serde.deserializer.deserialize("orders", b"\x01\x00\x00\x00\x01\x00")
