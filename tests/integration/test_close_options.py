@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 
 from streamlet import CloseOptions, GroupMembershipOperation, KafkaStreams
 from streamlet.errors import StreamsError
+from tests.helpers.group_members import describe_classic
 from tests.helpers.kafka import create_topics, produce, read_until
 from tests.integration.topologies import upper_topology
 
@@ -22,14 +22,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.broker]
 
 
 async def _members(bootstrap: str, group: str) -> int:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        (response,) = await admin.describe_consumer_groups([group])
-    finally:
-        await admin.close()
-    (described,) = response.to_object()["groups"]
-    return len(described["members"])
+    return len((await describe_classic(bootstrap, group)).members)
 
 
 async def _close_with(kafka_broker: Any, tmp_path: Path, options: CloseOptions | None) -> int:
