@@ -8,43 +8,18 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from streamlet.schema_registry import SpecificAvroSerde
 from tests.helpers.kafka import create_topics, produce, read_until
+from tests.helpers.payments import Balance, Payment, balances
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker, pytest.mark.registry]
-
-
-@dataclass
-class Payment:
-    account: str
-    amount: float
-
-
-@dataclass
-class Balance:
-    payments: int
-    total: float
-
-
-def balances(inp: str, out: str) -> Topology:
-    builder = StreamsBuilder()
-    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Payment)))
-        .group_by_key()
-        .aggregate(lambda: Balance(0, 0.0),
-                   lambda _key, payment, balance: Balance(balance.payments + 1, balance.total + payment.amount),
-                   Materialized("balances", key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Balance)))
-        .to_stream()
-        .to(out, Produced(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Balance))))
-    return builder.build()
 
 
 async def _run(kafka_broker: Any, schema_registry: str, tmp_path: Path, handler: str,

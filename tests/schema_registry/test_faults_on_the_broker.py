@@ -33,7 +33,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, topic_
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
+from streamlet import Consumed, Produced, Serdes, StreamsBuilder, Topology
 from streamlet.error_handling import DLQ_TOPIC_CONFIG as DLQ
 from streamlet.errors import SchemaRegistryUnavailableError
 from streamlet.runtime.kafka_streams import KafkaStreams, State
@@ -43,37 +43,14 @@ from streamlet.testing import local_registry
 from streamlet.testing.local_broker import free_ports
 from streamlet.testing.local_registry import LocalSchemaRegistry
 from tests.helpers.kafka import create_topics, produce, read_settled, read_until
+from tests.helpers.payments import Balance, Payment, balances
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker, pytest.mark.registry]
-
-
-@dataclass
-class Payment:
-    account: str
-    amount: float
-
-
-@dataclass
-class Balance:
-    payments: int
-    total: float
 
 
 PAYMENT_V1 = avro_schema_of(Payment)
 PAYMENT_V2 = {**PAYMENT_V1, "fields": [*PAYMENT_V1["fields"], {"name": "currency", "type": "string",
                                                               "default": "EUR"}]}
-
-
-def balances(inp: str, out: str) -> Topology:
-    builder = StreamsBuilder()
-    (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Payment)))
-        .group_by_key()
-        .aggregate(lambda: Balance(0, 0.0),
-                   lambda _key, payment, balance: Balance(balance.payments + 1, balance.total + payment.amount),
-                   Materialized("balances", key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Balance)))
-        .to_stream()
-        .to(out, Produced(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Balance))))
-    return builder.build()
 
 
 class OwnRegistry(LocalSchemaRegistry):
