@@ -19,7 +19,7 @@ from streamlet.actors.stream_task import StreamTask
 from streamlet.errors import StateStoreCorruptedError, StreamsError
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.leveldb import LevelDBKeyValueBytesStore
-from streamlet.stores.leveldb.keyvalue import CORRUPTED_MARKER
+from streamlet.stores.leveldb.keyvalue import CORRUPTED_MARKER, _check_tables
 from streamlet.stores.leveldb.window import LevelDBWindowBytesStore
 from tests.integration.state_faults import CORRUPTIONS, corrupt_leveldb
 from tests.stores.context import RecordingStateStoreContext, wordcount_task
@@ -67,6 +67,49 @@ def test_a_new_store_in_an_empty_directory_is_not_corruption(context: RecordingS
     store = LevelDBKeyValueBytesStore("s")
     store.open(context)
     store.close()
+
+
+class _CompactsAfterListing:
+    """A real database that compacts right after its table listing is read, as LevelDB's background
+    compaction may do just after an open: the tables the listing named are gone from disk."""
+
+    def __init__(self, db: plyvel.DB) -> None:
+        self.db = db
+        self.listings = 0
+
+    def get_property(self, name: bytes) -> bytes | None:
+        listing: bytes | None = self.db.get_property(name)
+        self.listings += 1
+        if self.listings == 1:
+            self.db.compact_range(start=b"", stop=b"\xff" * 8)  # (no bounds compacts nothing in plyvel)
+        return listing
+
+
+def test_tables_compacted_away_while_being_checked_are_not_corruption(context: RecordingStateStoreContext) -> None:
+    for _ in range(3):  # three overlapping tables (each reopen turns the log into one), which compaction merges
+        path = _filled_store(context, reopen=True)
+    db = plyvel.DB(str(path))
+    try:
+        before = db.get_property(b"leveldb.sstables")
+        assert before is not None and before.count(b".. ") >= 3
+        compacting = _CompactsAfterListing(db)
+        _check_tables(compacting, path, "s")  # the first listing's tables are gone when looked for
+        assert compacting.listings == 2
+        assert db.get_property(b"leveldb.sstables") != before
+    finally:
+        db.close()
+
+
+def test_a_table_still_listed_but_gone_is_corruption(context: RecordingStateStoreContext) -> None:
+    path = _filled_store(context, reopen=True)
+    db = plyvel.DB(str(path))
+    try:
+        table = next(path.glob("*.ldb"))
+        table.unlink()
+        with pytest.raises(StateStoreCorruptedError, match=f"table {table.name} is missing"):
+            _check_tables(db, path, "s")
+    finally:
+        db.close()
 
 
 def test_damage_found_by_a_read_marks_the_store_for_a_rebuild(context: RecordingStateStoreContext) -> None:

@@ -83,16 +83,38 @@ def _check_before_open(path: Path, name: str) -> None:
 
 def _check_tables(db: Any, path: Path, name: str) -> None:
     """Every table the MANIFEST lists must be on disk at its full size (LevelDB checks only that it
-    exists; a truncated one reads as empty through plyvel's iterators)."""
-    listing = db.get_property(b"leveldb.sstables") or b""
-    for number, size in _SSTABLE.findall(listing):
+    exists; a truncated one reads as empty through plyvel's iterators).
+
+    LevelDB may compact in the background as soon as it opens (its log turned into a table), deleting
+    tables that the listing read a moment earlier named. A table is judged only if the listing still
+    names it after it was looked for: table numbers are never reused, so a table listed before and
+    after its check was live throughout, and its absence or short size is real."""
+    problems: dict[int, str] = {}
+    for number, size in _SSTABLE.findall(_sstables(db)):
         files = [path / f"{int(number):06d}.{ext}" for ext in ("ldb", "sst")]
-        found = next((f for f in files if f.exists()), None)
-        if found is None:
-            raise StateStoreCorruptedError(name, path, f"table {files[0].name} is missing")
-        actual = found.stat().st_size
-        if actual != int(size):
-            raise StateStoreCorruptedError(name, path, f"table {found.name} has {actual} bytes, not {int(size)}")
+        actual = next((found for found in map(_size, files) if found is not None), None)
+        if actual is None:
+            problems[int(number)] = f"table {files[0].name} is missing"
+        elif actual[1] != int(size):
+            problems[int(number)] = f"table {actual[0]} has {actual[1]} bytes, not {int(size)}"
+    if not problems:
+        return
+    still_listed = {int(number) for number, _ in _SSTABLE.findall(_sstables(db))}
+    for number, problem in sorted(problems.items()):
+        if number in still_listed:
+            raise StateStoreCorruptedError(name, path, problem)
+
+
+def _size(file: Path) -> tuple[str, int] | None:
+    try:
+        return file.name, file.stat().st_size
+    except FileNotFoundError:
+        return None
+
+
+def _sstables(db: Any) -> bytes:
+    listing: bytes = db.get_property(b"leveldb.sstables") or b""
+    return listing
 
 
 def corrupted(path: Path, name: str, exc: BaseException) -> NoReturn:
