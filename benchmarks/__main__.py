@@ -16,6 +16,10 @@ and p99 are reported (`median_latency`). Results go to
 benchmarks/results/<workload>.json; the report (benchmarks/RESULTS.md's generated part and the charts in
 benchmarks/results/) is regenerated from those files by benchmarks/report.py.
 
+`--workloads pipe_avro,window_count_avro` (not in the suite): the events in Avro through a schema registry
+(Apicurio, started by the runner beside the broker), streamlet and Kafka Streams only (see
+benchmarks/workloads.py).
+
 `--keys N` sets every workload's key cardinality (WordCount's vocabulary, the events' users, the join's
 table rows, table_agg's rows; see benchmarks/workloads.py); without it the input is the suite's usual one.
 A run with `--keys` writes its results to benchmarks/results/scale/<workload>-keys<N>.json (the report
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -61,15 +66,25 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
     for system in systems:  # installs and builds first, so that no run's time includes them
         system.provision()
     results: dict[str, list[dict[str, Any]]] = {w: [] for w in workloads}
-    with LocalKafkaBroker(heap="1g") as broker:
+    with LocalKafkaBroker(heap="1g") as broker, contextlib.ExitStack() as services:
         bootstrap = broker.bootstrap_servers
+        # The Avro workloads' schema registry: Apicurio (streamlet.testing.local_registry), on loopback, its own
+        # port, with the broker's CPUs; started only when an Avro workload runs.
+        registry = None
+        if set(workloads) & set(wl.AVRO_WORKLOADS):
+            from streamlet.testing.local_registry import LocalSchemaRegistry
+
+            registry = services.enter_context(LocalSchemaRegistry(log_dir=workdir))
         if args.system_cpus:
             measure.SYSTEM_CPUS = {int(c) for c in args.system_cpus.split(",")}
             others = set(range(os.cpu_count() or 1)) - measure.SYSTEM_CPUS
             assert broker.pid is not None and others, "--system-cpus must leave a CPU to the broker and the runner"
             measure.pin_process(broker.pid, others)
+            if registry is not None and registry.pid is not None:
+                measure.pin_process(registry.pid, others)
             measure.pin_process(os.getpid(), others)
         loaded: dict[tuple[str, int], str] = {}  # (input kind, records) -> topic
+        schema_ids: dict[str, int] = {}  # Avro input topic -> the id its values' schema is registered under
 
         async def topic_of(kind: str, n: int) -> str:
             """The pre-loaded topic with the first `n` records of `kind` (written on first use)."""
@@ -77,8 +92,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                 topic = f"bench-{kind}" if n == args.records else f"bench-{kind}-{n}"
                 # The input's event times are fixed in the past: keep the broker from expiring it.
                 await create_topics(bootstrap, {topic: args.partitions}, {"retention.ms": "-1"})
+                if kind == "events_avro":  # the schema registered once, as an upstream producer would
+                    assert registry is not None
+                    schema_ids[topic] = wl.register_schema(registry.url, f"{topic}-value", wl.EVENT_SCHEMA)
                 t0 = time.monotonic()
-                await preload(bootstrap, topic, args.partitions, wl.input_records(kind, n, args.keys))
+                await preload(bootstrap, topic, args.partitions,
+                              wl.input_records(kind, n, args.keys, schema_ids.get(topic)))
                 print(f"pre-loaded {topic} in {time.monotonic() - t0:.1f}s", flush=True)
                 loaded[(kind, n)] = topic
             return loaded[(kind, n)]
@@ -103,11 +122,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                     # The join's table: written only for a run of the join (at --keys 10M it is 10M rows).
                     await topic_of("users", wl.USERS if args.keys is None else args.keys) if workload == "join" else "",
                     n, keys=args.keys,
-                    updates=await topic_of("updates", n) if kind == "updates" else "")
+                    updates=await topic_of("updates", n) if kind == "updates" else "",
+                    events_avro=await topic_of("events_avro", n) if kind == "events_avro" else "",
+                    registry=registry.url if registry is not None else None)
+                inputs_of[system.key].schema_id = schema_ids.get(inputs_of[system.key].events_avro)
                 if (workload, n) not in expectations:
                     t0 = time.monotonic()
-                    expectations[(workload, n)] = wl.Expected(workload, n, partitions=args.partitions,
-                                                              keys=args.keys)
+                    expectations[(workload, n)] = wl.Expected(
+                        workload, n, partitions=args.partitions, keys=args.keys,
+                        schema_of=wl.registry_schemas(registry.url) if registry is not None else None)
                     print(f"expected output of {workload} on {n} records computed in "
                           f"{time.monotonic() - t0:.1f}s", flush=True)
             rounds: dict[str, list[dict[str, Any]]] = {system.key: [] for system in runnable}

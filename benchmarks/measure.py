@@ -61,13 +61,18 @@ class Inputs:
     """The topics pre-loaded for a benchmark run."""
 
     def __init__(self, lines: str, events: str, users: str, records: int, keys: int | None = None,
-                 updates: str = "") -> None:
+                 updates: str = "", events_avro: str = "", registry: str | None = None,
+                 schema_id: int | None = None) -> None:
         self.lines, self.events, self.users, self.records = lines, events, users, records
         self.keys = keys  # `--keys`: the key cardinality the input was generated with (None: the usual)
         self.updates = updates
+        self.events_avro = events_avro
+        self.registry = registry  # the Avro workloads' schema registry (Confluent's API), else None
+        self.schema_id = schema_id  # the id the Avro events' schema is registered under
 
     def of(self, workload: str) -> str:
-        return {"lines": self.lines, "events": self.events, "updates": self.updates}[wl.INPUT_OF[workload]]
+        return {"lines": self.lines, "events": self.events, "updates": self.updates,
+                "events_avro": self.events_avro}[wl.INPUT_OF[workload]]
 
 
 SYSTEM_CPUS: set[int] | None = None
@@ -191,7 +196,8 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
     run = RunSpec(workload=workload, bootstrap=bootstrap, app_id=f"bench-{workload}-{system.key}-{run_id}",
                   input=inputs.of(workload), output=f"out-{workload}-{system.key}-{run_id}",
                   guarantee=wl.guarantee(workload), commit_ms=wl.commit_ms(workload),
-                  state_dir=workdir / f"state-{run_id}", table=inputs.users if workload == "join" else None)
+                  state_dir=workdir / f"state-{run_id}", table=inputs.users if workload == "join" else None,
+                  registry=inputs.registry)
     await create_topics(bootstrap, {run.output: partitions}, {"message.timestamp.type": "LogAppendTime"})
     log_path = workdir / f"{run.app_id}.log"
     proc, log = start(system, run, log_path)
@@ -281,14 +287,19 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
     }
 
 
-def latency_record(workload: str, i: int, now_ms: int, rng: Any, keys: int | None = None) -> tuple[bytes | None, bytes]:
-    """Record `i` of a latency run's input, over the run's keys (`--keys`, else the usual ones)."""
+def latency_record(workload: str, i: int, now_ms: int, rng: Any, keys: int | None = None,
+                   schema_id: int | None = None) -> tuple[bytes | None, bytes]:
+    """Record `i` of a latency run's input, over the run's keys (`--keys`, else the usual ones); an Avro
+    workload's event is written with the schema registered under `schema_id`."""
     if workload.startswith("wordcount"):
         return None, " ".join(f"w{rng.randrange(wl.WORDS if keys is None else keys)}" for _ in range(3)).encode()
     if workload == "table_agg":
         rows = wl.TABLE_ROWS if keys is None else keys
         return wl.update_record(rng.randrange(rows), rng.randrange(wl.groups_of(rows)), rng.randrange(1000))
     key, value = wl.event(i, rng, keys)
+    if wl.INPUT_OF[workload] == "events_avro":
+        assert schema_id is not None, "an Avro workload's latency run needs the events' schema id"
+        return key, wl.event_encoder(schema_id)(value)
     return key, orjson.dumps(value)
 
 
@@ -306,7 +317,8 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
     run = RunSpec(workload=workload, bootstrap=bootstrap, app_id=f"lat-{workload}-{system.key}-{run_id}",
                   input=source, output=f"lat-out-{workload}-{system.key}-{run_id}",
                   guarantee=wl.guarantee(workload), commit_ms=wl.commit_ms(workload),
-                  state_dir=workdir / f"state-{run_id}", table=inputs.users if workload == "join" else None)
+                  state_dir=workdir / f"state-{run_id}", table=inputs.users if workload == "join" else None,
+                  registry=inputs.registry)
     await create_topics(bootstrap, {source: partitions, run.output: partitions})
     log_path = workdir / f"{run.app_id}.log"
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=1)
@@ -350,7 +362,7 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
             now_ms = int(time.time() * 1000)
             # A trickle until the system's first output: its start-up must not become a backlog.
             for _ in range(per_tick if state["ready"] else 1):
-                key, value = latency_record(workload, n, now_ms, rng, inputs.keys)
+                key, value = latency_record(workload, n, now_ms, rng, inputs.keys, inputs.schema_id)
                 p = n % partitions if key is None else default_partition(key, partitions)
                 await producer.send(source, value, key=key, partition=p, timestamp_ms=now_ms)
                 n += 1

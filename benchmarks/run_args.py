@@ -13,10 +13,12 @@ REQUIRED = ("--workload", "--bootstrap", "--app-id", "--input", "--output", "--g
 
 
 def parse_run_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """workload, bootstrap, app_id, input, output, guarantee, state_dir, commit_ms (int), table (or None)."""
+    """workload, bootstrap, app_id, input, output, guarantee, state_dir, commit_ms (int), table (or None),
+    registry (or None)."""
     parser = argparse.ArgumentParser()
     for name in REQUIRED:
         parser.add_argument(name, required=True)
     parser.add_argument("--commit-ms", type=int, required=True)
     parser.add_argument("--table")
+    parser.add_argument("--registry")  # the Avro workloads' schema registry (Confluent's API)
     return parser.parse_args(argv)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.spark_cluster import CLUSTER
+from benchmarks.workloads import AVRO_WORKLOADS
 
 REPO = Path(__file__).resolve().parents[1]
 JAVA_DIR = REPO / "benchmarks" / "java"
@@ -44,12 +45,15 @@ class RunSpec:
     commit_ms: int
     state_dir: Path
     table: str | None = None
+    registry: str | None = None  # the schema registry's URL (Confluent's API) for the Avro workloads
 
     def cli_args(self) -> list[str]:
         args = ["--workload", self.workload, "--bootstrap", self.bootstrap, "--app-id", self.app_id,
                 "--input", self.input, "--output", self.output, "--guarantee", self.guarantee,
                 "--commit-ms", str(self.commit_ms), "--state-dir", str(self.state_dir)]
-        return [*args, "--table", self.table] if self.table else args
+        if self.table:
+            args += ["--table", self.table]
+        return [*args, "--registry", self.registry] if self.registry else args
 
 
 @dataclass
@@ -92,6 +96,8 @@ STREAMLET_TOPOLOGY = {
     "session_count": "benchmarks.apps.streamlet_app:session_count",
     "stream_join": "benchmarks.apps.streamlet_app:stream_join",
     "table_agg": "benchmarks.apps.streamlet_app:table_agg",
+    "pipe_avro": "benchmarks.apps.streamlet_app:pipe_avro",
+    "window_count_avro": "benchmarks.apps.streamlet_app:window_count_avro",
 }
 
 
@@ -101,6 +107,8 @@ def streamlet_command(workers: int) -> Callable[[RunSpec], list[str]]:
             "bootstrap.servers": run.bootstrap, "application.id": run.app_id, "state.dir": str(run.state_dir),
             "commit.interval.ms": run.commit_ms, "max.poll.records": 2000, "processing.guarantee": run.guarantee,
         }
+        if run.registry:
+            settings["schema.registry.url"] = run.registry
         # BENCH_PROFILE=DIR: run under cProfile, one file per run (written when SIGTERM closes the app).
         profile = os.environ.get("BENCH_PROFILE")
         prof_args = ["-m", "cProfile", "-o", f"{profile}/{run.app_id}.prof"] if profile else []
@@ -263,6 +271,13 @@ SYSTEMS: dict[str, System] = {s.key: s for s in [
            spark_command("native", CLUSTER), provision_spark, not_applicable=SPARK_CLUSTER_NA, max_records=250_000,
            latency_na=SPARK_SINK_NO_TIMESTAMPS),
 ]}
+
+
+AVRO_SYSTEMS = ("streamlet", "streamlet-2", "kafka-streams", "kafka-streams-2")
+AVRO_ONLY = "the Avro workloads are written for streamlet and Kafka Streams only (Apicurio's Java Avro serde)"
+for _system in SYSTEMS.values():
+    if _system.key not in AVRO_SYSTEMS:
+        _system.not_applicable = {**dict.fromkeys(AVRO_WORKLOADS, AVRO_ONLY), **_system.not_applicable}
 
 
 def environment(system: System, run: RunSpec) -> dict[str, str]:

@@ -11,6 +11,9 @@ Input topics (8 partitions each unless told otherwise; written once per benchmar
     BASE_TS is a few hours before the run started, see below).
   * `users`  — the table of the join: key = user id, value = JSON `{"user": str, "region": "region-<k>"}`,
     one record per user, timestamp BASE_TS - 1 h (older than every event), partitioned like `events`.
+  * `events_avro` — the `events` in Avro (the Avro workloads' input): the same keys, timestamps and fields,
+    the value an `Event` record (EVENT_SCHEMA) in Confluent's wire format (magic byte 0, the schema's 4-byte
+    id, the Avro body); the schema is registered once, under `<topic>-value`, before the topic is written.
   * `updates` — the table_agg input: key = row id as UTF-8 (`k<n>`), partitioned by murmur2, value = JSON
     `{"group": "g<j>", "amount": int 0..999}`, timestamp as the events'. Later updates of a row move it
     to another group (random), so the aggregation's subtractor runs.
@@ -49,6 +52,15 @@ Workloads (what each system's application computes; output topics are fresh per 
                        order); output key = user, value = JSON `{"id": click id * 2^21 + view id, "user",
                        "click": click id, "view": view id}`, one record per matching pair.
 
+  * `pipe_avro`      — `pipe` on `events_avro`: values read and written with the registry's Avro serdes
+                       (GenericRecord / dicts); keep `kind != "view"`, map to an `EventCents` record
+                       (CENTS_SCHEMA: id, user, amount_cents), same key. Judged as `pipe`, on the decoded values,
+                       and every output value must be written with CENTS_SCHEMA.
+  * `window_count_avro` — `window_count` on `events_avro`, every value read with the Avro serde (the count does
+                       not use it, as the JSON window_count does not); the output is window_count's.
+                       The two Avro workloads are not in the default suite: streamlet and Kafka Streams only,
+                       with a schema registry the runner starts (Apicurio, streamlet.testing.local_registry).
+
 Outputs that update (the counts) are judged by the last value per key; outputs that don't (pipe, join) by
 the set of ids, with every value checked and duplicates counted. A run whose final output differs from the
 expected one is reported with `correct: false`, so a fast wrong answer never counts.
@@ -65,12 +77,14 @@ from __future__ import annotations
 
 import bisect
 import functools
+import io
+import json
 import math
 import random
 import struct
 import time
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,11 +122,16 @@ WORKLOADS = ("pipe", "wordcount_alos", "wordcount_eos", "window_count", "join", 
 """The suite (`make bench`)."""
 SCALE_WORKLOADS = ("wordcount_eos", "wordcount_alos", "table_agg", "window_count", "join")
 """The workloads that keep state by key, run at `--keys N` (`make bench-scale`)."""
-ALL_WORKLOADS = (*WORKLOADS, "table_agg")
+AVRO_WORKLOADS = ("pipe_avro", "window_count_avro")
+"""The workloads on Avro values through a schema registry (not in the suite: `--workloads pipe_avro,...`)."""
+ALL_WORKLOADS = (*WORKLOADS, "table_agg", *AVRO_WORKLOADS)
+BASE_OF = {"pipe_avro": "pipe", "window_count_avro": "window_count"}
+"""The JSON workload each Avro workload computes (its expected output is that one's)."""
 
 #: Which input topic (logical name) each workload reads; `join` also reads the `users` table.
 INPUT_OF = {"pipe": "events", "wordcount_alos": "lines", "wordcount_eos": "lines", "window_count": "events",
-            "join": "events", "session_count": "events", "stream_join": "events", "table_agg": "updates"}
+            "join": "events", "session_count": "events", "stream_join": "events", "table_agg": "updates",
+            "pipe_avro": "events_avro", "window_count_avro": "events_avro"}
 #: Workloads whose latency run would not measure the system: why.
 NO_LATENCY = {"session_count": "a final session count comes out only once the 30 s inactivity gap has passed "
                                "in event time, so its delay is the gap, not the system"}
@@ -209,6 +228,60 @@ def events(n: int, seed: int = 2, keys: int | None = None) -> Iterator[tuple[byt
         yield key, orjson.dumps(value), BASE_TS + i * EVENT_SPACING_MS
 
 
+EVENT_SCHEMA: dict[str, Any] = {
+    "type": "record", "name": "Event", "namespace": "io.streamlet.bench",
+    "fields": [{"name": "id", "type": "long"}, {"name": "user", "type": "string"},
+               {"name": "amount", "type": "int"}, {"name": "kind", "type": "string"}]}
+"""The Avro events' value schema (the JSON event's fields)."""
+CENTS_SCHEMA: dict[str, Any] = {
+    "type": "record", "name": "EventCents", "namespace": "io.streamlet.bench",
+    "fields": [{"name": "id", "type": "long"}, {"name": "user", "type": "string"},
+               {"name": "amount_cents", "type": "long"}]}
+"""pipe_avro's output value schema (the JSON pipe's output fields)."""
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    """A schema's JSON text as Java's Avro `Schema.toString()` writes it (compact, in field order): the text
+    both systems' serializers register, so a registry that ids schemas by content gives both one id."""
+    return json.dumps(schema, separators=(",", ":"))
+
+
+class EventEncoder:
+    """Writes an event as Confluent-framed Avro: magic byte 0, `schema_id` (4 bytes, big-endian), then the
+    body by fastavro's schemaless writer (no registry round trip per record)."""
+
+    def __init__(self, schema_id: int) -> None:
+        import fastavro
+
+        self.header = b"\0" + schema_id.to_bytes(4, "big")
+        self.schema = fastavro.parse_schema(EVENT_SCHEMA)
+        self.write = fastavro.schemaless_writer
+        self.buffer = io.BytesIO()
+
+    def __call__(self, event: dict[str, Any]) -> bytes:
+        buffer = self.buffer
+        buffer.seek(0)
+        buffer.truncate()
+        buffer.write(self.header)
+        self.write(buffer, self.schema, event)
+        return buffer.getvalue()
+
+
+@functools.lru_cache(maxsize=4)
+def event_encoder(schema_id: int) -> EventEncoder:
+    return EventEncoder(schema_id)
+
+
+def avro_events(n: int, schema_id: int, keys: int | None = None) -> Iterator[tuple[bytes, bytes, int]]:
+    """(key, Confluent-framed Avro value, timestamp) of `n` events: `events` record for record, the value
+    written with EVENT_SCHEMA registered under `schema_id`."""
+    encode = EventEncoder(schema_id)
+    for i, (number, amount, kind) in enumerate(event_fields(n, keys)):
+        user = f"u{number}"
+        yield user.encode(), encode({"id": i, "user": user, "amount": amount, "kind": kind}), \
+            BASE_TS + i * EVENT_SPACING_MS
+
+
 def region_of(user: str) -> str:
     return f"region-{int(user[1:]) % REGIONS}"
 
@@ -246,8 +319,14 @@ def updates(n: int, keys: int | None = None, seed: int = 3) -> Iterator[tuple[by
         yield *update_record(row, group, amount), BASE_TS + i * EVENT_SPACING_MS
 
 
-def input_records(kind: str, n: int, keys: int | None = None) -> Iterator[tuple[bytes | None, bytes, int]]:
-    """The records of input topic `kind` (lines, events, users, updates): `n` of them (users: one per user)."""
+def input_records(kind: str, n: int, keys: int | None = None,
+                  schema_id: int | None = None) -> Iterator[tuple[bytes | None, bytes, int]]:
+    """The records of input topic `kind` (lines, events, events_avro, users, updates): `n` of them (users: one
+    per user); `events_avro` needs the id its schema was registered under."""
+    if kind == "events_avro":
+        if schema_id is None:
+            raise ValueError("events_avro needs the id of its registered schema")
+        return avro_events(n, schema_id, keys)
     if kind == "lines":
         return ((None, v, BASE_TS) for v in word_lines(n, keys=keys))
     if kind == "events":
@@ -321,10 +400,17 @@ class Expected:
     `--keys` knob, None for today's input)."""
 
     def __init__(self, workload: str, records: int, words_per_line: int = 3, partitions: int = 8,
-                 keys: int | None = None) -> None:
+                 keys: int | None = None, schema_of: Callable[[int], str | None] | None = None) -> None:
         self.workload = workload
         self.records = records
         self.keys = keys
+        # An Avro output's values are decoded (pipe_avro); `schema_of` says which schema an id is (the registry).
+        self.decode: AvroValues | None = None
+        if workload == "pipe_avro":
+            if schema_of is None:
+                raise ValueError("pipe_avro's checker needs schema_of: the registry's schema of an id")
+            self.decode = AvroValues(CENTS_SCHEMA, schema_of)
+        workload = BASE_OF.get(workload, workload)  # an Avro workload's output is its JSON twin's
         self.counts: Counts | None = None  # wordcount, window_count, table_agg
         self.latest: dict[bytes, bytes] = {}  # session_count
         self.by_id: dict[int, tuple[bytes, dict[str, Any]]] = {}  # stream_join
@@ -485,6 +571,69 @@ def _joined_pairs(records: int, keys: int | None = None) -> dict[int, tuple[byte
     return pairs
 
 
+class AvroValues:
+    """Decodes the Confluent-framed Avro values of an output that must be written with `schema`: the id of
+    every value's schema is looked up once (`schema_of(id)`: the registered schema's text, None if unknown)
+    and must be `schema`; a value written otherwise, or whose body is not exactly one record of it, raises
+    ValueError. Decoding makes one dict per value, compared and dropped; nothing is kept per record."""
+
+    def __init__(self, schema: dict[str, Any], schema_of: Callable[[int], str | None]) -> None:
+        import fastavro
+
+        self.want = schema
+        self.schema = fastavro.parse_schema(schema)
+        self.read = fastavro.schemaless_reader
+        self.schema_of = schema_of
+        self.verdicts: dict[int, bool] = {}  # schema id -> it is `schema`
+
+    def __call__(self, data: bytes | None) -> Any:
+        if data is None or len(data) < 5 or data[0] != 0:
+            raise ValueError("not Confluent's wire format (magic byte 0, a 4-byte schema id, the body)")
+        schema_id = int.from_bytes(data[1:5], "big")
+        verdict = self.verdicts.get(schema_id)
+        if verdict is None:
+            text = self.schema_of(schema_id)
+            verdict = self.verdicts[schema_id] = text is not None and json.loads(text) == self.want
+        if not verdict:
+            raise ValueError(f"written with schema id {schema_id}, which is not {self.want['name']}")
+        body = io.BytesIO(data)
+        body.seek(5)
+        try:
+            value = self.read(body, self.schema, None)
+        except Exception as exc:  # fastavro's errors on a short or malformed body: EOFError, struct.error, ...
+            raise ValueError(f"not a {self.want['name']} record: {type(exc).__name__}: {exc}") from exc
+        if body.tell() != len(data):
+            raise ValueError(f"{len(data) - body.tell()} bytes after the {self.want['name']} record")
+        return value
+
+
+def registry_schemas(url: str) -> Callable[[int], str | None]:
+    """The schema text a registry (Confluent's API at `url`) has under an id, None if it has none."""
+    import urllib.error
+    import urllib.request
+
+    def schema_of(schema_id: int) -> str | None:
+        try:
+            with urllib.request.urlopen(f"{url}/schemas/ids/{schema_id}", timeout=10) as response:
+                return str(json.load(response)["schema"])
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+    return schema_of
+
+
+def register_schema(url: str, subject: str, schema: dict[str, Any]) -> int:
+    """Register an Avro schema under `subject` with a registry (Confluent's API at `url`); returns its id."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{url}/subjects/{subject}/versions", method="POST",
+                                     data=json.dumps({"schema": schema_text(schema)}).encode(),
+                                     headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return int(json.load(response)["id"])
+
+
 class Tracker:
     """Follows an output topic record by record and says when the expected output is complete.
 
@@ -532,10 +681,10 @@ class Tracker:
             self.matching += (value == want_bytes) - (old_bytes == want_bytes)
             return
         try:
-            got_value = orjson.loads(value or b"")
+            got_value = orjson.loads(value or b"") if exp.decode is None else exp.decode(value)
             i = int(got_value["id"])
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            return self._unexpected(f"unreadable value {value!r}")
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            return self._unexpected(f"unreadable value {value!r}: {exc}")
         want_kv = exp.want_of(i)
         if want_kv is None or want_kv[0] != key or want_kv[1] != got_value:
             return self._unexpected(f"id {i}: got {key!r} {got_value}, expected {want_kv}")

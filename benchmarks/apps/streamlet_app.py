@@ -128,3 +128,42 @@ def table_agg() -> Topology:
         .to(os.environ["BENCH_OUTPUT"], Produced(key_serde=Serdes.String(), value_serde=Serdes.Long()))
     )
     return builder.build()
+
+
+# --- the Avro workloads: values through the schema registry (`schema.registry.url` from the app's settings) -----
+
+def pipe_avro() -> Topology:
+    """`pipe` on Avro events (see `pipe_avro` in benchmarks/workloads.py): GenericAvroSerde both ways, the
+    records as dicts, as Kafka Streams' side has GenericRecords; written with the EventCents schema."""
+    from benchmarks.workloads import CENTS_SCHEMA
+    from streamlet.schema_registry import GenericAvroSerde
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(os.environ["BENCH_INPUT"], Consumed(key_serde=Serdes.Bytes(), value_serde=GenericAvroSerde()))
+        .filter(lambda _k, ev: ev["kind"] != "view")
+        .map_values(_cents)
+        .to(os.environ["BENCH_OUTPUT"], Produced(key_serde=Serdes.Bytes(), value_serde=GenericAvroSerde(CENTS_SCHEMA)))
+    )
+    return builder.build()
+
+
+def window_count_avro() -> Topology:
+    """`window_count` on Avro events: every value read with GenericAvroSerde, counted per user and minute."""
+    from datetime import timedelta
+
+    from examples.bench_topologies_windows_join import window_key
+    from streamlet import TimeWindows
+    from streamlet.schema_registry import GenericAvroSerde
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(os.environ["BENCH_INPUT"], Consumed(key_serde=Serdes.String(), value_serde=GenericAvroSerde()))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(minutes=1)))
+        .count(Materialized("window-counts"))
+        .to_stream()
+        .map(window_key)
+        .to(os.environ["BENCH_OUTPUT"], Produced(key_serde=Serdes.String(), value_serde=Serdes.Long()))
+    )
+    return builder.build()

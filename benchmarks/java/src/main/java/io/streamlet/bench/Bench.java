@@ -42,7 +42,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * Kafka Streams' side of the benchmark: the workloads of benchmarks/workloads.py as topologies, with the
  * command line of benchmarks/systems.py:
  *
- *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2] [--threads N]
+ *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2]
+ *   [--registry URL] [--threads N]
  *
  * One stream thread (--threads N for more), default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
  * Prints "bench-mark ..." lines (state changes, restore start and end, with epoch ms) for benchmarks/restore.py.
@@ -64,7 +65,8 @@ public final class Bench {
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(args.getOrDefault("threads", "1")));
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
-        Topology topology = topology(workload, required(args, "input"), required(args, "output"), args.get("table"));
+        Topology topology = topology(workload, required(args, "input"), required(args, "output"), args.get("table"),
+            args.get("registry"));
         KafkaStreams streams = new KafkaStreams(topology, props);
         CountDownLatch done = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
@@ -112,9 +114,18 @@ public final class Bench {
         System.out.flush();
     }
 
-    static Topology topology(String workload, String input, String output, String table) {
+    static Topology topology(String workload, String input, String output, String table, String registry) {
         StreamsBuilder builder = new StreamsBuilder();
+        if (workload.endsWith("_avro") && registry == null) {
+            throw new IllegalArgumentException("the Avro workloads need --registry (the schema registry's URL)");
+        }
         switch (workload) {
+            case "pipe_avro":
+                AvroWorkloads.pipe(builder, input, output, registry);
+                break;
+            case "window_count_avro":
+                AvroWorkloads.windowCount(builder, input, output, registry);
+                break;
             case "pipe":
                 builder.stream(input, Consumed.with(Serdes.Bytes(), Serdes.String()))
                     .mapValues(Bench::parse)
