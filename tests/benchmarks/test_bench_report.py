@@ -209,3 +209,19 @@ def test_latency_rounds_report_the_median_percentiles_and_never_outvote_a_failed
     assert "latency_rounds" not in median_latency(rounds[:1])
     failed = median_latency([*rounds, {"latency_error": "not up within 120s"}])
     assert failed["latency_error"] == "not up within 120s" and len(failed["latency_rounds"]) == 4
+
+
+def test_an_avro_workload_is_judged_against_kafka_streams_thread_for_worker(results: Path) -> None:
+    write(results, "pipe_avro", [
+        row("streamlet", "pipe_avro", 9_000),
+        row("streamlet-2", "pipe_avro", 30_000, correct=False),  # faster, but wrong: never judged
+        row("kafka-streams", "pipe_avro", 10_000),
+        row("kafka-streams-2", "pipe_avro", 12_000),
+        {"system": LABELS["faust"], "system_key": "faust", "workload": "pipe_avro", "n/a": "streamlet and KS only"},
+    ])
+    (target,) = [t for t in report.targets(report.load(results)) if "pipe on Avro" in t.text]
+    assert f"1{X} Kafka Streams" in target.text
+    assert target.met is False and target.actual.startswith("by 10%") and f"0.90{X}" in target.actual
+    write(results, "pipe_avro", [row("streamlet", "pipe_avro", 10_000), row("kafka-streams", "pipe_avro", 10_000)])
+    (target,) = [t for t in report.targets(report.load(results)) if "pipe on Avro" in t.text]
+    assert target.met is True  # at least 1.0x: equal is met
