@@ -121,17 +121,23 @@ def _driver_output(workload: str, records: int, url: str, schema_id: int, keys: 
                 driver.create_output_topic("out", Serdes.Bytes(), Serdes.Bytes()).read_key_values_to_list()]
 
 
+def _judged_complete(expected: wl.Expected, output: list[tuple[bytes, bytes]]) -> wl.Tracker:
+    """The tracker after the whole output, which it must find correct and complete."""
+    tracker = expected.tracker()
+    for key, value in output:
+        tracker.add(key, value)
+    check = tracker.check()
+    assert check.correct and tracker.complete, check.detail
+    return tracker
+
+
 def test_the_pipe_checker_judges_avro_output_exactly(registry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     url, register, schema_of = registry
     records = 4000
     events_id = register("in-value", wl.EVENT_SCHEMA)
     output = _driver_output("pipe_avro", records, url, events_id, None, monkeypatch)
     expected = wl.Expected("pipe_avro", records, partitions=1, schema_of=schema_of)
-    tracker = expected.tracker()
-    for key, value in output:
-        tracker.add(key, value)
-    check = tracker.check()
-    assert check.correct and tracker.complete, check.detail
+    check = _judged_complete(expected, output).check()
     views = sum(orjson.loads(v)["kind"] == "view" for _k, v, _ts in wl.events(records))
     assert check.outputs == records - views > 2000
     cents_id, first = _decode(output[0][1], wl.CENTS_SCHEMA)
@@ -200,11 +206,7 @@ def test_the_window_count_checker_judges_the_avro_window_count(keys: int | None,
     output = _driver_output("window_count_avro", records, url, register("in-value", wl.EVENT_SCHEMA), keys,
                             monkeypatch)
     expected = wl.Expected("window_count_avro", records, partitions=1, keys=keys)
-    tracker = expected.tracker()
-    for key, value in output:
-        tracker.add(key, value)
-    check = tracker.check()
-    assert check.correct and tracker.complete, check.detail
+    tracker = _judged_complete(expected, output)
     assert expected.counts is not None and expected.counts.size == len({k for k, _v in output})
     assert expected.counts.size >= (keys or wl.USERS // 2)  # every user of the first minute, at the least
     key, value = output[-1]

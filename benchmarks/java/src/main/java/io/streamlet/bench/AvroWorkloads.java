@@ -1,6 +1,5 @@
 package io.streamlet.bench;
 
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -10,13 +9,9 @@ import org.apache.avro.generic.GenericRecord;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.kstream.TimeWindows;
-import org.apache.kafka.streams.kstream.Windowed;
 
 import io.apicurio.registry.serde.Legacy4ByteIdHandler;
 import io.apicurio.registry.serde.SerdeConfig;
@@ -71,12 +66,6 @@ final class AvroWorkloads {
 
     /** Per user and 1-minute tumbling window (no grace), the count of events, every value read as Avro. */
     static void windowCount(final StreamsBuilder builder, final String input, final String output, final String registry) {
-        builder.stream(input, Consumed.with(Serdes.String(), valueSerde(registry)))
-            .groupByKey()
-            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
-            .count(Materialized.as("window-counts"))
-            .toStream()
-            .map((Windowed<String> wk, Long count) -> KeyValue.pair(wk.key() + "@" + wk.window().start(), count))
-            .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        Bench.windowCount(builder.stream(input, Consumed.with(Serdes.String(), valueSerde(registry))), output);
     }
 }

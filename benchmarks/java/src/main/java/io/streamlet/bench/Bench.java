@@ -149,13 +149,7 @@ public final class Bench {
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             case "window_count":
-                builder.stream(input, Consumed.with(Serdes.String(), Serdes.Bytes()))
-                    .groupByKey()
-                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
-                    .count(Materialized.as("window-counts"))
-                    .toStream()
-                    .map((Windowed<String> wk, Long count) -> KeyValue.pair(wk.key() + "@" + wk.window().start(), count))
-                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                windowCount(builder.stream(input, Consumed.with(Serdes.String(), Serdes.Bytes())), output);
                 break;
             case "join":
                 if (table == null) {
@@ -225,6 +219,16 @@ public final class Bench {
                 throw new IllegalArgumentException("unknown workload " + workload);
         }
         return builder.build();
+    }
+
+    /** Per user (the key) and 1-minute tumbling window (no grace), the count of events: "user@start" -> count. */
+    static <V> void windowCount(KStream<String, V> events, String output) {
+        events.groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+            .count(Materialized.as("window-counts"))
+            .toStream()
+            .map((Windowed<String> wk, Long count) -> KeyValue.pair(wk.key() + "@" + wk.window().start(), count))
+            .to(output, Produced.with(Serdes.String(), Serdes.Long()));
     }
 
     /** Whitespace split after lower-casing, as Python's str.lower().split(). */
