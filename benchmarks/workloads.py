@@ -51,7 +51,6 @@ Workloads (what each system's application computes; output topics are fresh per 
                        STREAM_JOIN_WINDOW_MS either way (a KStream-KStream join, no grace: the input is in
                        order); output key = user, value = JSON `{"id": click id * 2^21 + view id, "user",
                        "click": click id, "view": view id}`, one record per matching pair.
-
   * `pipe_avro`      — `pipe` on `events_avro`: values read and written with the registry's Avro serdes
                        (GenericRecord / dicts); keep `kind != "view"`, map to an `EventCents` record
                        (CENTS_SCHEMA: id, user, amount_cents), same key. Judged as `pipe`, on the decoded values,
