@@ -148,8 +148,8 @@ def test_the_pipe_checker_judges_avro_output_exactly(registry: Any, monkeypatch:
         for n, (key, value) in enumerate(output):
             if n != drop:
                 t.add(key, value)
-        for key, value in extra:  # type: ignore[assignment]
-            t.add(key, value)
+        for extra_key, extra_value in extra:
+            t.add(extra_key, extra_value)
         return t.check()
 
     key, value = output[0]
