@@ -155,6 +155,7 @@ class RecordSender:
         if inflight:
             results = await asyncio.gather(*(f for _, _, _, f in inflight), return_exceptions=True)
             errors = []
+            first: BaseException | None = None
             for (topic, partition, count, _), res in zip(inflight, results, strict=True):
                 if isinstance(res, BaseException):
                     if self.skip_failed and not self.transactional:
@@ -164,6 +165,7 @@ class RecordSender:
                                     count, topic, partition, type(res).__name__, res)
                         continue
                     errors.append(f"{topic}-{partition}: {type(res).__name__}: {res}")
+                    first = first or res
                     continue
                 nxt = res.offset + count
                 key = (topic, partition)
@@ -171,7 +173,7 @@ class RecordSender:
                     self.acked_offsets[key] = nxt
             if errors:
                 raise ProductionError("failed to produce records: " + "; ".join(errors[:5])
-                                      + f"; {production_remedy(self.skip_failed, self.transactional)}")
+                                      + f"; {production_remedy(self.skip_failed, self.transactional)}") from first
         return dict(self.acked_offsets)
 
     async def push_out(self) -> None:

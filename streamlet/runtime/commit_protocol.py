@@ -39,7 +39,14 @@ from typing import Any, Protocol
 
 import anyio
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import CommitFailedError, KafkaConnectionError, KafkaTimeoutError
+from aiokafka.errors import (
+    CommitFailedError,
+    InvalidProducerEpoch,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    OutOfOrderSequenceNumber,
+    UnknownProducerId,
+)
 from anyio.abc import TaskGroup
 
 from streamlet.kafka.client_settings import stop_client
@@ -62,6 +69,23 @@ class CommitFailed(Exception):
     def __init__(self, message: str, task_ids: list[str]) -> None:
         super().__init__(message)
         self.task_ids = task_ids
+
+
+_PRODUCER_STATE_ERRORS = (OutOfOrderSequenceNumber, UnknownProducerId, InvalidProducerEpoch)
+"""Errors after which a producer's sequence numbers or epoch no longer match the broker's: an abort does
+not reset them (the Java client bumps the epoch there), so every later transaction would fail the same way."""
+
+
+def breaks_producer_state(exc: BaseException) -> bool:
+    """Whether `exc`, or an exception it was raised from, is one of `_PRODUCER_STATE_ERRORS`."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _PRODUCER_STATE_ERRORS):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _merged(offsets_by_task: Mapping[str, Offsets]) -> Offsets:
@@ -216,7 +240,7 @@ class ExactlyOnceCommits:
                                              before_offsets=self._stamp_membership, trace=trace)
         except Exception as exc:  # every failure means the same: throw the work away
             failed = sorted(self._open | set(offsets_by_task))
-            await self._abort()
+            await self._abort(renew=breaks_producer_state(exc))
             raise CommitFailed(f"transactional commit failed: {type(exc).__name__}: {exc}", failed) from exc
         self._committed.update(offsets)
         self._sent_at_commit = sender.sent
@@ -236,23 +260,28 @@ class ExactlyOnceCommits:
             raise MemberFencedError(f"this member is out of the group (generation {generation}); "
                                     "its partitions may be another member's now")
 
-    async def _abort(self) -> None:
+    async def _abort(self, renew: bool = False) -> None:
         """Abort the open transaction and start the next one; a producer that cannot abort (fenced,
-        or failed for good) is replaced."""
+        or failed for good), or whose sequence state broke (`renew`: see `_PRODUCER_STATE_ERRORS`), is
+        replaced: the new one's InitProducerId aborts the open transaction and starts a new epoch."""
         sender = self._sender
         producer = sender.producer
         sender.forget()
         self._sent_at_commit = sender.sent
         if producer is None:
             return
-        try:
-            with anyio.fail_after(10):
-                await producer.abort_transaction()
-                await producer.begin_transaction()
-            return
-        except Exception as exc:
-            log.info("transactional producer %s replaced after %s: %s", self._transactional_id,
-                     type(exc).__name__, exc)
+        if renew:
+            log.info("transactional producer %s replaced: its sequence numbers no longer match the broker's",
+                     self._transactional_id)
+        else:
+            try:
+                with anyio.fail_after(10):
+                    await producer.abort_transaction()
+                    await producer.begin_transaction()
+                return
+            except Exception as exc:
+                log.info("transactional producer %s replaced after %s: %s", self._transactional_id,
+                         type(exc).__name__, exc)
         sender.producer = None
         with anyio.move_on_after(10, shield=True):
             await stop_client(producer)
