@@ -114,7 +114,7 @@ OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test
 # Two pytest-xdist workers (TEST_WORKERS): most tests wait on brokers, JVMs and subprocesses, so two halve the
 # wall time on two cores; tests/conftest.py keeps each file, and all the Java-building ones, on one worker.
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=30
 
 test: lint docs compile broker-jars registry-jars spark-jars toxiproxy jaeger prometheus chromium
 	STREAMLET_KAFKA_VERSION=$(SUITE_KAFKA_VERSION) $(BIN)/pytest -q $(PYTEST_PARALLEL)
