@@ -43,6 +43,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * command line of benchmarks/systems.py:
  *
  *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2] [--threads N]
+ *   [--props k=v,k=v]   (further StreamsConfig settings, e.g. session.timeout.ms=6000 for benchmarks/eos_recovery.py)
  *
  * One stream thread (--threads N for more), default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
  * Prints "bench-mark ..." lines (state changes, restore start and end, with epoch ms) for benchmarks/restore.py.
@@ -63,6 +64,12 @@ public final class Bench {
         props.put(StreamsConfig.STATE_DIR_CONFIG, required(args, "state-dir"));
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(args.getOrDefault("threads", "1")));
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+        for (String setting : args.getOrDefault("props", "").split(",")) {
+            if (!setting.isBlank()) {
+                String[] kv = setting.split("=", 2);
+                props.put(kv[0].trim(), kv.length > 1 ? kv[1].trim() : "");
+            }
+        }
 
         Topology topology = topology(workload, required(args, "input"), required(args, "output"), args.get("table"));
         KafkaStreams streams = new KafkaStreams(topology, props);
