@@ -25,17 +25,27 @@ _ENTRY_FIXED_BYTES = 3 * 8 + 1 + 8 + 8 + 4
 """What Kafka Streams adds to every cache entry's estimate besides key, value, topic and headers: the LRU
 node's three references, the dirty flag, and the record context's timestamp, offset and partition."""
 
+PYTHON_ENTRY_BYTES = 400
+"""What an entry costs in Python beyond Kafka Streams' estimate (which counts bytes: key, value, record context),
+measured with tracemalloc on full caches (tests/stores/test_cache_memory.py): the `CacheEntry` object, its
+slots in the LRU `OrderedDict` and in the dirty order, the key's bytes object, the value object's header (an
+int, a str) and the record context's object. The deserialized key is counted besides, as its bytes again.
+Without them a cache of small entries held about 7 times its `statestore.cache.max.bytes`."""
+
 SEGMENT_ID_BYTES = 8
 """Kafka Streams' window and session caches key each entry by its segment id, then the store key."""
 
 
 def entry_size(cache_key_size: int, value_size: int, context: RecordContext) -> int:
-    """Kafka Streams' estimate of a cache entry's bytes (its `NamedCache` node over an `LRUCacheEntry`),
-    which decides when a cache evicts: so a small cache evicts the same entries at the same writes as Kafka
-    Streams'. The record context counts its topic name's characters and its headers' keys and values; a
-    clean entry read from the store below has no topic and no headers."""
+    """A cache entry's bytes, which decide when a cache evicts: Kafka Streams' estimate (its `NamedCache`
+    node over an `LRUCacheEntry`), plus what the entry's Python objects cost beyond it (`PYTHON_ENTRY_BYTES`
+    and the deserialized key), so that a full cache holds about `statestore.cache.max.bytes` of memory. A
+    cache of small entries therefore holds fewer of them than Kafka Streams' of the same size. The record
+    context counts its topic name's characters and its headers' keys and values; a clean entry read from
+    the store below has no topic and no headers."""
     topic = context.topic
-    size = cache_key_size + value_size + _ENTRY_FIXED_BYTES + (0 if topic is None else len(topic))
+    size = (2 * cache_key_size + value_size + _ENTRY_FIXED_BYTES + PYTHON_ENTRY_BYTES
+            + (0 if topic is None else len(topic)))
     headers = context.headers
     if headers:
         size += sum(len(k) + (0 if v is None else len(v)) for k, v in headers)

@@ -13,8 +13,8 @@ store: flushes go in the order of the latest writes; evicting a dirty entry flus
 every other dirty entry; a delete of a key absent below is neither logged nor forwarded when a
 listener is installed; the old value is read from the store below only when needed.
 
-Each entry's size is Kafka Streams' own estimate (`cache.entry_size`: key, value bytes, record context),
-so a small cache evicts the same entries at the same writes as Kafka Streams' does. A value's byte size
+Each entry's size is Kafka Streams' own estimate (`cache.entry_size`: key, value bytes, record context)
+plus what its Python objects cost beyond it, so a full cache holds about its budget of memory. A value's byte size
 comes from its serde's fixed width where it has one (counts, sums), else from serializing it at the
 write. The bytes written below are serialized at flush; a value that cannot be serialized therefore
 fails at the flush (the commit), with the store and key named.
