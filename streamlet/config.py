@@ -141,9 +141,9 @@ DESCRIPTIONS: dict[str, str] = {
     "commit.interval.ms": "How often progress is committed: 30000 under at_least_once, 100 under "
                           "exactly_once_v2 (the delay before output becomes visible).",
     "statestore.cache.max.bytes": "Record cache per instance, shared by its tasks' cached stores; repeated "
-                                  "updates of a key are merged until a commit or eviction. 0 emits every update. Entries are "
-                                  "counted as the memory they take (keys, values, record context and about 400 "
-                                  "bytes of Python objects each), so a full cache holds about this much.",
+                                  "updates of a key are merged until a commit or eviction. 0 emits every update. "
+                                  "Entries are counted as the memory they take (keys, values, record context and "
+                                  "about 400 bytes of Python objects each), so a full cache holds about this much.",
     "statestore.uncommitted.max.bytes": "Under exactly_once_v2: writes of the open transaction that the persistent "
                                         "stores of an instance hold in memory (they reach disk only once it "
                                         "commits); past this many bytes a task commits early.",
