@@ -24,6 +24,10 @@ OUTER_JOIN_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.outer.join.spurious.r
 """Kafka Streams' internal setting: how often (wall-clock ms) a left/outer stream join looks for late results."""
 WINDOWED_AGGREGATION_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.windowed.aggregation__"
 """Kafka Streams' internal setting: how often (wall-clock ms) an `on_window_close` aggregation emits."""
+CACHE_ENTRY_OVERHEAD_BYTES = "__statestore.cache.entry.overhead.bytes__"
+"""streamlet's internal setting: the bytes a record cache counts per entry for its Python objects beyond Kafka
+Streams' estimate (default: `stores.cache.PYTHON_ENTRY_BYTES`, plus the key again); the TopologyTestDriver sets 0,
+counting entries as Kafka Streams' driver does."""
 EXACTLY_ONCE_V2 = "exactly_once_v2"
 RETRY_BACKOFF = "schema.registry.retry.backoff.ms"
 RETRY_BACKOFF_MAX = "schema.registry.retry.backoff.max.ms"

@@ -37,15 +37,14 @@ SEGMENT_ID_BYTES = 8
 
 
 def entry_size(cache_key_size: int, value_size: int, context: RecordContext) -> int:
-    """A cache entry's bytes, which decide when a cache evicts: Kafka Streams' estimate (its `NamedCache`
-    node over an `LRUCacheEntry`), plus what the entry's Python objects cost beyond it (`PYTHON_ENTRY_BYTES`
-    and the deserialized key), so that a full cache holds about `statestore.cache.max.bytes` of memory. A
-    cache of small entries therefore holds fewer of them than Kafka Streams' of the same size. The record
-    context counts its topic name's characters and its headers' keys and values; a clean entry read from
-    the store below has no topic and no headers."""
+    """Kafka Streams' estimate of a cache entry's bytes (its `NamedCache` node over an `LRUCacheEntry`).
+    The record context counts its topic name's characters and its headers' keys and values; a clean entry
+    read from the store below has no topic and no headers. A running instance's caches add what the
+    entry's Python objects cost beyond it (`PYTHON_ENTRY_BYTES` and the deserialized key, see
+    `CachedAccess`); the TopologyTestDriver's count this estimate only, so that a small cache there evicts
+    the same entries at the same writes as Kafka Streams' driver."""
     topic = context.topic
-    size = (2 * cache_key_size + value_size + _ENTRY_FIXED_BYTES + PYTHON_ENTRY_BYTES
-            + (0 if topic is None else len(topic)))
+    size = cache_key_size + value_size + _ENTRY_FIXED_BYTES + (0 if topic is None else len(topic))
     headers = context.headers
     if headers:
         size += sum(len(k) + (0 if v is None else len(v)) for k, v in headers)
