@@ -6,7 +6,12 @@
 Opt-in. `--systems` (default streamlet): `streamlet`; `streamlet-full-rebuild`, streamlet as it was before its
 LevelDB stores kept only committed data under exactly-once: the killed task's directory loses the mark that
 says so (`.transactional`, written by the state manager) before the restart, so the restart wipes the
-task's state and rebuilds it from the whole changelog, as every restart after a kill -9 did then; and
+task's state and rebuilds it from the whole changelog, as every restart after a kill -9 did then;
+`streamlet-behind`, streamlet with a non-empty tail to restore: its task directory is copied at the kill -9,
+a second run commits more transactions and is killed too, and the copy is put back before the restart (what
+a power cut losing LevelDB's unsynced last write batches leaves: a store behind transactions its changelog
+committed), so the restart restores every record the second run committed (`tail`: the committed changelog
+records after the offset the store keeps, counted by the runner, which the restart must restore exactly); and
 `kafka-streams`, Kafka Streams 4.4.0 (benchmarks/java's Bench, RocksDB) on the same steps, its restore and
 state listener's `bench-mark` lines read as benchmarks/restore.py reads them. Whether a restart wiped its
 state first is read from its log (`wiped`: streamlet's "wiping it", Kafka Streams' task-corruption warning).
@@ -46,13 +51,14 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from benchmarks.kafka_bench import create_topics, preload
 from benchmarks.measure import OutputReader, start, stop
 from benchmarks.restore import BASE_TS, marks
 from benchmarks.systems import SYSTEMS, RunSpec, System
 from streamlet.actors.state_manager import TRANSACTIONAL_MARKER
+from streamlet.stores.leveldb.staging import read_committed_offset
 
 STORE = "counts-store"
 VOCABULARY = [f"v{i:03d}" for i in range(200)]
@@ -95,7 +101,8 @@ _WIPED = {"streamlet": re.compile(r"local state without a checkpoint is not trus
           # Kafka Streams' ProcessorStateManager / TaskManager on a task whose state cannot be trusted
           "kafka-streams": re.compile(r"wipe out the local state|are corrupted\. Will close the task as dirty|"
                                       r"TaskCorruptedException", re.I)}
-SYSTEM_KEYS = ("streamlet", "streamlet-full-rebuild", "kafka-streams")
+SYSTEM_KEYS = ("streamlet", "streamlet-full-rebuild", "streamlet-behind", "kafka-streams")
+COUNTING_TASK = "1_0"  # WordCount's counting sub-topology's task (after the repartition), one partition
 
 
 def engine(key: str) -> str:
@@ -133,6 +140,34 @@ def forget_committed_marks(state_dir: Path) -> int:
     for mark in marks_found:
         mark.unlink()
     return len(marks_found)
+
+
+async def committed_after(bootstrap: str, topic: str, store_dir: Path) -> int:
+    """The committed records of changelog `topic` after the offset the LevelDB store in `store_dir` keeps."""
+    import plyvel
+
+    db = plyvel.DB(str(store_dir))
+    try:
+        offset = read_committed_offset(db)
+    finally:
+        db.close()
+    if offset is None:
+        raise RuntimeError(f"the store in {store_dir} keeps no changelog offset")
+    tp = TopicPartition(topic, 0)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                                isolation_level="read_committed")
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        stable = (await consumer.end_offsets([tp]))[tp]
+        consumer.seek(tp, offset)
+        count = 0
+        while await consumer.position(tp) < stable:
+            batch = await consumer.getmany(tp, timeout_ms=1000, max_records=50_000)
+            count += sum(1 for r in batch.get(tp, []) if r.offset < stable)
+        return count
+    finally:
+        await consumer.stop()
 
 
 async def check_output(bootstrap: str, topic: str, expected: Counter[bytes], timeout: float) -> tuple[bool, str]:
@@ -175,15 +210,33 @@ async def run_once(key: str, bootstrap: str, workdir: Path, state_mb: int, key_b
     row: dict[str, Any] = {"system": key, "state_mb": state_mb, "key_bytes": key_bytes, "keys": keys}
     log_path = workdir / f"{run.app_id}.log"
     proc, log = start(system, run, log_path)
+    behind = key == "streamlet-behind"
     try:
         await wait_running(key, proc, log_path, timeout)
         producing = asyncio.create_task(produce_words(bootstrap, run.input, lines, 2 * kill_after))
-        await asyncio.sleep(kill_after)
+        await asyncio.sleep(kill_after / 2 if behind else kill_after)
         os.killpg(proc.pid, signal.SIGKILL)  # a transaction in flight
         proc.wait()
     finally:
         log.close()
     row["first_run_restored"] = marks(system, log_path.read_text(errors="replace"))[2]
+    if behind:
+        # The task's directory as this kill left it; a second run commits more, is killed, and the copy is
+        # put back: the store's last write batches lost, their transactions committed in the changelog.
+        task_dir, copy = run.state_dir / run.app_id / COUNTING_TASK, workdir / f"copy-{run_id}"
+        shutil.copytree(task_dir, copy)
+        second_log = workdir / f"{run.app_id}-second.log"
+        proc, log = start(system, run, second_log)
+        try:
+            await wait_running(key, proc, second_log, timeout)
+            await asyncio.sleep(kill_after / 2)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        finally:
+            log.close()
+        shutil.rmtree(task_dir)
+        shutil.move(copy, task_dir)
+        row["tail"] = await committed_after(bootstrap, topic, task_dir / STORE)
     row["state_on_disk_mb"] = disk_mb(run.state_dir)
     if key == "streamlet-full-rebuild":
         row["marks_removed"] = forget_committed_marks(run.state_dir)
@@ -200,6 +253,9 @@ async def run_once(key: str, bootstrap: str, workdir: Path, state_mb: int, key_b
                     "restore_s": round((ran - first) / 1000, 2) if first is not None and ran is not None else 0.0,
                     "wiped": bool(_WIPED[engine(key)].search(text)),
                     "correct": correct, "detail": detail, "log": str(restart_log)})
+        if "tail" in row and restored != row["tail"]:
+            row.update(correct=False, detail=f"restored {restored:,} records, not the tail of {row['tail']:,}; "
+                                             f"{detail}".strip("; "))
     finally:
         stop(proc, log)
     shutil.rmtree(run.state_dir, ignore_errors=True)
