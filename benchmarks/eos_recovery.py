@@ -142,8 +142,8 @@ def forget_committed_marks(state_dir: Path) -> int:
     return len(marks_found)
 
 
-async def committed_after(bootstrap: str, topic: str, store_dir: Path) -> int:
-    """The committed records of changelog `topic` after the offset the LevelDB store in `store_dir` keeps."""
+def store_offset(store_dir: Path) -> int:
+    """The changelog offset the (closed) LevelDB store in `store_dir` keeps."""
     import plyvel
 
     db = plyvel.DB(str(store_dir))
@@ -153,6 +153,11 @@ async def committed_after(bootstrap: str, topic: str, store_dir: Path) -> int:
         db.close()
     if offset is None:
         raise RuntimeError(f"the store in {store_dir} keeps no changelog offset")
+    return offset
+
+
+async def committed_after(bootstrap: str, topic: str, offset: int) -> int:
+    """The committed records of changelog `topic` (one partition) after `offset`."""
     tp = TopicPartition(topic, 0)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
                                 isolation_level="read_committed")
@@ -225,18 +230,24 @@ async def run_once(key: str, bootstrap: str, workdir: Path, state_mb: int, key_b
         # put back: the store's last write batches lost, their transactions committed in the changelog.
         task_dir, copy = run.state_dir / run.app_id / COUNTING_TASK, workdir / f"copy-{run_id}"
         shutil.copytree(task_dir, copy)
+        offset = store_offset(copy / STORE)
         second_log = workdir / f"{run.app_id}-second.log"
         proc, log = start(system, run, second_log)
         try:
             await wait_running(key, proc, second_log, timeout)
             await asyncio.sleep(kill_after / 2)
+            deadline = time.monotonic() + timeout
+            while not await committed_after(bootstrap, topic, offset):  # a tail, however loaded the machine
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the second run committed nothing in {timeout:.0f}s; see {second_log}")
+                await asyncio.sleep(0.5)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         finally:
             log.close()
         shutil.rmtree(task_dir)
         shutil.move(copy, task_dir)
-        row["tail"] = await committed_after(bootstrap, topic, task_dir / STORE)
+        row["tail"] = await committed_after(bootstrap, topic, offset)
     row["state_on_disk_mb"] = disk_mb(run.state_dir)
     if key == "streamlet-full-rebuild":
         row["marks_removed"] = forget_committed_marks(run.state_dir)
