@@ -1,7 +1,8 @@
 """`python -m benchmarks.eos_recovery`: recovery after a kill -9 under exactly-once, by state size.
 
     python -m benchmarks.eos_recovery --state-mb 100            # about 100 MB of state in one task's store
-    python -m benchmarks.eos_recovery --state-mb 100 1000 5000 --systems streamlet,streamlet-full-rebuild,kafka-streams
+    python -m benchmarks.eos_recovery --state-mb 100 1000 5000 \\
+        --systems streamlet,streamlet-full-rebuild,streamlet-behind,kafka-streams
 
 Opt-in. `--systems` (default streamlet): `streamlet`; `streamlet-full-rebuild`, streamlet as it was before its
 LevelDB stores kept only committed data under exactly-once: the killed task's directory loses the mark that
