@@ -3,6 +3,7 @@
     python -m benchmarks.restore                     # 1,000,000 changelog records, streamlet beside Kafka Streams
     python -m benchmarks.restore --quick             # 100,000 records
     python -m benchmarks.restore --systems streamlet --records 300000 --runs 2
+    python -m benchmarks.restore --records 10000000 --keys 1000000   # production size: 10M records, 1M keys
 
 Opt-in (not part of `make bench`; `make bench-restore` runs it): one broker, then for each system the
 WordCount application of the suite (`wordcount_alos`, store `counts-store`, one streamlet worker, one
@@ -15,7 +16,10 @@ puts it back in front of the value on restore), topic `<application id>-counts-s
 partition = murmur2 of the key (the partition of the word's repartitioned records, so the task that owns
 a word owns its count). The runner writes N such records over `--partitions` partitions (compacted
 topic, as the systems create it; the broker does not compact an active segment, so all N are read):
-N / 10 keys `w<k>`, each updated 10 times with counts 1, 2, ...; record i is key `w<i mod K>`.
+K keys `w<k>` (`--keys`, N / 10 by default), each updated about N / K times with counts 1, 2, ...; record
+i is key `w<i mod K>`. The records are generated as they are sent and the check samples 40 keys, so
+neither the runner nor the check holds anything per record or per key (10M records take no more of its
+memory than 100k).
 
 What is measured. Each system says in its own log when restoration began and when the client went to
 RUNNING (streamlet: the `ChangelogReader`'s "restoring N changelog records" line and the state
@@ -63,20 +67,21 @@ BASE_TS = int(time.time() * 1000) - 3_600_000  # recent: the broker must not exp
 SAMPLE_WORDS = 40
 
 
-def key_count(records: int) -> int:
-    return max(1, records // UPDATES_PER_KEY)
+def key_count(records: int, keys: int | None = None) -> int:
+    """K, the distinct keys of the changelog: `keys` if given, else one per UPDATES_PER_KEY records."""
+    return max(1, min(records, keys) if keys else records // UPDATES_PER_KEY)
 
 
-def changelog(records: int) -> Iterator[tuple[bytes, bytes, int]]:
+def changelog(records: int, keys: int | None = None) -> Iterator[tuple[bytes, bytes, int]]:
     """The changelog records: (key, 8-byte count, timestamp); see the module docstring."""
-    keys = key_count(records)
+    keys = key_count(records, keys)
     for i in range(records):
         yield f"w{i % keys}".encode(), struct.pack(">q", i // keys + 1), BASE_TS + i
 
 
-def restored_count(records: int, k: int) -> int:
+def restored_count(records: int, k: int, keys: int | None = None) -> int:
     """The count of key `w<k>` after the whole changelog: how many records had it."""
-    keys = key_count(records)
+    keys = key_count(records, keys)
     return records // keys + (1 if k < records % keys else 0)
 
 
@@ -126,11 +131,12 @@ def _run_queue_seconds(pid: int) -> float:
 
 # --- one run ----------------------------------------------------------------------------------------------
 
-async def verify(bootstrap: str, run: RunSpec, records: int, partitions: int, timeout: float) -> tuple[bool, str]:
+async def verify(bootstrap: str, run: RunSpec, records: int, partitions: int, timeout: float,
+                 keys: int | None = None) -> tuple[bool, str]:
     """Count a few sampled words once more: each output must be its restored count + 1."""
-    keys = key_count(records)
+    keys = key_count(records, keys)
     sample = sorted({(k * 7919) % keys for k in range(SAMPLE_WORDS)})
-    want = {f"w{k}".encode(): struct.pack(">q", restored_count(records, k) + 1) for k in sample}
+    want = {f"w{k}".encode(): struct.pack(">q", restored_count(records, k, keys) + 1) for k in sample}
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()
     try:
@@ -155,7 +161,7 @@ async def verify(bootstrap: str, run: RunSpec, records: int, partitions: int, ti
 
 
 async def run_restore(system: System, bootstrap: str, workdir: Path, records: int, partitions: int,
-                      timeout: float) -> dict[str, Any]:
+                      timeout: float, keys: int | None = None) -> dict[str, Any]:
     run_id = uuid.uuid4().hex[:6]
     run = RunSpec(workload=WORKLOAD, bootstrap=bootstrap, app_id=f"restore-{system.key}-{run_id}",
                   input=f"restore-in-{system.key}-{run_id}", output=f"restore-out-{system.key}-{run_id}",
@@ -164,10 +170,10 @@ async def run_restore(system: System, bootstrap: str, workdir: Path, records: in
     await create_topics(bootstrap, {run.input: partitions, run.output: partitions})
     await create_topics(bootstrap, {topic: partitions}, {"cleanup.policy": "compact"})
     t0 = time.monotonic()
-    await preload(bootstrap, topic, partitions, changelog(records))
+    await preload(bootstrap, topic, partitions, changelog(records, keys))
     print(f"pre-loaded {records:,} records into {topic} in {time.monotonic() - t0:.1f}s", flush=True)
     row: dict[str, Any] = {"system": system.label, "system_key": system.key, "records": records,
-                           "partitions": partitions, "keys": key_count(records)}
+                           "partitions": partitions, "keys": key_count(records, keys)}
     log_path = workdir / f"{run.app_id}.log"
     launched = time.time() * 1000
     proc, log = start(system, run, log_path)
@@ -194,7 +200,7 @@ async def run_restore(system: System, bootstrap: str, workdir: Path, records: in
         if cpu is not None and cpu_at_start is not None:
             row["restore_cpu_s"] = round(cpu - cpu_at_start, 2)
             row["restore_run_queue_s"] = round(_run_queue_seconds(proc.pid) - queued_at_start, 2)
-        correct, detail = await verify(bootstrap, run, records, partitions, 60.0)
+        correct, detail = await verify(bootstrap, run, records, partitions, 60.0, keys)
         if restored != records:
             correct, detail = False, f"restored {restored:,} records, not {records:,}; {detail}".strip("; ")
         row.update({"restore_s": round(seconds, 2), "records_per_s": round(records / seconds) if seconds > 0 else None,
@@ -225,7 +231,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
             for system in systems:
                 try:
                     row = await run_restore(system, broker.bootstrap_servers, workdir, args.records, args.partitions,
-                                            args.timeout)
+                                            args.timeout, args.keys)
                 except Exception as exc:  # one broken system must not hide the others' results
                     row = {"system": system.label, "system_key": system.key, "records": args.records,
                            "correct": False, "error": str(exc)[-2000:]}
@@ -240,19 +246,21 @@ def write_results(rows: list[dict[str, Any]], args: argparse.Namespace) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "restore.json"
     out.write_text(json.dumps({"command": " ".join(["python -m benchmarks.restore", *sys.argv[1:]]),
-                               "records": args.records, "partitions": args.partitions,
+                               "records": args.records, "keys": key_count(args.records, args.keys),
+                               "partitions": args.partitions,
                                "taken_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "runs": rows},
                               indent=2) + "\n")
     return out
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| system | changelog records | restore s | records/s | CPU s restoring | waiting for a CPU s "
-             "| launch -> RUNNING s | correct |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| system | changelog records | keys | restore s | records/s | CPU s restoring | waiting for a CPU s "
+             "| launch -> RUNNING s | correct |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         rate = f"{r['records_per_s']:,}" if r.get("records_per_s") else "-"
         verdict = "yes" if r.get("correct") else "NO: " + str(r.get("detail") or r.get("error", ""))[:200]
-        lines.append(f"| {r['system']} | {r['records']:,} | {r.get('restore_s', '-')} | {rate} | "
+        lines.append(f"| {r['system']} | {r['records']:,} | {r.get('keys', 0):,} | {r.get('restore_s', '-')} "
+                     f"| {rate} | "
                      f"{r.get('restore_cpu_s', '-')} | {r.get('restore_run_queue_s', '-')} | "
                      f"{r.get('launch_to_running_s', '-')} | {verdict} |")
     return "\n".join(lines)
@@ -263,6 +271,7 @@ def main() -> None:
     parser.add_argument("--systems", default="streamlet,kafka-streams",
                         help="streamlet and Kafka Streams systems of benchmarks/systems.py")
     parser.add_argument("--records", type=int, default=1_000_000, help="changelog records")
+    parser.add_argument("--keys", type=int, default=None, help="distinct keys (default: records / 10)")
     parser.add_argument("--quick", action="store_true", help="100,000 records")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1, help="runs of every system, interleaved")

@@ -7,8 +7,9 @@ fails fast, at construction, with the key's name.
 
 from __future__ import annotations
 
+import importlib
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,10 @@ OUTER_JOIN_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.outer.join.spurious.r
 """Kafka Streams' internal setting: how often (wall-clock ms) a left/outer stream join looks for late results."""
 WINDOWED_AGGREGATION_EMIT_INTERVAL_MS = "__emit.interval.ms.kstreams.windowed.aggregation__"
 """Kafka Streams' internal setting: how often (wall-clock ms) an `on_window_close` aggregation emits."""
+CACHE_ENTRY_OVERHEAD_BYTES = "__statestore.cache.entry.overhead.bytes__"
+"""streamlet's internal setting: the bytes a record cache counts per entry for its Python objects beyond Kafka
+Streams' estimate (default: `stores.cache.PYTHON_ENTRY_BYTES`, plus the key again); the TopologyTestDriver sets 0,
+counting entries as Kafka Streams' driver does."""
 EXACTLY_ONCE_V2 = "exactly_once_v2"
 RETRY_BACKOFF = "schema.registry.retry.backoff.ms"
 RETRY_BACKOFF_MAX = "schema.registry.retry.backoff.max.ms"
@@ -103,6 +108,9 @@ DEFAULTS: dict[str, Any] = {
     "tracing.root.sample.ratio": 1.0,
     # Kafka Streams' metrics over OTLP too (streamlet.telemetry), beside /metrics.
     "metrics.otlp.enabled": False,
+    # Kafka Streams' rocksdb.config.setter for the LevelDB stores (stores/leveldb/keyvalue.py): called with
+    # each store's name and its mutable plyvel.DB options before the store opens.
+    "leveldb.config.setter": None,
 }
 INTERNAL_TOPICS_CHECKS = ("existing", "exact", "none")
 
@@ -137,7 +145,9 @@ DESCRIPTIONS: dict[str, str] = {
     "commit.interval.ms": "How often progress is committed: 30000 under at_least_once, 100 under "
                           "exactly_once_v2 (the delay before output becomes visible).",
     "statestore.cache.max.bytes": "Record cache per instance, shared by its tasks' cached stores; repeated "
-                                  "updates of a key are merged until a commit or eviction. 0 emits every update.",
+                                  "updates of a key are merged until a commit or eviction. 0 emits every update. "
+                                  "Entries are counted as the memory they take (keys, values, record context and "
+                                  "about 400 bytes of Python objects each), so a full cache holds about this much.",
     "statestore.uncommitted.max.bytes": "Under exactly_once_v2: writes of the open transaction that the persistent "
                                         "stores of an instance hold in memory (they reach disk only once it "
                                         "commits); past this many bytes a task commits early.",
@@ -221,8 +231,57 @@ DESCRIPTIONS: dict[str, str] = {
                             "names with their tags as attributes: through the application's meter provider, or "
                             "the SDK's configured from the OTEL_* environment (OTLP/HTTP, every "
                             "OTEL_METRIC_EXPORT_INTERVAL ms).",
+    "leveldb.config.setter": "LevelDB's options per persistent store, as Kafka Streams' rocksdb.config.setter: "
+                             "a function `(store_name, options)`, a class with `set_config(store_name, options, "
+                             "configs)` (a new instance per store) or 'module:attr' naming either. It changes the "
+                             "dict of plyvel.DB options in place before each store opens: write_buffer_size, "
+                             "lru_cache_size (the block cache), block_size, compression ('snappy' or None), "
+                             "bloom_filter_bits, max_open_files, max_file_size, block_restart_interval. The "
+                             "dict starts with streamlet's defaults: bloom_filter_bits 10, write_buffer_size "
+                             "16 MiB.",
 }
 """What each of streamlet's own settings does (the documentation's configuration reference)."""
+
+LEVELDB_SETTABLE_OPTIONS = ("write_buffer_size", "lru_cache_size", "block_size", "compression", "bloom_filter_bits",
+                            "max_open_files", "max_file_size", "block_restart_interval")
+"""The plyvel.DB options `leveldb.config.setter` may set (the others streamlet needs as they are)."""
+
+LevelDBConfigSetter = Callable[[str, dict[str, Any], Mapping[str, Any]], None]
+"""`leveldb.config.setter` in one shape: called with the store's name, its options and the configuration."""
+
+_SETTER_FORMS = ("give a function (store_name, options), a class with set_config(store_name, options, configs), "
+                 "or 'module:attr' naming one")
+
+
+def leveldb_config_setter(value: Any) -> LevelDBConfigSetter | None:
+    """`leveldb.config.setter` as one callable `(store_name, options, configs)`, or None when unset;
+    raises ConfigError naming the setting when it names nothing usable."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        name = value.strip()
+        module_name, sep, attr = name.partition(":")
+        if not sep:
+            module_name, _, attr = name.rpartition(".")
+        try:
+            value = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ConfigError(f"leveldb.config.setter: cannot import {name!r} ({type(exc).__name__}: {exc}); "
+                              f"{_SETTER_FORMS}") from None
+    if isinstance(value, type):
+        if not callable(getattr(value, "set_config", None)):
+            raise ConfigError(f"leveldb.config.setter: class {value.__qualname__} has no set_config(store_name, "
+                              f"options, configs) method; {_SETTER_FORMS}")
+        cls = value
+        return lambda store, options, configs: cls().set_config(store, options, configs)
+    method = getattr(value, "set_config", None)
+    if callable(method):
+        return lambda store, options, configs: method(store, options, configs)
+    if callable(value):
+        function = value
+        return lambda store, options, configs: function(store, options)
+    raise ConfigError(f"leveldb.config.setter: got a {type(value).__name__}, which cannot be called; {_SETTER_FORMS}")
+
 
 def shown_default(key: str) -> str:
     """The default of setting `key` as the configuration reference shows it (derived defaults in words)."""
@@ -364,6 +423,7 @@ class StreamsConfig(Mapping[str, Any]):
                               f"got {values['internal.topics.check']!r}")
         values["internal.topics.check"] = check
         check_settings(values)
+        leveldb_config_setter(values["leveldb.config.setter"])  # refuses a setter it cannot use, here
         if not values["state.dir"]:
             values["state.dir"] = str(Path(tempfile.gettempdir()) / "streamlet")
             given.discard("state.dir")
@@ -416,6 +476,11 @@ class StreamsConfig(Mapping[str, Any]):
     def exactly_once(self) -> bool:
         """True under `processing.guarantee=exactly_once_v2`."""
         return bool(self._values["processing.guarantee"] == EXACTLY_ONCE_V2)
+
+    @property
+    def leveldb_config_setter(self) -> LevelDBConfigSetter | None:
+        """`leveldb.config.setter` as a callable `(store_name, options, configs)`, or None when unset."""
+        return leveldb_config_setter(self._values["leveldb.config.setter"])
 
     def default_key_serde(self) -> Serde[Any] | None:
         """The `default.key.serde` as a `Serde` (a name such as "String", a class or an instance), or None."""

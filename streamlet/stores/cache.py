@@ -25,15 +25,24 @@ _ENTRY_FIXED_BYTES = 3 * 8 + 1 + 8 + 8 + 4
 """What Kafka Streams adds to every cache entry's estimate besides key, value, topic and headers: the LRU
 node's three references, the dirty flag, and the record context's timestamp, offset and partition."""
 
+PYTHON_ENTRY_BYTES = 400
+"""What an entry costs in Python beyond Kafka Streams' estimate (which counts bytes: key, value, record context),
+measured with tracemalloc on full caches (tests/stores/test_cache_memory.py): the `CacheEntry` object, its
+slots in the LRU `OrderedDict` and in the dirty order, the key's bytes object, the value object's header (an
+int, a str) and the record context's object. The deserialized key is counted besides, as its bytes again.
+Without them a cache of small entries held about 7 times its `statestore.cache.max.bytes`."""
+
 SEGMENT_ID_BYTES = 8
 """Kafka Streams' window and session caches key each entry by its segment id, then the store key."""
 
 
 def entry_size(cache_key_size: int, value_size: int, context: RecordContext) -> int:
-    """Kafka Streams' estimate of a cache entry's bytes (its `NamedCache` node over an `LRUCacheEntry`),
-    which decides when a cache evicts: so a small cache evicts the same entries at the same writes as Kafka
-    Streams'. The record context counts its topic name's characters and its headers' keys and values; a
-    clean entry read from the store below has no topic and no headers."""
+    """Kafka Streams' estimate of a cache entry's bytes (its `NamedCache` node over an `LRUCacheEntry`).
+    The record context counts its topic name's characters and its headers' keys and values; a clean entry
+    read from the store below has no topic and no headers. A running instance's caches add what the
+    entry's Python objects cost beyond it (`PYTHON_ENTRY_BYTES` and the deserialized key, see
+    `CachedAccess`); the TopologyTestDriver's count this estimate only, so that a small cache there evicts
+    the same entries at the same writes as Kafka Streams' driver."""
     topic = context.topic
     size = cache_key_size + value_size + _ENTRY_FIXED_BYTES + (0 if topic is None else len(topic))
     headers = context.headers

@@ -21,7 +21,12 @@ from typing import Any
 from streamlet.actors.partition_group import RawRecord
 from streamlet.actors.record_collector import ProducedRecord, RecordCollector
 from streamlet.actors.stream_task import StreamTask
-from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, StreamsConfig
+from streamlet.config import (
+    CACHE_ENTRY_OVERHEAD_BYTES,
+    OUTER_JOIN_EMIT_INTERVAL_MS,
+    WINDOWED_AGGREGATION_EMIT_INTERVAL_MS,
+    StreamsConfig,
+)
 from streamlet.dsl.store_suppliers import apply_application_setting
 from streamlet.durations import to_millis
 from streamlet.errors import StreamsError
@@ -218,6 +223,7 @@ class TopologyTestDriver:
         # As Kafka Streams' driver: no wall-clock throttling of a left/outer stream join's late results.
         base.setdefault(OUTER_JOIN_EMIT_INTERVAL_MS, 0)
         base.setdefault(WINDOWED_AGGREGATION_EMIT_INTERVAL_MS, 0)  # nor of on_window_close final results
+        base.setdefault(CACHE_ENTRY_OVERHEAD_BYTES, 0)  # cache entries counted as Kafka Streams' driver counts them
         self._tmp_state: str | None = None
         if not base.get("state.dir"):  # not the shared <tmp>/streamlet: each driver its own directory
             self._tmp_state = tempfile.mkdtemp(prefix="streamlet-driver-")

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from streamlet.config import CACHE_ENTRY_OVERHEAD_BYTES
 from streamlet.errors import SerializationError
 from streamlet.serdes import Serdes
 from streamlet.stores.api import RecordContext
+from streamlet.stores.cache import PYTHON_ENTRY_BYTES
 from streamlet.stores.cache import entry_size as cache_entry_size
 from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 from tests.stores.conftest import build_store
@@ -96,8 +98,24 @@ def test_flush_order_follows_the_latest_writes(backend: str, big_cache: Recordin
 
 
 def entry_size(context: RecordingStateStoreContext, key: str, value_bytes: int = 8) -> int:
-    """A cache entry's size as Kafka Streams estimates it, written under the context's current record."""
-    return cache_entry_size(len(key.encode()), value_bytes, context.record_context())
+    """A cache entry's size as a running instance counts it, written under the context's current record:
+    Kafka Streams' estimate, plus its Python objects (a fixed part and the key again)."""
+    return cache_entry_size(len(key.encode()), value_bytes, context.record_context()) + PYTHON_ENTRY_BYTES + len(
+        key.encode())
+
+
+def test_the_driver_counts_cache_entries_as_kafka_streams_does(tmp_path: Any) -> None:
+    """With the TopologyTestDriver's setting (no Python overhead), three entries of Kafka Streams' estimate
+    fill a budget of exactly three; a running instance's count makes the same budget hold fewer."""
+    for overhead, held in [(0, 3), (None, 0)]:
+        config: dict[str, object] = {} if overhead is None else {CACHE_ENTRY_OVERHEAD_BYTES: overhead}
+        context = RecordingStateStoreContext(tmp_path / str(overhead), config=config)
+        context.cache_budget = 3 * cache_entry_size(2, 8, context.record_context())
+        store = build_store("memory", context, cached=True)
+        forwarded = with_listener(store, context)
+        for i in range(3):
+            store.put(f"k{i}", i)
+        assert len(forwarded) == 3 - held
 
 
 def test_eviction_flushes_the_lru_entry_then_every_dirty_entry(

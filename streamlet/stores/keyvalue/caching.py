@@ -13,8 +13,11 @@ store: flushes go in the order of the latest writes; evicting a dirty entry flus
 every other dirty entry; a delete of a key absent below is neither logged nor forwarded when a
 listener is installed; the old value is read from the store below only when needed.
 
-Each entry's size is Kafka Streams' own estimate (`cache.entry_size`: key, value bytes, record context),
-so a small cache evicts the same entries at the same writes as Kafka Streams' does. A value's byte size
+Each entry's size is Kafka Streams' own estimate (`cache.entry_size`: key, value bytes, record context)
+plus what its Python objects cost beyond it (`cache.PYTHON_ENTRY_BYTES`, and the deserialized key as its
+bytes again), so a full cache holds about its budget of memory. The TopologyTestDriver counts Kafka
+Streams' estimate only (`CACHE_ENTRY_OVERHEAD_BYTES` = 0), so a small cache there evicts the same entries
+at the same writes as Kafka Streams' driver. A value's byte size
 comes from its serde's fixed width where it has one (counts, sums), else from serializing it at the
 write. The bytes written below are serialized at flush; a value that cannot be serialized therefore
 fails at the flush (the commit), with the store and key named.
@@ -27,11 +30,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from streamlet.config import CACHE_ENTRY_OVERHEAD_BYTES
 from streamlet.errors import SerializationError
 from streamlet.record import KeyValue
 from streamlet.serdes import Deserializer
 from streamlet.stores.api import BytesIterator, FlushListener, KeyValueIterator, StateStoreContext
-from streamlet.stores.cache import NO_CONTEXT, CacheEntry, NamedCache, entry_size
+from streamlet.stores.cache import NO_CONTEXT, PYTHON_ENTRY_BYTES, CacheEntry, NamedCache, entry_size
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.value_formats import ValueFormat
@@ -54,6 +58,10 @@ class CachedAccess:
         self._listener: FlushListener | None = None
         self._send_old_values = False
         self._key_prefix_size = cache_key_prefix_size  # Kafka Streams' cache key: this, then the store key
+        # What each entry's Python objects cost beyond Kafka Streams' estimate: a fixed part, and the key again.
+        overhead = int(context.app_config.get(CACHE_ENTRY_OVERHEAD_BYTES, PYTHON_ENTRY_BYTES))
+        self._python_fixed = overhead + cache_key_prefix_size if overhead else 0
+        self._python_keys = 1 if overhead else 0
         self._fixed_value_size = value_format.fixed_size
         self._record_context = context.record_context_reader()
         self._set_record_context = context.record_context_writer()
@@ -67,8 +75,9 @@ class CachedAccess:
         if data is None:
             return None
         value = self._format.decode(data)
-        self._cache.put(key, CacheEntry(key_obj, value, False, NO_CONTEXT,
-                                        entry_size(self._key_prefix_size + len(key), len(data), NO_CONTEXT)))
+        size = (entry_size(self._key_prefix_size + len(key), len(data), NO_CONTEXT) + self._python_fixed
+                + self._python_keys * len(key))
+        self._cache.put(key, CacheEntry(key_obj, value, False, NO_CONTEXT, size))
         self._make_room_without_flushing(key)
         return value
 
@@ -148,7 +157,8 @@ class CachedAccess:
         fixed = self._fixed_value_size
         value_size = 0 if value is None else fixed if fixed is not None else self._value_size(value)
         context = self._record_context()
-        size = entry_size(self._key_prefix_size + len(key), value_size, context)
+        size = (entry_size(self._key_prefix_size + len(key), value_size, context) + self._python_fixed
+                + self._python_keys * len(key))
         cache = self._cache
         entry = cache.peek(key)
         if entry is not None and (entry.dirty or entry.context is NO_CONTEXT):

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 import plyvel
 
+from streamlet.config import LEVELDB_SETTABLE_OPTIONS
 from streamlet.errors import InvalidStateStoreError, StateStoreCorruptedError, StreamsError
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, StateStoreContext
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
@@ -35,7 +36,8 @@ LEVELDB_OPTIONS: dict[str, Any] = {"bloom_filter_bits": 10, "write_buffer_size":
 filter of 10 bits per key (a read of a key the store does not hold, such as every new key of an
 aggregation, is answered from the filter instead of reading a block from each level) and a 16 MiB write
 buffer (4 MiB by default: fewer, larger level-0 tables and less compaction under a steady stream of
-updates). Both are allocated as they fill, so an idle store costs nothing more."""
+updates). Both are allocated as they fill, so an idle store costs nothing more. They are what
+`leveldb.config.setter` starts from."""
 
 _LEVELDB_HOUSEKEEPING = {"LOCK", "LOG", "LOG.old", CORRUPTED_MARKER}
 _SSTABLE = re.compile(rb"^\s*(\d+):(\d+)\[", re.MULTILINE)  # `leveldb.sstables`: " number:size['first' .. 'last']"
@@ -48,10 +50,14 @@ def open_database(context: StateStoreContext, name: str, kind: str = "store") ->
     other failures (another process holds the database's lock, permissions): those are not corruption,
     and wiping a directory that another live instance uses would destroy its state."""
     path = context.state_dir / name
+    options = leveldb_options(context, name)
     path.mkdir(parents=True, exist_ok=True)
     _check_before_open(path, name)
     try:
-        db = plyvel.DB(str(path), create_if_missing=True, paranoid_checks=True, **LEVELDB_OPTIONS)
+        db = plyvel.DB(str(path), create_if_missing=True, paranoid_checks=True, **options)
+    except (TypeError, ValueError, OverflowError) as exc:  # only the setter's options can be of a wrong kind
+        raise StreamsError(f"leveldb.config.setter set options LevelDB refuses for the {kind} {name!r} "
+                           f"({exc}): {options}") from exc
     except plyvel.CorruptionError as exc:
         raise StateStoreCorruptedError(name, path, _message(exc)) from exc
     except plyvel.Error as exc:
@@ -62,6 +68,23 @@ def open_database(context: StateStoreContext, name: str, kind: str = "store") ->
         db.close()
         raise
     return db
+
+
+def leveldb_options(context: StateStoreContext, name: str) -> dict[str, Any]:
+    """The plyvel.DB options of store `name`: `LEVELDB_OPTIONS`, as `leveldb.config.setter` changed them."""
+    options = dict(LEVELDB_OPTIONS)
+    setter = context.app_config.leveldb_config_setter
+    if setter is None:
+        return options
+    try:
+        setter(name, options, context.app_config)
+    except Exception as exc:
+        raise StreamsError(f"leveldb.config.setter failed for store {name!r}: {type(exc).__name__}: {exc}") from exc
+    unknown = sorted(set(options) - set(LEVELDB_SETTABLE_OPTIONS))
+    if unknown:
+        raise StreamsError(f"leveldb.config.setter set {', '.join(map(repr, unknown))} for store {name!r}; it may "
+                           f"set only {', '.join(LEVELDB_SETTABLE_OPTIONS)}")
+    return options
 
 
 def _message(exc: BaseException) -> str:

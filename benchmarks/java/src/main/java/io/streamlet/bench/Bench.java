@@ -44,6 +44,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  *
  *   --workload W --bootstrap B --app-id A --input T --output O --guarantee G --commit-ms N --state-dir D [--table T2]
  *   [--registry URL] [--threads N]
+ *   [--props k=v,k=v]   (further StreamsConfig settings, e.g. session.timeout.ms=6000 for benchmarks/eos_recovery.py)
  *
  * One stream thread (--threads N for more), default caching, earliest offsets; runs until SIGTERM (a shutdown hook closes it).
  * Prints "bench-mark ..." lines (state changes, restore start and end, with epoch ms) for benchmarks/restore.py.
@@ -64,6 +65,12 @@ public final class Bench {
         props.put(StreamsConfig.STATE_DIR_CONFIG, required(args, "state-dir"));
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(args.getOrDefault("threads", "1")));
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+        for (String setting : args.getOrDefault("props", "").split(",")) {
+            if (!setting.isBlank()) {
+                String[] kv = setting.split("=", 2);
+                props.put(kv[0].trim(), kv.length > 1 ? kv[1].trim() : "");
+            }
+        }
 
         Topology topology = topology(workload, required(args, "input"), required(args, "output"), args.get("table"),
             args.get("registry"));
