@@ -4,8 +4,11 @@ per line on stdin, one JSON answer per line on stdout), and Confluent's message-
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 from typing import Any
+
+from tests.helpers.registry import get_json
 
 
 class JavaSerdes:
@@ -59,3 +62,22 @@ def confluent_indexes(path: list[int]) -> bytes:
     """Confluent's documented message-index encoding: [0] (the file's first message) as a single 0, else
     `zigzag_indexes(path)`."""
     return b"\x00" if path == [0] else zigzag_indexes(path)
+
+
+def assert_java_writes_the_same(java: JavaSerdes, serde: Any, registry: str, topic: str, is_key: bool,
+                                values: list[Any], reader: Any = None, **request: Any) -> None:
+    """streamlet's `serde` and the Java serializer write the same bytes for `values` on `topic`, both framing
+    them with the id of the one registration streamlet made; the Java deserializer reads streamlet's bytes and
+    streamlet reads Java's, each to `values`. `request` is the rest of the Java request (format, schema, the
+    values as the Java side takes them); `reader` is the serde that reads Java's bytes when not `serde`."""
+    ours = [serde.serializer.serialize(topic, value) for value in values]
+    assert all(data is not None for data in ours)
+    subject = f"{topic}-{'key' if is_key else 'value'}"
+    schema_id = int(get_json(f"{registry}/subjects/{subject}/versions/latest")["id"])
+    assert {data[1:5] for data in ours} == {struct.pack(">I", schema_id)}
+
+    answer = java.ask(topic=topic, isKey=is_key, read=[data.hex() for data in ours], **request)
+    assert answer["written"] == [data.hex() for data in ours]  # the same bytes, value by value
+    assert answer["read"] == values  # Java reads ours
+    reader = serde if reader is None else reader
+    assert [reader.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == values

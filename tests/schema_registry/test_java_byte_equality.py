@@ -18,7 +18,6 @@ import base64
 import json
 import shutil
 import struct
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from streamlet.schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, KafkaProtobufSerde, SpecificAvroSerde
-from tests.helpers.java_serdes import JavaSerdes, confluent_indexes, varint
+from tests.helpers.java_serdes import JavaSerdes, assert_java_writes_the_same, confluent_indexes, varint
 from tests.helpers.maven import built_classpath
 from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey, OrderLine
 from tests.helpers.registry import get_json, register
@@ -100,20 +99,10 @@ ORDER_KEYS: list[dict[str, Any]] = [{"id": "o-1", "region": None}, {"id": "o-2",
 ], ids=["value-record", "key-record", "key-string", "value-long"])
 def test_generic_avro_bytes_equal_the_java_serializer(java: JavaSerdes, schema_registry: str, is_key: bool,
                                                       schema: Any, values: list[Any]) -> None:
-    topic = _topic("avro")
     serde = GenericAvroSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
-    ours = [serde.serializer.serialize(topic, value) for value in values]
-    assert all(data is not None for data in ours)
-    subject = f"{topic}-{'key' if is_key else 'value'}"
-    schema_id = _registered_id(schema_registry, subject)
-    assert {data[1:5] for data in ours if data} == {struct.pack(">I", schema_id)}
-
-    answer = java.ask(format="avro", topic=topic, isKey=is_key, schema=json.dumps(schema), values=values,
-                      read=[data.hex() for data in ours if data])
-    assert answer["written"] == [data.hex() for data in ours if data]  # the same bytes, value by value
-    assert answer["read"] == values  # Java reads ours
-    reader = GenericAvroSerde(config={"schema.registry.url": schema_registry}, is_key=is_key)
-    assert [reader.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == values
+    reader = GenericAvroSerde(config={"schema.registry.url": schema_registry}, is_key=is_key)  # the writer's schema
+    assert_java_writes_the_same(java, serde, schema_registry, _topic("avro"), is_key, values, reader=reader,
+                                format="avro", schema=json.dumps(schema), values=values)
 
 
 @dataclass
@@ -187,17 +176,9 @@ PAYMENT_KEYS: list[dict[str, Any]] = [{"id": "p-1", "shard": None}, {"shard": 7,
 ], ids=["value", "key"])
 def test_json_schema_bytes_equal_the_java_serializer(java: JavaSerdes, schema_registry: str, is_key: bool,
                                                      schema: dict[str, Any], values: list[dict[str, Any]]) -> None:
-    topic = _topic("json")
     serde = KafkaJsonSchemaSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
-    ours = [serde.serializer.serialize(topic, value) for value in values]
-    schema_id = _registered_id(schema_registry, f"{topic}-{'key' if is_key else 'value'}")
-    assert {data[1:5] for data in ours if data} == {struct.pack(">I", schema_id)}
-
-    answer = java.ask(format="json", topic=topic, isKey=is_key, values=values,
-                      read=[data.hex() for data in ours if data])
-    assert answer["written"] == [data.hex() for data in ours if data]
-    assert answer["read"] == values
-    assert [serde.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == values
+    assert_java_writes_the_same(java, serde, schema_registry, _topic("json"), is_key, values, format="json",
+                                values=values)
 
 
 # -- Protobuf ------------------------------------------------------------------------------------------------

@@ -39,9 +39,9 @@ from google.protobuf.message import Message
 
 from streamlet.schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, KafkaProtobufSerde
 from streamlet.testing.local_registry import find_java_at_least
-from tests.helpers.java_serdes import JavaSerdes, confluent_indexes, zigzag_indexes
+from tests.helpers.java_serdes import JavaSerdes, assert_java_writes_the_same, confluent_indexes, zigzag_indexes
 from tests.helpers.maven import built_classpath
-from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey, OrderLine
+from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey
 from tests.helpers.registry import get_json, register
 from tests.schema_registry.test_java_byte_equality import (
     ORDER,
@@ -153,19 +153,9 @@ def _avro_json(schema: Any, value: Any) -> str:
 ], ids=["value-record", "key-record", "key-string"])
 def test_avro_bytes_equal_the_apicurio3_java_serializer(java3: JavaSerdes, schema_registry3: str, is_key: bool,
                                                         schema: Any, values: list[Any]) -> None:
-    topic = _topic("avro")
     serde = GenericAvroSerde(schema, config={"schema.registry.url": schema_registry3}, is_key=is_key)
-    ours = [serde.serializer.serialize(topic, value) for value in values]
-    assert all(data is not None for data in ours)
-    schema_id = _registered_id(schema_registry3, _subject(topic, is_key))
-    assert {data[1:5] for data in ours if data} == {struct.pack(">I", schema_id)}
-
-    answer = java3.ask(format="avro", topic=topic, isKey=is_key, schema=json.dumps(schema),
-                       values=[_avro_json(schema, value) for value in values],
-                       read=[data.hex() for data in ours if data])
-    assert answer["written"] == [data.hex() for data in ours if data]  # the same bytes, value by value
-    assert answer["read"] == values  # Java reads ours
-    assert [serde.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == values
+    assert_java_writes_the_same(java3, serde, schema_registry3, _topic("avro"), is_key, values, format="avro",
+                                schema=json.dumps(schema), values=[_avro_json(schema, value) for value in values])
 
 
 @pytest.mark.parametrize(("is_key", "schema", "values"), [
@@ -174,17 +164,9 @@ def test_avro_bytes_equal_the_apicurio3_java_serializer(java3: JavaSerdes, schem
 def test_json_schema_bytes_equal_the_apicurio3_java_serializer(
         java3: JavaSerdes, schema_registry3: str, is_key: bool, schema: dict[str, Any],
         values: list[dict[str, Any]]) -> None:
-    topic = _topic("json")
     serde = KafkaJsonSchemaSerde(schema, config={"schema.registry.url": schema_registry3}, is_key=is_key)
-    ours = [serde.serializer.serialize(topic, value) for value in values]
-    schema_id = _registered_id(schema_registry3, _subject(topic, is_key))
-    assert {data[1:5] for data in ours if data} == {struct.pack(">I", schema_id)}
-
-    answer = java3.ask(format="json", topic=topic, isKey=is_key, values=values,
-                       read=[data.hex() for data in ours if data])
-    assert answer["written"] == [data.hex() for data in ours if data]
-    assert answer["read"] == values
-    assert [serde.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == values
+    assert_java_writes_the_same(java3, serde, schema_registry3, _topic("json"), is_key, values, format="json",
+                                values=values)
 
 
 # -- Protobuf ----------------------------------------------------------------------------------------------------
