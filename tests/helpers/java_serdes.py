@@ -65,18 +65,21 @@ def confluent_indexes(path: list[int]) -> bytes:
 
 
 def assert_java_writes_the_same(java: JavaSerdes, serde: Any, registry: str, topic: str, is_key: bool,
-                                values: list[Any], reader: Any = None, **request: Any) -> None:
+                                values: list[Any], java_values: list[Any] | None = None, reader: Any = None,
+                                **request: Any) -> None:
     """streamlet's `serde` and the Java serializer write the same bytes for `values` on `topic`, both framing
     them with the id of the one registration streamlet made; the Java deserializer reads streamlet's bytes and
-    streamlet reads Java's, each to `values`. `request` is the rest of the Java request (format, schema, the
-    values as the Java side takes them); `reader` is the serde that reads Java's bytes when not `serde`."""
+    streamlet reads Java's, each to `values`. `java_values` are the values as the Java side takes them when
+    not as `values`; `request` is the rest of the Java request (format, schema); `reader` is the serde that
+    reads Java's bytes when not `serde`."""
     ours = [serde.serializer.serialize(topic, value) for value in values]
     assert all(data is not None for data in ours)
     subject = f"{topic}-{'key' if is_key else 'value'}"
     schema_id = int(get_json(f"{registry}/subjects/{subject}/versions/latest")["id"])
     assert {data[1:5] for data in ours} == {struct.pack(">I", schema_id)}
 
-    answer = java.ask(topic=topic, isKey=is_key, read=[data.hex() for data in ours], **request)
+    answer = java.ask(topic=topic, isKey=is_key, values=values if java_values is None else java_values,
+                      read=[data.hex() for data in ours], **request)
     assert answer["written"] == [data.hex() for data in ours]  # the same bytes, value by value
     assert answer["read"] == values  # Java reads ours
     reader = serde if reader is None else reader

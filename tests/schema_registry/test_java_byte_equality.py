@@ -102,7 +102,7 @@ def test_generic_avro_bytes_equal_the_java_serializer(java: JavaSerdes, schema_r
     serde = GenericAvroSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
     reader = GenericAvroSerde(config={"schema.registry.url": schema_registry}, is_key=is_key)  # the writer's schema
     assert_java_writes_the_same(java, serde, schema_registry, _topic("avro"), is_key, values, reader=reader,
-                                format="avro", schema=json.dumps(schema), values=values)
+                                format="avro", schema=json.dumps(schema))
 
 
 @dataclass
@@ -177,8 +177,7 @@ PAYMENT_KEYS: list[dict[str, Any]] = [{"id": "p-1", "shard": None}, {"shard": 7,
 def test_json_schema_bytes_equal_the_java_serializer(java: JavaSerdes, schema_registry: str, is_key: bool,
                                                      schema: dict[str, Any], values: list[dict[str, Any]]) -> None:
     serde = KafkaJsonSchemaSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
-    assert_java_writes_the_same(java, serde, schema_registry, _topic("json"), is_key, values, format="json",
-                                values=values)
+    assert_java_writes_the_same(java, serde, schema_registry, _topic("json"), is_key, values, format="json")
 
 
 # -- Protobuf ------------------------------------------------------------------------------------------------
