@@ -14,6 +14,7 @@ runs share one local repository (~/.m2) without a lock between processes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +65,18 @@ def streams_groups(kafka_broker: Any) -> None:
     version = tuple(int(part) for part in kafka_broker.version.split(".")[:2])
     if version < (4, 2):
         pytest.skip(f"streams groups need a Kafka 4.2+ broker, the session's is {kafka_broker.version}")
+
+
+@pytest.fixture(scope="module")
+def schema_registry3() -> Iterator[str]:
+    """The Confluent API URL of a real Apicurio Registry 3.x (`LocalSchemaRegistry(version=REGISTRY3_VERSION)`,
+    Java 21+) for one test module; skips the module when no Java 21+ is installed."""
+    from streamlet.errors import BrokerUnavailableError
+    from streamlet.testing.local_registry import REGISTRY3_VERSION, LocalSchemaRegistry, find_java_at_least
+
+    try:
+        find_java_at_least(21)
+    except BrokerUnavailableError as missing:
+        pytest.skip(str(missing))
+    with LocalSchemaRegistry(version=REGISTRY3_VERSION) as registry:
+        yield registry.url

@@ -5,6 +5,8 @@ and the `schema_registry` pytest fixture run the genuine Apicurio Registry 2.6.1
 that runs on Java 17), fetched once from Maven Central with Maven into the same cache and unpacked. It
 keeps its schemas in memory (a restart forgets them), listens on the loopback interface only, and serves
 Confluent's Schema Registry API under `/apis/ccompat/v7`: the URL clients are given.
+`LocalSchemaRegistry(version=REGISTRY3_VERSION)` runs Apicurio Registry 3.3.3 instead (in-memory H2 storage,
+the same Confluent API; it needs Java 21+, which is looked for apart from the Java 17 the default uses).
 
 Three layers, as for the broker:
 - `ensure_registry_app()`: the unpacked application in the cache (fetched at most once, under a lock);
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -52,19 +55,79 @@ CONFLUENT_API_PATH = "/apis/ccompat/v7"
 DEFAULT_DEV_PORT = 8081
 """Confluent Schema Registry's usual port, taken by `streamlet registry start` when free."""
 
+REGISTRY3_VERSION = "3.3.3"
+"""The Apicurio Registry 3.x release `LocalSchemaRegistry(version=REGISTRY3_VERSION)` runs (Java 21+)."""
+
 _RUNNER_JAR = f"apicurio-registry-app-{REGISTRY_VERSION}-runner.jar"
 _LABEL = f"Apicurio Registry {REGISTRY_VERSION}"
 
 
-def registry_home(cache: Path | None = None) -> Path:
-    return (cache or cache_dir()) / f"apicurio-registry-{REGISTRY_VERSION}"
+@dataclass(frozen=True)
+class _Release:
+    """How one Apicurio Registry release is fetched and run."""
+
+    runnable: str  # the jar to `java -jar`, inside the unpacked archive
+    java: int  # the oldest Java it runs on
+    management: bool  # serves a second (management) HTTP interface, to be kept on the loopback too
 
 
-def ensure_registry_app(cache: Path | None = None) -> Path:
+_RELEASES = {
+    REGISTRY_VERSION: _Release(_RUNNER_JAR, 17, management=False),
+    REGISTRY3_VERSION: _Release("quarkus-run.jar", 21, management=True),  # Quarkus' fast-jar layout
+}
+
+
+def _release(version: str) -> _Release:
+    if version not in _RELEASES:
+        raise ValueError(f"no Apicurio Registry {version!r}: streamlet runs {', '.join(_RELEASES)}")
+    return _RELEASES[version]
+
+
+def registry_home(cache: Path | None = None, version: str = REGISTRY_VERSION) -> Path:
+    return (cache or cache_dir()) / f"apicurio-registry-{version}"
+
+
+def ensure_registry_app(cache: Path | None = None, version: str = REGISTRY_VERSION) -> Path:
     """The registry's runnable jar in the cache, fetched with Maven and unpacked the first time."""
-    home = registry_home(cache)
-    fetch_maven_archive(REGISTRY_ARTIFACT, home, _LABEL, _RUNNER_JAR)
-    return home / _RUNNER_JAR
+    runnable = _release(version).runnable
+    home = registry_home(cache, version)
+    fetch_maven_archive(f"io.apicurio:apicurio-registry-app:{version}:tar.gz:all", home,
+                        f"Apicurio Registry {version}", runnable)
+    return home / runnable
+
+
+def _java_major(java_home: Path) -> int | None:
+    """The feature release (17, 21, 25, ...) of the Java installed at `java_home`, from its `release` file."""
+    try:
+        text = (java_home / "release").read_text()
+    except OSError:
+        return None
+    found = re.search(r'^JAVA_VERSION="(?:1\.)?(\d+)', text, re.MULTILINE)
+    return int(found.group(1)) if found else None
+
+
+def find_java_at_least(major: int) -> str:
+    """A `java` of release `major` or newer: $JAVA_HOME's, else the one on PATH, else the newest JDK or JRE
+    under /usr/lib/jvm. Raises `BrokerUnavailableError` naming what was found when none is new enough."""
+    homes: list[Path] = []
+    if os.environ.get("JAVA_HOME"):
+        homes.append(Path(os.environ["JAVA_HOME"]))
+    try:
+        homes.append(Path(find_java()).resolve().parents[1])
+    except BrokerUnavailableError:
+        pass
+    jvm = Path("/usr/lib/jvm")
+    if jvm.is_dir():
+        homes.extend(sorted(jvm.iterdir(), key=lambda home: _java_major(home) or 0, reverse=True))
+    seen: list[str] = []
+    for home in homes:
+        java = home / "bin" / "java"
+        version = _java_major(home)
+        if version is not None and version >= major and os.access(java, os.X_OK):
+            return str(java)
+        seen.append(f"{home} ({version or 'unknown'})")
+    raise BrokerUnavailableError(f"no Java {major}+ was found (looked at $JAVA_HOME, java on PATH and "
+                                 f"/usr/lib/jvm: {', '.join(seen) or 'nothing'}); install one or set JAVA_HOME.")
 
 
 def _answers(url: str) -> bool:
@@ -83,11 +146,18 @@ class LocalSchemaRegistry:
     `restart()` (same port). `.url` is the Confluent API's address, for `schema.registry.url`.
     `detach=True` lets the registry outlive this Python process (`streamlet registry start` uses it).
     Needs Java 17+ and, once, Maven to fetch the application.
+
+    `version=REGISTRY3_VERSION` runs Apicurio Registry 3.3.3 instead: the same Confluent API at the same
+    path, ids being content ids as in 2.6, its own v3 API beside it (what Apicurio's 3.x Java serdes use).
+    It needs Java 21+, found by `find_java_at_least(21)`; its management interface listens on another free
+    loopback port.
     """
 
     def __init__(self, port: int | None = None, *, heap: str = "512m", startup_timeout: float = 120.0,
-                 stop_timeout: float = 30.0, detach: bool = False, log_dir: str | os.PathLike[str] | None = None
-                 ) -> None:
+                 stop_timeout: float = 30.0, detach: bool = False, log_dir: str | os.PathLike[str] | None = None,
+                 version: str = REGISTRY_VERSION) -> None:
+        self.version = version
+        self._how = _release(version)
         self.port = port
         self.heap = heap
         self.startup_timeout = startup_timeout
@@ -122,8 +192,8 @@ class LocalSchemaRegistry:
         """Start the registry and wait until its Confluent API answers."""
         if self.is_running():
             return self
-        java = find_java()
-        runner = ensure_registry_app()
+        java = find_java() if self._how.java <= 17 else find_java_at_least(self._how.java)
+        runner = ensure_registry_app(version=self.version)
         if self.port is None:
             self.port = free_ports(1)[0]
         if not port_is_free(self.port):
@@ -132,6 +202,9 @@ class LocalSchemaRegistry:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self._stdout = open(self.log_file, "ab")  # noqa: SIM115 - closed in _stop_process
         environment = {**os.environ, "QUARKUS_HTTP_HOST": HOST, "QUARKUS_HTTP_PORT": str(self.port)}
+        if self._how.management:  # else it takes 0.0.0.0:9000, shared by every registry on the machine
+            management_port = next(port for port in free_ports(2) if port != self.port)
+            environment |= {"QUARKUS_MANAGEMENT_HOST": HOST, "QUARKUS_MANAGEMENT_PORT": str(management_port)}
         began = time.monotonic()
         self._process = subprocess.Popen(
             [java, f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true", "-jar", str(runner)],
@@ -165,7 +238,8 @@ class LocalSchemaRegistry:
 
     def __repr__(self) -> str:
         where = self.url if self.port is not None else "no port yet"
-        return f"LocalSchemaRegistry({where}, running={self.is_running()})"
+        release = "" if self.version == REGISTRY_VERSION else f", version={self.version!r}"
+        return f"LocalSchemaRegistry({where}{release}, running={self.is_running()})"
 
     def _wait_until_ready(self) -> None:
         assert self._process is not None

@@ -18,7 +18,6 @@ import base64
 import json
 import shutil
 import struct
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from streamlet.schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, KafkaProtobufSerde, SpecificAvroSerde
+from tests.helpers.java_serdes import JavaSerdes, assert_java_writes_the_same, confluent_indexes, varint
 from tests.helpers.maven import built_classpath
 from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey, OrderLine
 from tests.helpers.registry import get_json, register
@@ -39,34 +39,12 @@ pytestmark = pytest.mark.registry
 JAVA_DIR = Path(__file__).parents[1] / "java" / "registry_serdes"
 
 
-class JavaSerdes:
-    """The long-lived Java process (SerdesMain): one JSON request per line, one JSON answer per line."""
-
-    def __init__(self, registry: str, classpath: str) -> None:
-        self.registry = registry
-        self.process = subprocess.Popen(
-            ["java", "-cp", classpath, "io.streamlet.registryserdes.SerdesMain"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
-
-    def ask(self, **request: Any) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps({"registry": self.registry, **request}) + "\n")
-        self.process.stdin.flush()
-        answer: dict[str, Any] = json.loads(self.process.stdout.readline())
-        assert "error" not in answer, answer["error"]
-        return answer
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
-
-
 @pytest.fixture(scope="module")
 def java(schema_registry: str) -> Iterator[JavaSerdes]:
     if shutil.which("mvn") is None or shutil.which("java") is None:
         pytest.skip("needs Java and Maven")
-    serdes = JavaSerdes(schema_registry, built_classpath(JAVA_DIR, "streamlet-registry-serdes-0.1.0.jar"))
+    serdes = JavaSerdes(schema_registry, built_classpath(JAVA_DIR, "streamlet-registry-serdes-0.1.0.jar"),
+                        "io.streamlet.registryserdes.SerdesMain")
     yield serdes
     serdes.close()
 
@@ -121,20 +99,10 @@ ORDER_KEYS: list[dict[str, Any]] = [{"id": "o-1", "region": None}, {"id": "o-2",
 ], ids=["value-record", "key-record", "key-string", "value-long"])
 def test_generic_avro_bytes_equal_the_java_serializer(java: JavaSerdes, schema_registry: str, is_key: bool,
                                                       schema: Any, values: list[Any]) -> None:
-    topic = _topic("avro")
     serde = GenericAvroSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
-    ours = [serde.serializer.serialize(topic, value) for value in values]
-    assert all(data is not None for data in ours)
-    subject = f"{topic}-{'key' if is_key else 'value'}"
-    schema_id = _registered_id(schema_registry, subject)
-    assert {data[1:5] for data in ours if data} == {struct.pack(">I", schema_id)}
-
-    answer = java.ask(format="avro", topic=topic, isKey=is_key, schema=json.dumps(schema), values=values,
-                      read=[data.hex() for data in ours if data])
-    assert answer["written"] == [data.hex() for data in ours if data]  # the same bytes, value by value
-    assert answer["read"] == values  # Java reads ours
-    reader = GenericAvroSerde(config={"schema.registry.url": schema_registry}, is_key=is_key)
-    assert [reader.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == values
+    reader = GenericAvroSerde(config={"schema.registry.url": schema_registry}, is_key=is_key)  # the writer's schema
+    assert_java_writes_the_same(java, serde, schema_registry, _topic("avro"), is_key, values, reader=reader,
+                                format="avro", schema=json.dumps(schema))
 
 
 @dataclass
@@ -208,40 +176,11 @@ PAYMENT_KEYS: list[dict[str, Any]] = [{"id": "p-1", "shard": None}, {"shard": 7,
 ], ids=["value", "key"])
 def test_json_schema_bytes_equal_the_java_serializer(java: JavaSerdes, schema_registry: str, is_key: bool,
                                                      schema: dict[str, Any], values: list[dict[str, Any]]) -> None:
-    topic = _topic("json")
     serde = KafkaJsonSchemaSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
-    ours = [serde.serializer.serialize(topic, value) for value in values]
-    schema_id = _registered_id(schema_registry, f"{topic}-{'key' if is_key else 'value'}")
-    assert {data[1:5] for data in ours if data} == {struct.pack(">I", schema_id)}
-
-    answer = java.ask(format="json", topic=topic, isKey=is_key, values=values,
-                      read=[data.hex() for data in ours if data])
-    assert answer["written"] == [data.hex() for data in ours if data]
-    assert answer["read"] == values
-    assert [serde.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == values
+    assert_java_writes_the_same(java, serde, schema_registry, _topic("json"), is_key, values, format="json")
 
 
 # -- Protobuf ------------------------------------------------------------------------------------------------
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _confluent_indexes(path: list[int]) -> bytes:
-    """Confluent's documented message-index encoding: [0] as a single 0, else the count then each index,
-    zigzag varints."""
-    if path == [0]:
-        return b"\x00"
-    return b"".join(_varint((n << 1) ^ (n >> 63)) for n in [len(path), *path])
-
 
 # One entry per map: Protobuf leaves the order of a map's entries on the wire undefined (protobuf-java writes
 # them in insertion order, the Python runtime in its own), so only a map of one entry has one encoding.
@@ -269,7 +208,7 @@ def test_protobuf_layouts_and_bodies_against_the_java_serializer(
     our_id = _registered_id(schema_registry, subject)
     bodies = [message.SerializeToString() for message in messages]
     # Confluent's documented layout, exactly: magic 0, the id, the message indexes, the body.
-    assert ours == [b"\x00" + struct.pack(">I", our_id) + _confluent_indexes(path) + body for body in bodies]
+    assert ours == [b"\x00" + struct.pack(">I", our_id) + confluent_indexes(path) + body for body in bodies]
 
     # Apicurio's Java serde needs the schema as .proto text: register it under a topic of its own.
     java_topic = _topic("proto-java")
@@ -279,8 +218,8 @@ def test_protobuf_layouts_and_bodies_against_the_java_serializer(
                       descriptor=base64.b64encode(FILE_PROTO.SerializeToString()).decode(),
                       message=message_class.DESCRIPTOR.full_name, values=values)
     name = message_class.DESCRIPTOR.name.encode()
-    ref = b"\x0a" + _varint(len(name)) + name  # Apicurio's Ref { string name = 1; }, length-delimited
-    assert answer["written"] == [(b"\x00" + struct.pack(">I", java_id) + _varint(len(ref)) + ref + body).hex()
+    ref = b"\x0a" + varint(len(name)) + name  # Apicurio's Ref { string name = 1; }, length-delimited
+    assert answer["written"] == [(b"\x00" + struct.pack(">I", java_id) + varint(len(ref)) + ref + body).hex()
                                  for body in bodies]
     # Each side's parser reads the other's body to the same message.
     for hex_bytes, message in zip(answer["written"], messages, strict=True):
@@ -288,5 +227,5 @@ def test_protobuf_layouts_and_bodies_against_the_java_serializer(
         assert message_class.FromString(java_body) == message
     read_back = java.ask(format="protobuf-body", descriptor=base64.b64encode(FILE_PROTO.SerializeToString()).decode(),
                          message=message_class.DESCRIPTOR.full_name, topic=topic,
-                         read=[data[5 + len(_confluent_indexes(path)):].hex() for data in ours if data])
+                         read=[data[5 + len(confluent_indexes(path)):].hex() for data in ours if data])
     assert read_back["read"] == [json_format.MessageToDict(message) for message in messages]
