@@ -36,9 +36,11 @@ broker-jars: $(INSTALLED)
 	$(BIN)/python -m streamlet broker fetch
 
 # The development and test schema registry (streamlet.testing.local_registry: Apicurio Registry 2.6.13.Final,
-# Confluent's API), fetched once with Maven and unpacked into .cache/apicurio-registry-<version>; no-op once there.
+# Confluent's API), and 3.3.3 (Java 21+) for the byte-equality tests against the 3.x line's Java serdes; each
+# fetched once with Maven and unpacked into .cache/apicurio-registry-<version>; no-op once there.
 registry-jars: $(INSTALLED)
 	$(BIN)/python -m streamlet registry fetch
+	$(BIN)/python -m streamlet registry fetch --version 3.3.3
 
 # Spark's Kafka connector and the three jars it needs that pyspark lacks (streamlet.spark.jars), fetched
 # once with Maven into .cache/spark-kafka-<version>/libs; no-op once there.

@@ -250,7 +250,7 @@ def _cmd_broker(args: argparse.Namespace) -> int:
 
 def _cmd_registry(args: argparse.Namespace) -> int:
     if args.action == "fetch":
-        print(local_registry.ensure_registry_app())
+        print(local_registry.ensure_registry_app(version=args.version))
         return 0
     return _dev_service(
         args.action, "schema registry", lambda: local_registry.start_dev_registry(args.port),
@@ -372,8 +372,11 @@ def build_parser() -> argparse.ArgumentParser:
                                 help=f"HTTP port (default {local_registry.DEFAULT_DEV_PORT} if free)")
     registry_actions.add_parser("stop", help="stop it (its schemas are gone)")
     registry_actions.add_parser("status", help=f"say whether it runs (exit code {EXIT_NOT_RUNNING} if not)")
-    registry_actions.add_parser("fetch", help=f"download Apicurio Registry {local_registry.REGISTRY_VERSION} "
-                                              "into the cache (done once)")
+    registry_fetch = registry_actions.add_parser(
+        "fetch", help=f"download Apicurio Registry {local_registry.REGISTRY_VERSION} into the cache (done once)")
+    registry_fetch.add_argument("--version", default=local_registry.REGISTRY_VERSION,
+                                help=f"another release: {local_registry.REGISTRY3_VERSION} (Java 21+) for the tests "
+                                     "against the 3.x line's Java serdes")
     registry.set_defaults(handler=_cmd_registry)
 
     add_spark_commands(commands)
