@@ -265,12 +265,10 @@ class SinkNode(Node):
             key = self._serialize_key(topic, record.key)
             key_done = True
             return key, self._serialize_value(topic, record.value)
-        except RetriableError as exc:
-            if self.on_unavailable is None:
-                raise
-            self.on_unavailable(self, topic, record, key, key_done, exc)
-            return None  # held: the task serializes it again later and puts it where it belongs
         except Exception as exc:
+            if self.on_unavailable is not None and isinstance(exc, RetriableError):
+                self.on_unavailable(self, topic, record, key, key_done, exc)
+                return None  # held: the task serializes it again later and puts it where it belongs
             error = self.serialization_error(topic, record, exc)
         if self.handled(error):
             return None

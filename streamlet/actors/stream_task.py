@@ -19,7 +19,7 @@ from typing import Any
 from streamlet.actors.error_handlers import RecordErrorHandler
 from streamlet.actors.held_output import HeldOutput, HeldWrite
 from streamlet.actors.node_graph import build_nodes
-from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup, RecordQueue, with_origin
+from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup, with_origin
 from streamlet.actors.processor_node import Node, ProcessorNode, SinkNode, SourceNode, failed_node, mark_failed
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule, first_punctuation
 from streamlet.actors.record_collector import RecordCollector
@@ -275,7 +275,7 @@ class StreamTask:
                         if self.held_output is None:
                             self.maybe_punctuate_stream_time()
                         if self.held_output is not None:
-                            self._give_back(queue, run[done:])
+                            pg.give_back(queue, run[done:])
                             break
             finally:
                 if done:
@@ -283,12 +283,6 @@ class StreamTask:
                 self.fold_positions()
         self.processed += n
         return n
-
-    def _give_back(self, queue: RecordQueue, rest: list[Any]) -> None:
-        """The records of a run not processed because output is held: back to the front of their queue."""
-        if rest:
-            queue.queue.extendleft(reversed(rest))
-            self.partition_group.buffered += len(rest)
 
     # -- output held while the schema registry cannot be reached (`streamlet.actors.held_output`) --------
     def _hold_write(self, sink: SinkNode, topic: str, record: Record, key: bytes | None, key_done: bool,

@@ -283,6 +283,14 @@ def _write_config(kafka_broker: Any, url: str, tmp_path: Path, sfx: str, handled
     return {**_config(kafka_broker, url, tmp_path, sfx), "production.exception.handler": production_handler}
 
 
+async def _wait_for_log(streams: KafkaStreams, caplog: pytest.LogCaptureFixture, text: str) -> None:
+    """Until `text` is logged (a loaded machine may take a while to join the group); running all along."""
+    with anyio.fail_after(180):
+        while text not in caplog.text:
+            assert streams.state in (State.CREATED, State.REBALANCING, State.RUNNING), streams.error
+            await anyio.sleep(0.2)
+
+
 def _subjects(url: str) -> list[str]:
     return list(SchemaRegistryClient({"url": url}).get_subjects())
 
@@ -306,8 +314,9 @@ async def test_registry_down_before_the_first_write(kafka_broker: Any, own_regis
                            _write_config(kafka_broker, url, tmp_path, sfx, handled))
     await streams.start()
     try:
-        await _wait_running(streams, 8)
-        assert "waiting to write to topic" in caplog.text and "cannot be reached" in caplog.text
+        await _wait_for_log(streams, caplog, "waiting to write to topic")
+        await _wait_running(streams, 4)
+        assert "cannot be reached" in caplog.text
         assert await read_topic(bootstrap, out) == []  # nothing committed while the first write waits
         await own_registry.start_again()
         assert await _read_output(kafka_broker, url, out, len(payments)) == _expected(payments)
@@ -340,8 +349,9 @@ async def test_registry_down_mid_run_before_a_new_subjects_first_write(
         await own_registry.stop_now()
 
         await produce(bootstrap, inp, _json_payments(second))  # its first milestone needs a new subject
-        await _wait_running(streams, 6)
-        assert "waiting to write to topic" in caplog.text and milestones in caplog.text
+        await _wait_for_log(streams, caplog, "waiting to write to topic")
+        await _wait_running(streams, 4)
+        assert f"waiting to write to topic '{milestones}'" in caplog.text
         await own_registry.start_again()
         assert await _read_output(kafka_broker, url, out, 30) == _expected(first + second)
         assert await _read_milestones(kafka_broker, url, milestones, 6) == _expected_milestones(first + second)
