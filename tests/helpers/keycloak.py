@@ -47,7 +47,9 @@ def java_21_home() -> Path:
         return Path(given)
     found: list[tuple[int, Path]] = []
     for candidate in Path("/usr/lib/jvm").glob("*"):
-        match = re.search(r"(?:jdk|java|openjdk)-?(\d+)", candidate.name)
+        release = candidate / "release"  # JAVA_VERSION="25.0.1"
+        text = release.read_text(errors="replace") if release.is_file() else ""
+        match = re.search(r'^JAVA_VERSION="(\d+)', text, re.MULTILINE)
         if match and int(match.group(1)) >= 21 and (candidate / "bin" / "java").is_file():
             found.append((int(match.group(1)), candidate))
     if not found:

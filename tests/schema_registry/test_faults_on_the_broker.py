@@ -67,6 +67,11 @@ class OwnRegistry(LocalSchemaRegistry):
     def start(self) -> LocalSchemaRegistry:
         with pytest.MonkeyPatch.context() as patch:  # its database in a file: kept across restarts
             patch.setenv("REGISTRY_DATASOURCE_URL", f"jdbc:h2:file:{self.database}")
+            # On a loaded machine opening 20 connections to the file took longer than the pool's 5 s wait
+            # for one, and the restart failed: fewer connections, a longer wait.
+            patch.setenv("_PROD_QUARKUS_DATASOURCE_JDBC_INITIAL_SIZE", "2")
+            patch.setenv("_PROD_QUARKUS_DATASOURCE_JDBC_MIN_SIZE", "2")
+            patch.setenv("QUARKUS_DATASOURCE_JDBC_ACQUISITION_TIMEOUT", "120S")
             return super().start()
 
     async def start_again(self) -> None:
