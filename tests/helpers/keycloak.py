@@ -144,7 +144,7 @@ class LocalKeycloak:
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         request = urllib.request.Request(f"{self.url}{path}", data=data, headers=headers, method=method)
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=300) as response:  # a realm takes long on a loaded machine
             text = response.read()
         return json.loads(text) if text else None
 
