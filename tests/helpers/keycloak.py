@@ -156,8 +156,7 @@ class LocalKeycloak:
     def create_realm(self, realm: str, clients: dict[str, str | None]) -> None:
         """A realm with these clients: a secret makes a confidential client whose service account can take a
         client-credentials token (a registry user, the secret its password); None a client without one."""
-        token = self._admin_token()
-        self._call("POST", "/admin/realms", {"realm": realm, "enabled": True}, token)
+        self._call("POST", "/admin/realms", {"realm": realm, "enabled": True}, self._admin_token())
         for client_id, secret in clients.items():
             client: dict[str, Any] = {"clientId": client_id, "enabled": True, "protocol": "openid-connect",
                                       "standardFlowEnabled": False, "directAccessGrantsEnabled": False}
@@ -166,4 +165,5 @@ class LocalKeycloak:
             else:
                 client.update({"publicClient": False, "secret": secret, "serviceAccountsEnabled": True,
                                "clientAuthenticatorType": "client-secret"})
-            self._call("POST", f"/admin/realms/{realm}/clients", client, token)
+            # A fresh token for each call: the admin's lives 60 s, less than a realm took on a loaded machine.
+            self._call("POST", f"/admin/realms/{realm}/clients", client, self._admin_token())
