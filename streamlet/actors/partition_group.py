@@ -358,6 +358,15 @@ class PartitionGroup:
             self._idle = True
         return best, run
 
+    def give_back(self, queue: RecordQueue, rest: list[Buffered]) -> None:
+        """Records of a run taken by `next_run` and not processed (the task stopped while a write waits for
+        the schema registry): back to the front of their queue, in order."""
+        if rest:
+            queue.queue.extendleft(reversed(rest))
+            self.buffered += len(rest)
+            if self._idle:
+                self._update_idle()
+
     def _some_input_empty(self) -> bool:
         """Whether an input partition has no buffered data, once the task may take a run: every such partition
         then is one the task stopped waiting for (its fetch reached its end and its idle clock ran out)."""

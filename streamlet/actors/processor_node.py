@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamlet.actors.record_collector import ProducedRecord
-from streamlet.errors import SerializationError, SinkSerializationError
+from streamlet.errors import RetriableError, SerializationError, SinkSerializationError
 from streamlet.partitioner import default_partition
 from streamlet.processor import Processor, TimestampExtractor
 from streamlet.record import Record
@@ -226,6 +226,10 @@ class SinkNode(Node):
         self.on_serialization_error: Callable[[SinkSerializationError], bool] | None = None
         """The task's production handler for a record this sink cannot serialize (set by the task): True
         when it resumed (the record is dropped), False when it failed. None: every such error fails."""
+        self.on_unavailable: Callable[[SinkNode, str, Record, bytes | None, bool, RetriableError], None] | None = None
+        """Where a record goes that this sink cannot serialize because the schema registry cannot be reached
+        (a `RetriableError`, no record's fault): the task holds it, with its key's bytes when only the value
+        failed, and serializes it again later (`streamlet.actors.held_output`). None: such an error fails."""
 
     def process(self, record: Record) -> None:
         topic = self.topic
@@ -255,16 +259,27 @@ class SinkNode(Node):
     def _serialize(self, topic: str, record: Record) -> tuple[bytes | None, bytes | None] | None:
         """The record's key and value bytes, or None when they cannot be made and the production handler
         resumed (as Kafka Streams' record collector asks it, in the sink): the record is dropped."""
+        key: bytes | None = None
+        key_done = False
         try:
-            return self._serialize_key(topic, record.key), self._serialize_value(topic, record.value)
+            key = self._serialize_key(topic, record.key)
+            key_done = True
+            return key, self._serialize_value(topic, record.value)
         except Exception as exc:
-            error = self._serialization_error(topic, record, exc)
-        handler = self.on_serialization_error
-        if handler is not None and handler(error):
+            if self.on_unavailable is not None and isinstance(exc, RetriableError):
+                self.on_unavailable(self, topic, record, key, key_done, exc)
+                return None  # held: the task serializes it again later and puts it where it belongs
+            error = self.serialization_error(topic, record, exc)
+        if self.handled(error):
             return None
         raise error
 
-    def _serialization_error(self, topic: str, record: Record, exc: Exception) -> SinkSerializationError:
+    def handled(self, error: SinkSerializationError) -> bool:
+        """The production handler's answer for a record this sink cannot serialize: True when it resumed."""
+        handler = self.on_serialization_error
+        return handler is not None and handler(error)
+
+    def serialization_error(self, topic: str, record: Record, exc: Exception) -> SinkSerializationError:
         """A `SinkSerializationError` (a serde's own `SerializationError` keeps its message). When the
         production handler fails on it, it is the processing error of the processor that forwarded here."""
         message = str(exc) if isinstance(exc, SerializationError) else (

@@ -82,6 +82,22 @@ class RecordCollector:
         """Buffer a serialized record for a topic not known yet; `place_deferred` partitions it later."""
         self._deferred.append(_Deferred(topic, record, key, value, partitioner))
 
+    def insert(self, topic: str, partition: int, at: int, record: ProducedRecord) -> None:
+        """Put a record at position `at` of its partition's buffer (a record held back while its serializer
+        could not reach the schema registry, placed where it was produced: see `held_output`)."""
+        buf = self._buffers.get((topic, partition))
+        if buf is None:
+            buf = self._buffers[(topic, partition)] = []
+        buf.insert(at, record)
+
+    def insert_deferred(self, at: int, topic: str, record: ProducedRecord, key: Any, value: Any,
+                        partitioner: Callable[[str, Any, Any, int], int | None] | None) -> None:
+        """As `defer`, at position `at` of the deferred records (see `insert`)."""
+        self._deferred.insert(at, _Deferred(topic, record, key, value, partitioner))
+
+    def deferred_count(self) -> int:
+        return len(self._deferred)
+
     def deferred_topics(self) -> set[str]:
         """The topics whose partition counts must be looked up before the next drain."""
         return {d.topic for d in self._deferred}

@@ -17,16 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from streamlet.actors.error_handlers import RecordErrorHandler
+from streamlet.actors.held_output import HeldOutput, HeldWrite
 from streamlet.actors.node_graph import build_nodes
 from streamlet.actors.partition_group import ConsumedRecord, PartitionGroup, with_origin
-from streamlet.actors.processor_node import Node, ProcessorNode, SourceNode, failed_node, mark_failed
+from streamlet.actors.processor_node import Node, ProcessorNode, SinkNode, SourceNode, failed_node, mark_failed
 from streamlet.actors.punctuation_queue import PunctuationQueue, PunctuationSchedule, first_punctuation
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.state_manager import ProcessorStateManager
 from streamlet.actors.task_progress import CarriesProgress, CommitTimes, TaskProgress
 from streamlet.config import RETRY_BACKOFF, RETRY_BACKOFF_MAX, StreamsConfig
 from streamlet.error_remedies import PROCESSING_REMEDY
-from streamlet.errors import SinkSerializationError, StateStoreCorruptedError, StreamsError
+from streamlet.errors import RetriableError, SinkSerializationError, StateStoreCorruptedError, StreamsError
 from streamlet.processor import Cancellable, PunctuationType
 from streamlet.record import Record
 from streamlet.stores.api import RecordContext, StateStore, StoreBuilder
@@ -69,6 +70,10 @@ class StreamTask:
     instructions per line (benchmarks.hot_path under callgrind), though the loop never touched them."""
     lateness_sum = 0
     lateness_max = 0
+    held_output: HeldOutput | None = None
+    """Records a sink could not serialize while the schema registry could not be reached, waiting for their
+    retry (`streamlet.actors.held_output`); the task takes no record meanwhile. None almost always: a
+    class-level default, as `tracing`."""
     tracing: TaskTracing | None = None
     """The task's spans (`tracing.enabled`): set on a task only when enabled, so that an untraced task's loop
     checks it once per run of records and never per record."""
@@ -117,6 +122,7 @@ class StreamTask:
         self._stream_queue = PunctuationQueue()
         self._wall_queue = PunctuationQueue()
         self._next_stream_punct = NO_PUNCTUATION
+        self._next_stream_punct_held = NO_PUNCTUATION  # `_next_stream_punct` while output is held
         self.processor_metadata: dict[str, int] = {}
         """Kafka Streams' task-wide `ProcessorMetadata`: kept by processors (an `on_window_close`
         aggregation's last emit, under its store's name), committed with the offsets (see `CommitTimes`)."""
@@ -236,7 +242,7 @@ class StreamTask:
         lateness = self.record_lateness
         tracing = self.tracing
         n = 0
-        while n < max_records:
+        while n < max_records and self.held_output is None:
             taken = pg.next_run(max_records - n)
             if taken is None:
                 break
@@ -265,14 +271,80 @@ class StreamTask:
                         self._escaped(exc, source, record, offset)
                     n += 1
                     done += 1
-                    if pg.stream_time >= self._next_stream_punct:
-                        self.maybe_punctuate_stream_time()
+                    if pg.stream_time >= self._next_stream_punct:  # also when output is held (`_hold_write`)
+                        if self.held_output is None:
+                            self.maybe_punctuate_stream_time()
+                        if self.held_output is not None:
+                            pg.give_back(queue, run[done:])
+                            break
             finally:
                 if done:
                     offsets[(topic, partition)] = run[done - 1][1] + 1
                 self.fold_positions()
         self.processed += n
         return n
+
+    # -- output held while the schema registry cannot be reached (`streamlet.actors.held_output`) --------
+    def _hold_write(self, sink: SinkNode, topic: str, record: Record, key: bytes | None, key_done: bool,
+                    error: RetriableError) -> None:
+        """`sink` could not serialize `record` for `topic` for want of the schema registry: hold it where it
+        stands in the output, and stop taking records after the one being processed."""
+        held = self.held_output
+        if held is None:
+            pg = self.partition_group
+            held = self.held_output = HeldOutput(error, pg.now_ms(), pg.retry_backoff_ms, pg.retry_backoff_max_ms,
+                                                 pg.retry_timeout_ms)
+            self._next_stream_punct_held = self._next_stream_punct
+            self._next_stream_punct = -1  # the per-record check in `process` stops after this record
+            ctx = self.record_ctx
+            log.warning("task %s: waiting to write to topic %r (the record at %s-%s offset %s): %s; no record is "
+                        "skipped or handed to the production exception handler, retrying for up to "
+                        "task.timeout.ms (%d ms)", self.task_id, topic, ctx.topic, ctx.partition, ctx.offset, error,
+                        held.timeout_ms)
+        collector = self.collector
+        held.writes.append(HeldWrite(sink, topic, record, self.record_ctx, key, key_done, collector.buffer_marks(),
+                                     collector.deferred_count()))
+
+    def hold_unavailable_writes(self) -> None:
+        """Have the sinks hold a record they cannot serialize for want of the schema registry instead of
+        failing (an owner that calls `release_held_output` before it takes the output: the `TaskActor`)."""
+        for node in self.nodes.values():
+            if isinstance(node, SinkNode):
+                node.on_unavailable = self._hold_write
+
+    def release_held_output(self) -> bool:
+        """Serialize the held records again and put them in their places in the output; True when done (the
+        task takes records again), False when the registry still cannot be reached (`held_output.retry_at`
+        says when to try next). Raises the error once it has lasted `task.timeout.ms`, or a record's own
+        serialization error that the production handler failed on."""
+        held = self.held_output
+        if held is None:
+            return True
+        saved = self.record_ctx
+        try:
+            held.serialize(self._judge_held)
+        except RetriableError as exc:
+            held.failed_again(exc, self.partition_group.now_ms())
+            return False
+        finally:
+            self.record_ctx = saved
+        held.place(self.collector)
+        self.held_output = None
+        self._next_stream_punct = self._next_stream_punct_held
+        log.info("task %s: writing again after %d ms: %s is over", self.task_id,
+                 self.partition_group.now_ms() - held.since, type(held.error).__name__)
+        if self.partition_group.stream_time >= self._next_stream_punct:
+            self.maybe_punctuate_stream_time()  # the one due at the record the task stopped after
+        return True
+
+    def _judge_held(self, write: HeldWrite, exc: Exception) -> bool:
+        """A held record's serializer reached the registry and failed for the record's own reason: the
+        production handler decides, in the record's context, as the sink would have asked it."""
+        self.record_ctx = write.context
+        error = write.sink.serialization_error(write.topic, write.record, exc)
+        if write.sink.handled(error):
+            return True
+        raise error
 
     def _measure_lateness(self, run: list[Any], stream_time: int) -> None:
         """Record lateness of the records of `run`, about to be taken from stream time `stream_time` on."""

@@ -139,6 +139,8 @@ class TaskActor:
         self._urgent: list[Commit] = []  # commit requests handled before the next queued message
         self.counters = TaskCounters()  # per-batch measurements behind the task metrics
         self.topics = TopicCounters()  # per-batch records and bytes behind the topic metrics
+        self._released = False  # held output was just released: the task takes its buffered records again
+        task.hold_unavailable_writes()
 
     @property
     def task_id(self) -> str:
@@ -208,6 +210,7 @@ class TaskActor:
                     task.process()  # an idle clock (max.task.idle.ms) may have run out: records may go on
                     task.maybe_punctuate_wall_clock(self._wall())
                     await self._flush_output()
+                    await self._go_on_after_hold()
                     continue
                 if isinstance(message, Commit) and message.reply.answered:
                     continue  # the wake-up copy of a commit taken ahead of the queue
@@ -282,6 +285,7 @@ class TaskActor:
                 step = time.perf_counter_ns()
                 await self._flush_output()
                 latency_trace.TRACE.duration("task.deliver", step)
+            await self._go_on_after_hold()
             return False
         if isinstance(message, Commit):
             trace = latency_trace.TRACE
@@ -303,6 +307,7 @@ class TaskActor:
             message.times = task.commit_times()
             message.generation = task.state.generation
             message.reply.set(offsets)
+            await self._go_on_after_hold()
             return False
         if isinstance(message, Committed):
             task.post_commit(message.changelog_offsets, generation=message.generation)
@@ -325,6 +330,8 @@ class TaskActor:
         return True
 
     async def _flush_output(self) -> None:
+        if self.task.held_output is not None:
+            await self._release_held_output()
         collector = self.task.collector
         if collector.pending:
             unknown = collector.deferred_topics()
@@ -336,6 +343,29 @@ class TaskActor:
             output = collector.drain()
             self.topics.record_produced(output)
             await self._deliver(output)
+
+    async def _release_held_output(self) -> None:
+        """Wait for the schema registry and serialize the records a sink held for want of it, before any of
+        the output goes on (`streamlet.actors.held_output`): waits without blocking the event loop, raises
+        once the failure has lasted `task.timeout.ms`."""
+        task = self.task
+        while (held := task.held_output) is not None:
+            wait_ms = held.retry_at - task.partition_group.now_ms()
+            if wait_ms > 0:
+                await anyio.sleep(wait_ms / 1000)
+            if task.release_held_output():
+                self._released = True
+
+    async def _go_on_after_hold(self) -> None:
+        """After held output was released: process the records the task stopped before (they are not in
+        any message to come)."""
+        task = self.task
+        while self._released:
+            self._released = False
+            if task.buffered:
+                task.process()
+                task.maybe_punctuate_wall_clock(self._wall())
+                await self._flush_output()
 
     async def stop(self) -> None:
         """Close the mailbox without a Close message (used when the actor already failed)."""

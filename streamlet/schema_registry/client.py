@@ -139,8 +139,13 @@ def registry_failure(exc: BaseException, settings: RegistrySettings, doing: str)
             setting = "basic.auth.user.info: none is set"
         return SchemaRegistryAuthError(settings.scrub(
             f"the schema registry at {settings.shown_url} refused the credentials while {doing} "
-            f"(HTTP {exc.http_status_code}: {exc.error_message}); check {setting}"))
+            f"(HTTP {exc.http_status_code}{_reason(exc)}); check {setting}"))
     return None
+
+
+def _reason(exc: SchemaRegistryError) -> str:
+    """': ' and the registry's message, when its answer had one in Confluent's form (Apicurio's 401 has not)."""
+    return f": {exc.error_message}" if exc.error_message else ""
 
 
 def _user_info(config: Mapping[str, Any]) -> str | None:

@@ -33,8 +33,9 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, topic_
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from streamlet import Consumed, Produced, Serdes, StreamsBuilder, Topology
+from streamlet import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
 from streamlet.error_handling import DLQ_TOPIC_CONFIG as DLQ
+from streamlet.error_handling import Response
 from streamlet.errors import SchemaRegistryUnavailableError
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from streamlet.schema_registry import GenericAvroSerde, SpecificAvroSerde, avro_schema_of
@@ -42,7 +43,7 @@ from streamlet.schema_registry.client import RegistrySettings
 from streamlet.testing import local_registry
 from streamlet.testing.local_broker import free_ports
 from streamlet.testing.local_registry import LocalSchemaRegistry
-from tests.helpers.kafka import create_topics, produce, read_settled, read_until
+from tests.helpers.kafka import create_topics, produce, read_settled, read_topic, read_until
 from tests.helpers.payments import Balance, Payment, balances
 
 pytestmark = [pytest.mark.anyio, pytest.mark.broker, pytest.mark.registry]
@@ -59,13 +60,18 @@ class OwnRegistry(LocalSchemaRegistry):
     *thread* that started it ends (Linux's PR_SET_PDEATHSIG), and anyio's worker threads end when idle."""
 
     def __init__(self, database: Path) -> None:
-        super().__init__()
+        super().__init__(startup_timeout=300)  # a loaded machine: Apicurio has taken two minutes to start
         self.database = database
         self.thread = ThreadPoolExecutor(max_workers=1)
 
     def start(self) -> LocalSchemaRegistry:
         with pytest.MonkeyPatch.context() as patch:  # its database in a file: kept across restarts
             patch.setenv("REGISTRY_DATASOURCE_URL", f"jdbc:h2:file:{self.database}")
+            # On a loaded machine opening 20 connections to the file took longer than the pool's 5 s wait
+            # for one, and the restart failed: fewer connections, a longer wait.
+            patch.setenv("_PROD_QUARKUS_DATASOURCE_JDBC_INITIAL_SIZE", "2")
+            patch.setenv("_PROD_QUARKUS_DATASOURCE_JDBC_MIN_SIZE", "2")
+            patch.setenv("QUARKUS_DATASOURCE_JDBC_ACQUISITION_TIMEOUT", "120S")
             return super().start()
 
     async def start_again(self) -> None:
@@ -151,6 +157,14 @@ async def _wait_running(streams: KafkaStreams, seconds: float) -> None:
             await anyio.sleep(0.2)
 
 
+async def _wait_for_log(streams: KafkaStreams, caplog: pytest.LogCaptureFixture, text: str) -> None:
+    """Until `text` is logged (a loaded machine may take a while to join the group); running all along."""
+    with anyio.fail_after(180):
+        while text not in caplog.text:
+            assert streams.state in (State.CREATED, State.REBALANCING, State.RUNNING), streams.error
+            await anyio.sleep(0.2)
+
+
 async def test_registry_down_at_start_up(kafka_broker: Any, own_registry: OwnRegistry, tmp_path: Path,
                                          caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
@@ -168,8 +182,9 @@ async def test_registry_down_at_start_up(kafka_broker: Any, own_registry: OwnReg
     streams = KafkaStreams(balances(inp, out), _config(kafka_broker, url, tmp_path, sfx))
     await streams.start()
     try:
-        await _wait_running(streams, 8)
-        assert "waiting to read" in caplog.text and "cannot be reached" in caplog.text
+        await _wait_for_log(streams, caplog, "waiting to read")
+        await _wait_running(streams, 4)
+        assert "cannot be reached" in caplog.text
         assert streams.metrics["records-skipped"] == 0
         await own_registry.start_again()
         assert await _read_output(kafka_broker, url, out, len(payments)) == _expected(payments)
@@ -215,8 +230,9 @@ async def test_registry_down_mid_run(kafka_broker: Any, own_registry: OwnRegistr
         assert not own_registry.is_running()
         # A schema id it has not seen: it waits, skipping nothing.
         await produce(bootstrap, inp, batch3)
-        await _wait_running(streams, 6)
-        assert "waiting to read" in caplog.text and f"schema id {v2}" in caplog.text
+        await _wait_for_log(streams, caplog, "waiting to read")
+        await _wait_running(streams, 4)
+        assert f"schema id {v2}" in caplog.text
         assert streams.metrics["records-skipped"] == 0
 
         await own_registry.start_again()
@@ -230,6 +246,127 @@ async def test_registry_down_mid_run(kafka_broker: Any, own_registry: OwnRegistr
     assert _schema_of(url, v1)["fields"] == PAYMENT_V1["fields"]
     assert _schema_of(url, v2)["fields"] == PAYMENT_V2["fields"]
     assert _schema_of(url, balance_id)["name"] == "Balance"
+
+
+# -- writes while the registry is down: the output's subjects not registered yet ---------------------------
+
+@dataclass
+class Milestone:
+    payments: int
+    total: float
+
+
+def balances_written_with_avro(inp: str, out: str, milestones: str) -> Topology:
+    """JSON payments in, summed in a JSON store (no registry to read or store), every balance to `out` and each
+    fifth payment of an account to `milestones`, both written with `SpecificAvroSerde`: only the writes need
+    the registry, each on its own subject, the first time."""
+    builder = StreamsBuilder()
+    updates = (builder.stream(inp, Consumed(key_serde=Serdes.String(), value_serde=Serdes.json(Payment)))
+               .group_by_key()
+               .aggregate(lambda: Balance(0, 0.0),
+                          lambda _key, payment, balance: Balance(balance.payments + 1, balance.total + payment.amount),
+                          Materialized("balances", key_serde=Serdes.String(), value_serde=Serdes.json(Balance)))
+               .to_stream())
+    updates.to(out, Produced(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Balance)))
+    (updates.filter(lambda _key, balance: balance.payments % 5 == 0)
+        .map_values(lambda balance: Milestone(balance.payments, balance.total))
+        .to(milestones, Produced(key_serde=Serdes.String(), value_serde=SpecificAvroSerde(Milestone))))
+    return builder.build()
+
+
+def _json_payments(payments: list[tuple[str, float]]) -> list[tuple[bytes | None, bytes | None]]:
+    return [(a.encode(), json.dumps({"account": a, "amount": x}).encode()) for a, x in payments]
+
+
+def _expected_milestones(payments: list[tuple[str, float]]) -> list[tuple[str, Milestone]]:
+    return [(account, Milestone(balance.payments, balance.total)) for account, balance in _expected(payments)
+            if balance.payments % 5 == 0]
+
+
+async def _read_milestones(kafka_broker: Any, url: str, topic: str, expected: int) -> list[tuple[str, Milestone]]:
+    reader = SpecificAvroSerde(Milestone, config={"schema.registry.url": url})
+    got = await read_settled(kafka_broker.bootstrap_servers, topic, expected, isolation_level="read_committed")
+    return [(key.decode() if key else "", typing.cast(Milestone, reader.deserializer.deserialize(topic, value)))
+            for key, value in got]
+
+
+def _write_config(kafka_broker: Any, url: str, tmp_path: Path, sfx: str, handled: list[Any]) -> dict[str, Any]:
+    def production_handler(context: Any, record: Any, exc: Exception) -> Response:
+        handled.append(exc)  # an outage must never get here
+        return Response.resume()
+
+    return {**_config(kafka_broker, url, tmp_path, sfx), "production.exception.handler": production_handler}
+
+
+def _subjects(url: str) -> list[str]:
+    return list(SchemaRegistryClient({"url": url}).get_subjects())
+
+
+async def test_registry_down_before_the_first_write(kafka_broker: Any, own_registry: OwnRegistry, tmp_path: Path,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    if not own_registry.is_running():
+        await own_registry.start_again()
+    url, sfx = own_registry.url, uuid.uuid4().hex[:8]
+    bootstrap = kafka_broker.bootstrap_servers
+    inp, out, milestones = f"payments-{sfx}", f"balances-{sfx}", f"milestones-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1, milestones: 1})
+    assert f"{out}-value" not in _subjects(url)
+    payments = _payments(30, 0)
+    await produce(bootstrap, inp, _json_payments(payments))
+    await own_registry.stop_now()
+
+    handled: list[Any] = []
+    streams = KafkaStreams(balances_written_with_avro(inp, out, milestones),
+                           _write_config(kafka_broker, url, tmp_path, sfx, handled))
+    await streams.start()
+    try:
+        await _wait_for_log(streams, caplog, "waiting to write to topic")
+        await _wait_running(streams, 4)
+        assert "cannot be reached" in caplog.text
+        assert await read_topic(bootstrap, out) == []  # nothing committed while the first write waits
+        await own_registry.start_again()
+        assert await _read_output(kafka_broker, url, out, len(payments)) == _expected(payments)
+        assert await _read_milestones(kafka_broker, url, milestones, 6) == _expected_milestones(payments)
+        assert streams.state is State.RUNNING
+    finally:
+        await streams.close()
+    assert "writing again after" in caplog.text
+    assert handled == [] and streams.metrics["records-skipped"] == 0
+
+
+async def test_registry_down_mid_run_before_a_new_subjects_first_write(
+        kafka_broker: Any, own_registry: OwnRegistry, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    if not own_registry.is_running():
+        await own_registry.start_again()
+    url, sfx = own_registry.url, uuid.uuid4().hex[:8]
+    bootstrap = kafka_broker.bootstrap_servers
+    inp, out, milestones = f"payments-{sfx}", f"balances-{sfx}", f"milestones-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1, milestones: 1})
+    first, second = _payments(9, 0), _payments(21, 9)  # no account reaches 5 payments in `first`
+    handled: list[Any] = []
+    streams = KafkaStreams(balances_written_with_avro(inp, out, milestones),
+                           _write_config(kafka_broker, url, tmp_path, sfx, handled))
+    await streams.start()
+    try:
+        await produce(bootstrap, inp, _json_payments(first))
+        assert await _read_output(kafka_broker, url, out, len(first)) == _expected(first)
+        assert f"{milestones}-value" not in _subjects(url)
+        await own_registry.stop_now()
+
+        await produce(bootstrap, inp, _json_payments(second))  # its first milestone needs a new subject
+        await _wait_for_log(streams, caplog, "waiting to write to topic")
+        await _wait_running(streams, 4)
+        assert f"waiting to write to topic '{milestones}'" in caplog.text
+        await own_registry.start_again()
+        assert await _read_output(kafka_broker, url, out, 30) == _expected(first + second)
+        assert await _read_milestones(kafka_broker, url, milestones, 6) == _expected_milestones(first + second)
+        assert streams.state is State.RUNNING
+    finally:
+        await streams.close()
+    assert "writing again after" in caplog.text
+    assert handled == [] and streams.metrics["records-skipped"] == 0
 
 
 # -- bad input and bad values, with the session's registry -------------------------------------------------
