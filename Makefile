@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars spark-jars toxiproxy jaeger prometheus chromium bench bench-spark bench-quick bench-scale bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
+.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars keycloak spark-jars toxiproxy jaeger prometheus chromium bench bench-spark bench-quick bench-scale bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
 
 all: test
 
@@ -41,6 +41,11 @@ broker-jars: $(INSTALLED)
 registry-jars: $(INSTALLED)
 	$(BIN)/python -m streamlet registry fetch
 	$(BIN)/python -m streamlet registry fetch --version 3.3.3
+
+# Keycloak 26.4.0 (Maven Central, Java 21+), which checks the registry's passwords for the wrong-credentials tests
+# (tests/helpers/keycloak.py); fetched once into .cache/keycloak-<version>; no-op once there.
+keycloak: $(INSTALLED)
+	$(BIN)/python -c "from tests.helpers.keycloak import keycloak_home; print(keycloak_home())"
 
 # Spark's Kafka connector and the three jars it needs that pyspark lacks (streamlet.spark.jars), fetched
 # once with Maven into .cache/spark-kafka-<version>/libs; no-op once there.
@@ -118,7 +123,7 @@ OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=30
 
-test: lint docs compile broker-jars registry-jars spark-jars toxiproxy jaeger prometheus chromium
+test: lint docs compile broker-jars registry-jars keycloak spark-jars toxiproxy jaeger prometheus chromium
 	STREAMLET_KAFKA_VERSION=$(SUITE_KAFKA_VERSION) $(BIN)/pytest -q $(PYTEST_PARALLEL)
 	STREAMLET_KAFKA_VERSION=$(OTHER_KAFKA_VERSION) $(BIN)/pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) $(OTHER_VERSION_TESTS)
 
