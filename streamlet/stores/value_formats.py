@@ -231,6 +231,10 @@ class TimestampedHeadersValueFormat:
         headers, timestamp, raw = split_headers_value(data)
         return ValueTimestampHeaders(self._deserialize(self._topic, raw), timestamp, headers)
 
+    def from_changelog(self, value: bytes | None, timestamp: int) -> bytes | None:
+        """The local bytes of a changelog record without headers."""
+        return None if value is None else join_headers_value((), timestamp, value)
+
     def from_changelog_entries(self, entries: list[Any]) -> list[tuple[bytes, bytes | None]]:
         """Local bytes of a restore batch of `HeadedChangelogEntry`s (the store registers `with_headers`): (key,
         local bytes or None for a delete), in order."""
