@@ -51,11 +51,11 @@ def _record(key: Any, value: ValueTimestampHeaders | None) -> ReadOnlyRecord | N
 
 
 def _key_with_headers(store: Any, query: Any) -> Any:
-    return _record(query.key, store.get(query.key))
+    return _record(query.key, store.get_with_headers(query.key))
 
 
 def _range_with_headers(store: Any, query: Any) -> Iterator[Any]:
-    with store.range(query.lower, query.upper) as found:
+    with store.range_with_headers(query.lower, query.upper) as found:
         entries = [_record(kv.key, kv.value) for kv in found]
     if query.result_order is ResultOrder.DESCENDING:
         entries.reverse()

@@ -14,8 +14,11 @@ from typing import Any
 from streamlet.durations import to_millis
 from streamlet.errors import TopologyError
 from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
-from streamlet.stores.keyvalue.builders import KeyValueStoreBuilder, TimestampedKeyValueStoreBuilder
-from streamlet.stores.keyvalue.headers import TimestampedKeyValueStoreWithHeadersBuilder
+from streamlet.stores.keyvalue.builders import (
+    KeyValueStoreBuilder,
+    TimestampedKeyValueStoreBuilder,
+    TimestampedKeyValueStoreWithHeadersBuilder,
+)
 from streamlet.stores.leveldb.headers import LevelDBKeyValueHeadersBytesStoreSupplier
 from streamlet.stores.leveldb.supplier import LevelDBKeyValueBytesStoreSupplier
 from streamlet.stores.leveldb.versioned import LevelDBVersionedBytesStoreSupplier
