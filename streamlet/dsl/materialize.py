@@ -61,9 +61,10 @@ def timestamped_store_builder(materialized: Materialized, store_name: str) -> St
     if supplier is None:
         supplier = (Stores.in_memory_key_value_store(store_name) if _in_memory(materialized)
                     else Stores.persistent_timestamped_key_value_store(store_name))
-    builder: StoreBuilder = Stores.timestamped_key_value_store_builder(
-        supplier, materialized.key_serde, materialized.value_serde
-    )
+    table_builder = Stores.timestamped_key_value_store_builder(supplier, materialized.key_serde,
+                                                               materialized.value_serde)
+    table_builder.dsl_store = True  # dsl.store.format applies (store_suppliers.apply_store_format)
+    builder: StoreBuilder = table_builder
     return _logging_and_caching(builder, materialized)
 
 

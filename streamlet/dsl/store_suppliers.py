@@ -35,6 +35,7 @@ from streamlet.dsl_store_settings import (
     IN_MEMORY,
     IN_MEMORY_SUPPLIERS,
     application_in_memory,
+    headers_format,
 )
 
 if TYPE_CHECKING:
@@ -128,8 +129,23 @@ def follows_default(make: Callable[P, B]) -> Callable[P, B]:
 
 
 def apply_application_setting(topology: Topology, config: Any) -> None:
-    """Rebuild the topology's DSL stores that follow the application's `dsl.store.suppliers.class`
-    (KafkaStreams and the test driver call this when they take the topology)."""
+    """Rebuild the topology's DSL stores that follow the application's `dsl.store.suppliers.class`, then set
+    their format from its `dsl.store.format` (KafkaStreams and the test driver call this when they take the
+    topology)."""
+    _apply_suppliers(topology, config)
+    apply_store_format(topology, config)
+
+
+def apply_store_format(topology: Topology, config: Any) -> None:
+    """`dsl.store.format=HEADERS` (KIP-1285): the DSL's table stores become headers-aware; `DEFAULT` undoes it
+    (a topology run again under another config)."""
+    headers = headers_format(config)
+    for builder in topology.store_builders.values():
+        if getattr(builder, "dsl_store", False):
+            builder.headers_format = headers  # type: ignore[attr-defined]
+
+
+def _apply_suppliers(topology: Topology, config: Any) -> None:
     rebuild: dict[str, Callable[[], StoreBuilder]] = getattr(topology, "dsl_default_stores", {})
     if not rebuild:
         return

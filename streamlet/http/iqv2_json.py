@@ -8,17 +8,19 @@ The body of `POST /stores/{store}/query`::
      "require_active": false}                           # optional
 
 Query types and their fields (times in epoch ms; `order` is "ANY", "ASCENDING" or "DESCENDING"):
-`KeyQuery` and `TimestampedKeyQuery` {key}; `RangeQuery` and `TimestampedRangeQuery` {lower, upper, order}
-(a missing bound is none); `WindowKeyQuery` {key, time_from, time_to}; `WindowRangeQuery` {time_from,
-time_to} or {key}; `VersionedKeyQuery` {key, as_of}; `MultiVersionedKeyQuery` {key, from_time, to_time,
-order}. A key given as text becomes the store's key type as in the GET routes (a number for Long keys).
+`KeyQuery`, `TimestampedKeyQuery` and `TimestampedKeyWithHeadersQuery` {key}; `RangeQuery`,
+`TimestampedRangeQuery` and `TimestampedRangeWithHeadersQuery` {lower, upper, order} (a missing bound is
+none); `WindowKeyQuery` {key, time_from, time_to}; `WindowRangeQuery` {time_from, time_to} or {key};
+`VersionedKeyQuery` {key, as_of}; `MultiVersionedKeyQuery` {key, from_time, to_time, order}. A key given as
+text becomes the store's key type as in the GET routes (a number for Long keys).
 
 The answer: `{"store", "partitions": {"0": {"ok": true, "result": ..., "position": {...}, "role": "active"},
 "5": {"ok": false, "reason": "NOT_PRESENT", "message": ..., "position": null, "role": null}}, "global": null,
 "position": {...}}` (`role`: the answering copy's, "active", "restoring" or "standby"),
 `position` being the merged positions, `{topic: {partition: offset}}`. Results: a value as the GET routes
-show it, `ValueAndTimestamp` as `{"value", "timestamp"}`, a version as `{"value", "timestamp", "valid_to"}`,
-an iterator as a list (of `{"key", "value"}` for key-value pairs).
+show it, `ValueAndTimestamp` as `{"value", "timestamp"}`, a `ReadOnlyRecord` (the header-returning queries) as
+`{"key", "value", "timestamp", "headers"}` with headers as `[name, value]` pairs (a value as bytes show), a
+version as `{"value", "timestamp", "valid_to"}`, an iterator as a list (of `{"key", "value"}` for key-value pairs).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ from streamlet.queries.iqv2 import (
     MultiVersionedKeyQuery,
     PositionBound,
     RangeQuery,
+    ReadOnlyRecord,
     StateQueryRequest,
     TimestampedKeyQuery,
+    TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
+    TimestampedRangeWithHeadersQuery,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
@@ -88,7 +93,8 @@ def parse_query(data: Any, key: Callable[[Any], Any]) -> Any:
     if not isinstance(data, dict):
         raise QueryBodyError(f"'query' must be an object, got {data!r}")
     kind = data.get("type")
-    if kind in ("KeyQuery", "TimestampedKeyQuery", "VersionedKeyQuery", "MultiVersionedKeyQuery", "WindowKeyQuery"):
+    if kind in ("KeyQuery", "TimestampedKeyQuery", "TimestampedKeyWithHeadersQuery", "VersionedKeyQuery",
+                "MultiVersionedKeyQuery", "WindowKeyQuery"):
         if data.get("key") is None:
             raise QueryBodyError(f"a {kind} needs a 'key'")
         the_key = key(data["key"])
@@ -100,6 +106,10 @@ def parse_query(data: Any, key: Callable[[Any], Any]) -> Any:
         return _range(RangeQuery, data, key)
     if kind == "TimestampedRangeQuery":
         return _range(TimestampedRangeQuery, data, key)
+    if kind == "TimestampedKeyWithHeadersQuery":
+        return TimestampedKeyWithHeadersQuery.with_key(the_key)
+    if kind == "TimestampedRangeWithHeadersQuery":
+        return _range(TimestampedRangeWithHeadersQuery, data, key)
     if kind == "WindowKeyQuery":
         return WindowKeyQuery.with_key_and_window_start_range(
             the_key, _field(data, "time_from", int), _field(data, "time_to", int))
@@ -157,6 +167,9 @@ def position_json(position: Position | None) -> Any:
 
 
 def _answer(value: Any) -> Any:
+    if isinstance(value, ReadOnlyRecord):
+        return {"key": jsonable(value.key), "value": jsonable(value.value), "timestamp": value.timestamp,
+                "headers": [[name, jsonable(v)] for name, v in value.headers]}
     if isinstance(value, VersionedRecord):
         return {"value": jsonable(value.value), "timestamp": value.timestamp, "valid_to": value.valid_to}
     if value is None or isinstance(value, str | int | float | bool | bytes | dict):

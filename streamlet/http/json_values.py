@@ -2,7 +2,8 @@
 
 A URL carries text; the store's key serde says what the key really is (String keys stay text, Long
 and Integer keys are numbers, Json keys are JSON). Values keep their JSON shape; `ValueAndTimestamp`
-becomes `{"value", "timestamp"}`, a windowed key `{"key", "start", "end"}`, bytes their text when
+becomes `{"value", "timestamp"}`, `ValueTimestampHeaders` `{"value", "timestamp", "headers"}` (headers as
+`[name, value]` pairs), a windowed key `{"key", "start", "end"}`, bytes their text when
 UTF-8 and hex otherwise.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 import orjson
 
 from streamlet.serdes import Serde, Serdes
-from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp, ValueTimestampHeaders
 from streamlet.windowed import Windowed
 
 _INTEGER_SERDES = {"Short", "Integer", "Long"}
@@ -45,6 +46,9 @@ def jsonable(value: Any) -> Any:
     """A stored key or value as plain JSON data."""
     if isinstance(value, ValueAndTimestamp):
         return {"value": jsonable(value.value), "timestamp": value.timestamp}
+    if isinstance(value, ValueTimestampHeaders):
+        return {"value": jsonable(value.value), "timestamp": value.timestamp,
+                "headers": [[name, jsonable(v)] for name, v in value.headers]}
     if isinstance(value, Windowed):
         return {"key": jsonable(value.key), "start": value.window.start, "end": value.window.end}
     if isinstance(value, bytes | bytearray):

@@ -8,7 +8,9 @@
 The queries, as in Kafka Streams: `KeyQuery` and `RangeQuery` (key-value stores, plain values),
 `TimestampedKeyQuery` and `TimestampedRangeQuery` (timestamped key-value stores, `ValueAndTimestamp`),
 `WindowKeyQuery` and `WindowRangeQuery` (window stores; a session store answers
-`WindowRangeQuery.with_key`), `VersionedKeyQuery` and `MultiVersionedKeyQuery` (versioned stores). Each
+`WindowRangeQuery.with_key`), `VersionedKeyQuery` and `MultiVersionedKeyQuery` (versioned stores),
+`TimestampedKeyWithHeadersQuery` and `TimestampedRangeWithHeadersQuery` (timestamped key-value stores with
+headers, `ReadOnlyRecord` answers with the stored headers). Each
 is built by its static factories and `with_...`/`as_of`/... calls that return a new query. A store that
 cannot answer a query type answers the failure `UNKNOWN_QUERY_TYPE` rather than raising.
 """
@@ -19,7 +21,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 from streamlet.stores.position import Position
 
@@ -116,6 +118,21 @@ class TimestampedKeyQuery(_Keyed):
     """The `ValueAndTimestamp` of one key of a timestamped key-value store, or None."""
 
 
+class TimestampedKeyWithHeadersQuery(_Keyed):
+    """One key of a timestamped key-value store with headers, as a `ReadOnlyRecord` (key, value, timestamp,
+    headers), or None (Kafka Streams' `TimestampedKeyWithHeadersQuery`, KIP-1356)."""
+
+
+class ReadOnlyRecord(NamedTuple):
+    """A stored entry with the timestamp and headers it was written with, as the header-returning queries answer
+    it (Kafka Streams' `ReadOnlyRecord`). `headers` are (name, value) pairs in order; a value may be None."""
+
+    key: Any
+    value: Any
+    timestamp: int
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
 @dataclass(frozen=True)
 class _Range:
     lower: Any = None
@@ -166,6 +183,11 @@ class RangeQuery(_Range):
 
 class TimestampedRangeQuery(_Range):
     """`RangeQuery` over a timestamped key-value store, answering `ValueAndTimestamp` values."""
+
+
+class TimestampedRangeWithHeadersQuery(_Range):
+    """`RangeQuery` over a timestamped key-value store with headers, answering an iterator of `ReadOnlyRecord`
+    (Kafka Streams' `TimestampedRangeWithHeadersQuery`, KIP-1356)."""
 
 
 @dataclass(frozen=True)
@@ -304,7 +326,8 @@ class MultiVersionedKeyQuery:
 
 
 Query = (KeyQuery | TimestampedKeyQuery | RangeQuery | TimestampedRangeQuery | WindowKeyQuery | WindowRangeQuery
-         | VersionedKeyQuery | MultiVersionedKeyQuery)
+         | VersionedKeyQuery | MultiVersionedKeyQuery | TimestampedKeyWithHeadersQuery
+         | TimestampedRangeWithHeadersQuery)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ iterators are iterators here too, read out at once (one consistent read, closed 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from streamlet.errors import InvalidStateStoreError
@@ -20,18 +20,22 @@ from streamlet.queries.iqv2 import (
     MultiVersionedKeyQuery,
     PositionBound,
     RangeQuery,
+    ReadOnlyRecord,
     ResultOrder,
     TimestampedKeyQuery,
+    TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
+    TimestampedRangeWithHeadersQuery,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
 )
 from streamlet.queries.query_result import FailureReason, QueryResult
 from streamlet.record import KeyValue
-from streamlet.stores.api import ValueAndTimestamp
+from streamlet.stores.api import ValueAndTimestamp, ValueTimestampHeaders
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
+from streamlet.stores.keyvalue.headers import TimestampedKeyValueStoreWithHeaders
 from streamlet.stores.position import Position
 from streamlet.stores.session.api import SessionStore
 from streamlet.stores.versioned.api import VersionedKeyValueStore
@@ -39,7 +43,23 @@ from streamlet.stores.window.api import WindowStore
 
 
 def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, ValueAndTimestamp) else value
+    return value.value if isinstance(value, ValueAndTimestamp | ValueTimestampHeaders) else value
+
+
+def _record(key: Any, value: ValueTimestampHeaders | None) -> ReadOnlyRecord | None:
+    return None if value is None else ReadOnlyRecord(key, value.value, value.timestamp, value.headers)
+
+
+def _key_with_headers(store: Any, query: Any) -> Any:
+    return _record(query.key, store.get_with_headers(query.key))
+
+
+def _range_with_headers(store: Any, query: Any) -> Iterator[Any]:
+    with store.range_with_headers(query.lower, query.upper) as found:
+        entries = [_record(kv.key, kv.value) for kv in found]
+    if query.result_order is ResultOrder.DESCENDING:
+        entries.reverse()
+    return iter(entries)
 
 
 def _key_value(store: Any) -> bool:
@@ -50,13 +70,19 @@ def _key(store: Any, query: Any) -> Any:
     return _plain(store.get(query.key))
 
 
+def _with_timestamp(value: Any) -> Any:
+    """A store with headers answers the timestamped queries without the headers, as Kafka Streams'."""
+    return ValueAndTimestamp(value.value, value.timestamp) if isinstance(value, ValueTimestampHeaders) else value
+
+
 def _timestamped_key(store: Any, query: Any) -> Any:
-    return store.get(query.key)
+    return _with_timestamp(store.get(query.key))
 
 
 def _range(store: Any, query: Any, timestamped: bool) -> StoreKeyValueIterator:
     with store.range(query.lower, query.upper) as found:
-        entries = [kv if timestamped else KeyValue(kv.key, _plain(kv.value)) for kv in found]
+        entries = [KeyValue(kv.key, _with_timestamp(kv.value)) if timestamped else KeyValue(kv.key, _plain(kv.value))
+                   for kv in found]
     if query.result_order is ResultOrder.DESCENDING:
         entries.reverse()
     return StoreKeyValueIterator(iter(entries))
@@ -88,6 +114,9 @@ def _multi_versioned(store: Any, query: Any) -> Any:
     return iter(store.get_versions(query.key, query.get_from_time(), query.get_to_time(), ascending))
 
 
+_TIMESTAMPED = (TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders)
+
+
 def _handler(store: Any, query: Any) -> Callable[[Any, Any], Any] | None:
     """How `store` answers `query`, or None when it does not know the query's type."""
     kind = type(query)
@@ -95,10 +124,14 @@ def _handler(store: Any, query: Any) -> Callable[[Any, Any], Any] | None:
         return _key
     if kind is RangeQuery and _key_value(store):
         return lambda s, q: _range(s, q, False)
-    if kind is TimestampedKeyQuery and isinstance(store, TimestampedKeyValueStore):
+    if kind is TimestampedKeyQuery and isinstance(store, _TIMESTAMPED):
         return _timestamped_key
-    if kind is TimestampedRangeQuery and isinstance(store, TimestampedKeyValueStore):
+    if kind is TimestampedRangeQuery and isinstance(store, _TIMESTAMPED):
         return lambda s, q: _range(s, q, True)
+    if kind is TimestampedKeyWithHeadersQuery and isinstance(store, TimestampedKeyValueStoreWithHeaders):
+        return _key_with_headers
+    if kind is TimestampedRangeWithHeadersQuery and isinstance(store, TimestampedKeyValueStoreWithHeaders):
+        return _range_with_headers
     if kind is WindowKeyQuery and isinstance(store, WindowStore):
         return _window_key
     if kind is WindowRangeQuery:

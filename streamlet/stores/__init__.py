@@ -15,7 +15,14 @@ cache as a data structure (`cache.py`, `sorted_keys.py`), value formats, the lay
 (`wrapping.py`), and the public factory `Stores` (`factory.py`).
 """
 
-from streamlet.stores.api import CachedStateStore, KeyValueIterator, StateStore, StoreBuilder, ValueAndTimestamp
+from streamlet.stores.api import (
+    CachedStateStore,
+    KeyValueIterator,
+    StateStore,
+    StoreBuilder,
+    ValueAndTimestamp,
+    ValueTimestampHeaders,
+)
 from streamlet.stores.factory import Stores
 from streamlet.stores.keyvalue.api import (
     KeyValueBytesStore,
@@ -23,6 +30,7 @@ from streamlet.stores.keyvalue.api import (
     KeyValueStore,
     TimestampedKeyValueStore,
 )
+from streamlet.stores.keyvalue.headers import TimestampedKeyValueStoreWithHeaders
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier, VersionedKeyValueStore, VersionedRecord
 from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStoreSupplier, WindowStore
 
@@ -36,8 +44,10 @@ __all__ = [
     "StoreBuilder",
     "Stores",
     "TimestampedKeyValueStore",
+    "TimestampedKeyValueStoreWithHeaders",
     "TimestampedWindowStore",
     "ValueAndTimestamp",
+    "ValueTimestampHeaders",
     "VersionedBytesStoreSupplier",
     "VersionedKeyValueStore",
     "VersionedRecord",

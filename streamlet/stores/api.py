@@ -49,6 +49,16 @@ class ValueAndTimestamp(NamedTuple):
     timestamp: int
 
 
+class ValueTimestampHeaders(NamedTuple):
+    """A value with the timestamp and the headers of the record that last wrote it: what a timestamped key-value
+    store with headers keeps (`Stores.timestamped_key_value_store_with_headers_builder`), as Kafka Streams'
+    `ValueTimestampHeaders`. `headers` are (name, value) pairs in order; a header's value may be None."""
+
+    value: Any
+    timestamp: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
 class RecordContext(NamedTuple):
     """The record a write came from; a cache keeps it so that a later flush forwards with it."""
 

@@ -45,7 +45,7 @@ def entry_size(cache_key_size: int, value_size: int, context: RecordContext) -> 
     the same entries at the same writes as Kafka Streams' driver."""
     topic = context.topic
     size = cache_key_size + value_size + _ENTRY_FIXED_BYTES + (0 if topic is None else len(topic))
-    headers = context.headers
+    headers: tuple[tuple[str, bytes | None], ...] = context.headers  # a header's value may be null
     if headers:
         size += sum(len(k) + (0 if v is None else len(v)) for k, v in headers)
     return size

@@ -14,7 +14,12 @@ from typing import Any
 from streamlet.durations import to_millis
 from streamlet.errors import TopologyError
 from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
-from streamlet.stores.keyvalue.builders import KeyValueStoreBuilder, TimestampedKeyValueStoreBuilder
+from streamlet.stores.keyvalue.builders import (
+    KeyValueStoreBuilder,
+    TimestampedKeyValueStoreBuilder,
+    TimestampedKeyValueStoreWithHeadersBuilder,
+)
+from streamlet.stores.leveldb.headers import LevelDBKeyValueHeadersBytesStoreSupplier
 from streamlet.stores.leveldb.supplier import LevelDBKeyValueBytesStoreSupplier
 from streamlet.stores.leveldb.versioned import LevelDBVersionedBytesStoreSupplier
 from streamlet.stores.memory.supplier import InMemoryKeyValueBytesStoreSupplier
@@ -133,6 +138,20 @@ class Stores:
         """A builder of key-value stores whose values carry a timestamp (`ValueAndTimestamp`), as the DSL's
         aggregations use."""
         return TimestampedKeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def persistent_timestamped_key_value_store_with_headers(name: str) -> KeyValueBytesStoreSupplier:
+        """A LevelDB store meant for `timestamped_key_value_store_with_headers_builder`."""
+        return LevelDBKeyValueHeadersBytesStoreSupplier(validate_store_name(name))
+
+    @staticmethod
+    def timestamped_key_value_store_with_headers_builder(
+        supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> TimestampedKeyValueStoreWithHeadersBuilder:
+        """A builder of key-value stores whose values carry the timestamp and the headers of the record that wrote
+        them (`ValueTimestampHeaders`); the changelog records carry those headers. Any key-value supplier
+        (LevelDB or in-memory) will do."""
+        return TimestampedKeyValueStoreWithHeadersBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def persistent_window_store(name: str, retention: timedelta | int, window_size: timedelta | int,

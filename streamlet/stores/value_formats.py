@@ -13,7 +13,7 @@ from typing import Any
 
 from streamlet.errors import SerializationError
 from streamlet.serdes import DoubleSerde, FloatSerde, IntegerSerde, LongSerde, Serde, ShortSerde, fast_serializer
-from streamlet.stores.api import ChangelogEntry, ValueAndTimestamp
+from streamlet.stores.api import ChangelogEntry, ValueAndTimestamp, ValueTimestampHeaders
 
 _TIMESTAMP = struct.Struct(">q")
 TIMESTAMP_SIZE = _TIMESTAMP.size
@@ -105,4 +105,141 @@ class TimestampedValueFormat:
         return [(key, None if value is None else pack(timestamp) + value) for key, value, timestamp in entries]
 
 
-ValueFormat = PlainValueFormat | TimestampedValueFormat
+StoredHeaders = tuple[tuple[str, bytes | None], ...]
+"""A stored value's headers: (name, value) pairs in order, a value possibly None."""
+
+
+def _varint(n: int) -> bytes:
+    """Kafka's zig-zag varint of a 32-bit int (`ByteUtils.writeVarint`)."""
+    z = ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, next position) of the zig-zag varint at `pos`."""
+    z = 0
+    shift = 0
+    while True:
+        if pos >= len(data):
+            raise SerializationError("a headers-aware store value ends inside a varint")
+        b = data[pos]
+        pos += 1
+        z |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (z >> 1) ^ -(z & 1), pos
+        shift += 7
+        if shift > 28:
+            raise SerializationError("a headers-aware store value has a varint longer than 5 bytes")
+
+
+def serialize_headers(headers: StoredHeaders) -> bytes:
+    """Headers as Kafka Streams' headers-aware stores keep them: nothing for none, else varint count, then per
+    header varint key length, UTF-8 key, varint value length (-1 for a null value) and the value."""
+    if not headers:
+        return b""
+    parts = [_varint(len(headers))]
+    for name, value in headers:
+        key = name.encode()
+        parts.append(_varint(len(key)))
+        parts.append(key)
+        if value is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(_varint(len(value)))
+            parts.append(bytes(value))
+    return b"".join(parts)
+
+
+def deserialize_headers(data: bytes) -> StoredHeaders:
+    """The inverse of `serialize_headers`."""
+    if not data:
+        return ()
+    count, pos = _read_varint(data, 0)
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        key_len, pos = _read_varint(data, pos)
+        name = data[pos:pos + key_len].decode()
+        pos += key_len
+        value_len, pos = _read_varint(data, pos)
+        if value_len < 0:
+            headers.append((name, None))
+        else:
+            headers.append((name, data[pos:pos + value_len]))
+            pos += value_len
+    if pos != len(data):
+        raise SerializationError(f"headers of {len(data)} bytes hold {pos} bytes of {count} headers")
+    return tuple(headers)
+
+
+def join_headers_value(headers: StoredHeaders, timestamp: int, raw: bytes) -> bytes:
+    """A headers-aware store's local value: varint length of the headers' bytes, those bytes, the 8-byte
+    big-endian timestamp, the value serde's bytes (Kafka Streams' `ValueTimestampHeadersSerializer`)."""
+    data = serialize_headers(headers)
+    return _varint(len(data)) + data + _TIMESTAMP.pack(timestamp) + raw
+
+
+def split_headers_value(value: bytes) -> tuple[StoredHeaders, int, bytes]:
+    """(headers, timestamp, raw value bytes) of a headers-aware store's local value."""
+    size, pos = _read_varint(value, 0)
+    end = pos + size
+    if size < 0 or end + TIMESTAMP_SIZE > len(value):
+        raise SerializationError(f"a headers-aware store value of {len(value)} bytes cannot hold {size} bytes of "
+                                 f"headers and a timestamp")
+    return deserialize_headers(value[pos:end]), _TIMESTAMP.unpack_from(value, end)[0], value[end + TIMESTAMP_SIZE:]
+
+
+def convert_to_header_format(value: bytes | None) -> bytes | None:
+    """A timestamped store's local value as a headers-aware store's, with no headers (Kafka Streams'
+    `HeadersBytesStore.convertToHeaderFormat`, how it upgrades a timestamped store)."""
+    return None if value is None else b"\x00" + value
+
+
+def convert_from_plain_to_header_format(value: bytes | None) -> bytes | None:
+    """A plain store's local value as a headers-aware store's: no headers and timestamp -1 (Kafka Streams'
+    `HeadersBytesStore.convertFromPlainToHeaderFormat`)."""
+    return None if value is None else b"\x00" + _TIMESTAMP.pack(-1) + value
+
+
+class TimestampedHeadersValueFormat:
+    """`ValueTimestampHeaders` <-> the bytes of `join_headers_value`. The changelog carries the plain value
+    bytes, the timestamp as the record timestamp and the headers as the record's headers (Kafka Streams 4.4's
+    changelog of a store with headers); restoring joins them back."""
+
+    timestamped = True
+
+    def __init__(self, serde: Serde[Any], topic: str | None) -> None:
+        self._serialize = serde.serializer.serialize
+        self._deserialize = serde.deserializer.deserialize
+        self._topic = topic
+        self.fixed_size: int | None = None
+        """Never fixed: the headers vary."""
+
+    def encode(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = self._serialize(self._topic, value.value)
+        if raw is None:
+            return None
+        return join_headers_value(value.headers or (), value.timestamp, raw)
+
+    def decode(self, data: bytes) -> Any:
+        headers, timestamp, raw = split_headers_value(data)
+        return ValueTimestampHeaders(self._deserialize(self._topic, raw), timestamp, headers)
+
+    def from_changelog(self, value: bytes | None, timestamp: int) -> bytes | None:
+        """The local bytes of a changelog record without headers."""
+        return None if value is None else join_headers_value((), timestamp, value)
+
+    def from_changelog_entries(self, entries: list[Any]) -> list[tuple[bytes, bytes | None]]:
+        """Local bytes of a restore batch of `HeadedChangelogEntry`s (the store registers `with_headers`): (key,
+        local bytes or None for a delete), in order."""
+        return [(key, None if value is None else join_headers_value(headers, timestamp, value))
+                for key, value, timestamp, headers in entries]
+
+
+ValueFormat = PlainValueFormat | TimestampedValueFormat | TimestampedHeadersValueFormat

@@ -17,13 +17,17 @@ from streamlet import (
     Processor,
     QueryResult,
     RangeQuery,
+    ReadOnlyRecord,
     Serdes,
     StateQueryRequest,
     StateQueryResult,
     Stores,
     TimestampedKeyQuery,
+    TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
+    TimestampedRangeWithHeadersQuery,
     Topology,
+    ValueTimestampHeaders,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
@@ -37,6 +41,13 @@ WINDOW_MS = 10_000
 SEGMENT_MS = 43_200_000
 """The window store's segment interval (half its 1-day retention): the input stays inside one segment, so
 `WindowRangeQuery`'s order (segment by segment, then key, then start) is key, then start, on both sides."""
+
+
+HEADERS: dict[str, list[tuple[str, bytes | None]]] = {
+    "a1": [("src", b"p0")], "a3": [("src", b"p0"), ("trace", b"t-3"), ("none", None)], "b2": [("trace", b"t-b2")],
+    "d2": [("src", b"p1"), ("src", b"again")], "c1": [("gone", b"soon")],
+}
+"""The headers of the input records by value (others have none): the store with headers keeps them."""
 
 
 def records(base: int) -> list[tuple[int, str, str, int]]:
@@ -58,6 +69,14 @@ def query_lines(base: int, last: dict[int, int]) -> list[str]:
         "kv-range-inverted kv RANGE d a",
         "ts-tkey ts TKEY a", "ts-key ts KEY a", "ts-trange ts TRANGE - -", "ts-trange-desc ts TRANGE_DESC a d",
         "ts-range ts RANGE - -",
+        "hs-hkey hs HKEY a", "hs-hkey-d hs HKEY d", "hs-hkey-missing hs HKEY zz", "hs-hkey-deleted hs HKEY c",
+        "hs-hrange hs HRANGE - -", "hs-hrange-desc hs HRANGE_DESC a d", "hs-hrange-lower hs HRANGE b -",
+        "hs-hrange-upper hs HRANGE - b", "hs-hrange-inverted hs HRANGE d a", "hs-key hs KEY a", "hs-tkey hs TKEY a",
+        "hs-range hs RANGE - -", "hs-trange hs TRANGE - -", "hs-hkey-p1 hs HKEY d p=1",
+        f"hs-bound-behind hs HKEY a bound=0:{last[0] + 100}", "err-hkey-on-ts ts HKEY a", "err-hkey-on-kv kv HKEY a",
+        "err-hrange-on-ts ts HRANGE - -", "err-hrange-on-kv kv HRANGE - -", "err-hkey-on-win win HKEY a",
+        "err-hkey-on-ver ver HKEY a", "err-hrange-on-ver ver HRANGE - -", f"err-wkey-on-hs hs WKEY a {t} {t}",
+        "err-vkey-on-hs hs VKEY a",
         f"win-key win WKEY a {t} {t + 30_000}", f"win-key-part win WKEY a {t + 10_000} {t + 20_000}",
         f"win-range win WRANGE {t} {t + 30_000}", f"win-range-narrow win WRANGE {t + 10_000} {t + 10_000}",
         "ver-latest ver VKEY a", f"ver-asof ver VKEY a {t + 12_500}", f"ver-asof-before ver VKEY a {t - 1}",
@@ -83,12 +102,13 @@ def query_lines(base: int, last: dict[int, int]) -> list[str]:
 
 
 class Writer(Processor):
-    """Iqv2Check's processor: every record to kv, ts, win (10 s windows) and ver; "DELETE" deletes from kv, ts
-    and ver; a value starting "ver-only" goes to ver alone."""
+    """Iqv2Check's processor: every record to kv, ts, hs (with the record's headers), win (10 s windows) and ver;
+    "DELETE" deletes from kv, ts, hs and ver; a value starting "ver-only" goes to ver alone."""
 
     def init(self, context: Any) -> None:
         self.kv = context.get_state_store("kv")
         self.ts = context.get_state_store("ts")
+        self.hs = context.get_state_store("hs")
         self.win = context.get_state_store("win")
         self.ver = context.get_state_store("ver")
 
@@ -97,11 +117,13 @@ class Writer(Processor):
         if v == "DELETE":
             self.kv.delete(k)
             self.ts.delete(k)
+            self.hs.delete(k)
             self.ver.delete(k, t)
             return
         if not v.startswith("ver-only"):
             self.kv.put(k, v)
             self.ts.put(k, ValueAndTimestamp(v, t))
+            self.hs.put(k, ValueTimestampHeaders(v, t, record.headers))
             self.win.put(k, v, t - t % WINDOW_MS)
         self.ver.put(k, v, t)
 
@@ -114,6 +136,8 @@ def topology(topic: str) -> Topology:
     top.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("kv"), s, s), "writer")
     top.add_state_store(Stores.timestamped_key_value_store_builder(
         Stores.persistent_timestamped_key_value_store("ts"), s, s), "writer")
+    top.add_state_store(Stores.timestamped_key_value_store_with_headers_builder(
+        Stores.persistent_timestamped_key_value_store_with_headers("hs"), s, s), "writer")
     top.add_state_store(Stores.window_store_builder(
         Stores.persistent_window_store("win", timedelta(days=1), timedelta(milliseconds=WINDOW_MS), False), s, s),
         "writer")
@@ -152,6 +176,10 @@ def request(line: str, topic: str) -> tuple[str, StateQueryRequest]:
         query = _bounded(RangeQuery, args[0], args[1], kind.endswith("DESC"))
     elif kind in ("TRANGE", "TRANGE_DESC"):
         query = _bounded(TimestampedRangeQuery, args[0], args[1], kind.endswith("DESC"))
+    elif kind == "HKEY":
+        query = TimestampedKeyWithHeadersQuery.with_key(args[0])
+    elif kind in ("HRANGE", "HRANGE_DESC"):
+        query = _bounded(TimestampedRangeWithHeadersQuery, args[0], args[1], kind.endswith("DESC"))
     elif kind == "WKEY":
         query = WindowKeyQuery.with_key_and_window_start_range(args[0], int(args[1]), int(args[2]))
     elif kind == "WRANGE":
@@ -189,15 +217,19 @@ def _json_range(lo: str, hi: str, order: str) -> dict[str, Any]:
     return {"lower": None if lo == "-" else lo, "upper": None if hi == "-" else hi, "order": order}
 
 
+_JSON_TYPES = {"KEY": "KeyQuery", "TKEY": "TimestampedKeyQuery", "HKEY": "TimestampedKeyWithHeadersQuery",
+               "RANGE": "RangeQuery", "TRANGE": "TimestampedRangeQuery", "HRANGE": "TimestampedRangeWithHeadersQuery"}
+
+
 def body(line: str, topic: str) -> tuple[str, str, dict[str, Any]]:
     """The label, store and JSON body of `POST /stores/{store}/query` a query line stands for."""
     label, store, kind, *words = line.split()
     args = [w for w in words if not w.startswith(("p=", "bound=")) and w != "active"]
     query: dict[str, Any]
-    if kind in ("KEY", "TKEY"):
-        query = {"type": "KeyQuery" if kind == "KEY" else "TimestampedKeyQuery", "key": args[0]}
-    elif kind in ("RANGE", "RANGE_DESC", "TRANGE", "TRANGE_DESC"):
-        query = {"type": "RangeQuery" if kind.startswith("RANGE") else "TimestampedRangeQuery",
+    if kind in ("KEY", "TKEY", "HKEY"):
+        query = {"type": _JSON_TYPES[kind], "key": args[0]}
+    elif kind in ("RANGE", "RANGE_DESC", "TRANGE", "TRANGE_DESC", "HRANGE", "HRANGE_DESC"):
+        query = {"type": _JSON_TYPES[kind.removesuffix("_DESC")],
                  **_json_range(args[0], args[1], "DESCENDING" if kind.endswith("DESC") else "ANY")}
     elif kind == "WKEY":
         query = {"type": "WindowKeyQuery", "key": args[0], "time_from": int(args[1]), "time_to": int(args[2])}
@@ -248,6 +280,9 @@ def jsonable(value: Any) -> Any:
         return value
     if isinstance(value, ValueAndTimestamp):
         return {"value": jsonable(value.value), "timestamp": value.timestamp}
+    if isinstance(value, ReadOnlyRecord):
+        return {"key": jsonable(value.key), "value": jsonable(value.value), "timestamp": value.timestamp,
+                "headers": [[name, None if v is None else v.decode()] for name, v in value.headers]}
     if isinstance(value, Windowed):
         return {"key": jsonable(value.key), "start": value.window.start, "end": value.window.end}
     if isinstance(value, VersionedRecord):

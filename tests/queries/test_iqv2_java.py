@@ -1,7 +1,8 @@
 """IQv2 (`KafkaStreams.query`) answers as Kafka Streams 4.4.0's for the same store contents, on the real broker.
 
 Both applications (Iqv2Check in tests/java/streams4, and streamlet's twin in tests/queries/iqv2_cases.py) read
-one input topic and fill a key-value, a timestamped key-value, a window and a versioned store; each waits until
+one input topic (some records with headers) and fill a key-value, a timestamped key-value, a timestamped
+key-value with headers, a window and a versioned store; each waits until
 its versioned store's position reaches the input's last offsets, then answers the same queries, streamlet both
 through `KafkaStreams.query` and over HTTP (`POST /stores/{store}/query`). Values, order, failure reasons and
 positions must be equal, query by query.
@@ -47,7 +48,7 @@ async def _produce(bootstrap: str, topic: str, base: int) -> dict[int, int]:
     async with producer(bootstrap) as p:
         for partition, key, value, ts in iqv2_cases.records(base):
             sent = await (await p.send(topic, key=key.encode(), value=value.encode(), partition=partition,
-                                       timestamp_ms=ts))
+                                       timestamp_ms=ts, headers=iqv2_cases.HEADERS.get(value)))
             last[partition] = sent.offset
     return last
 

@@ -11,6 +11,10 @@ from typing import Any
 from streamlet.serdes import resolve_serde
 from streamlet.stores.builders import DEFAULT_CHANGELOG_CONFIG, ConfigurableStoreBuilder
 from streamlet.stores.keyvalue.api import KeyValueBytesStoreSupplier
+from streamlet.stores.keyvalue.headers import (
+    DslTimestampedKeyValueStoreWithHeaders,
+    TypedTimestampedKeyValueStoreWithHeaders,
+)
 from streamlet.stores.keyvalue.timestamped import TypedTimestampedKeyValueStore
 from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 
@@ -49,8 +53,26 @@ class KeyValueStoreBuilder(ConfigurableStoreBuilder):
 class TimestampedKeyValueStoreBuilder(KeyValueStoreBuilder):
     """Builds `TimestampedKeyValueStore`s: values are `ValueAndTimestamp` over the given value serde."""
 
-    def build(self) -> TypedTimestampedKeyValueStore:
-        return TypedTimestampedKeyValueStore(
+    dsl_store = False
+    """True for a DSL table's store: `dsl.store.format` applies to it."""
+    headers_format = False
+    """Set by the runtime on a DSL table's store under `dsl.store.format=HEADERS`: the store is then kept as a
+    timestamped key-value store with headers (`DslTimestampedKeyValueStoreWithHeaders`)."""
+
+    def build(self) -> TypedTimestampedKeyValueStore | DslTimestampedKeyValueStoreWithHeaders:
+        kind = DslTimestampedKeyValueStoreWithHeaders if self.headers_format else TypedTimestampedKeyValueStore
+        return kind(
+            self.supplier.get(), self.key_serde, self.value_serde,
+            logging_enabled=self.logging_enabled, caching_enabled=self.caching_enabled,
+        )
+
+
+class TimestampedKeyValueStoreWithHeadersBuilder(KeyValueStoreBuilder):
+    """Builds `TimestampedKeyValueStoreWithHeaders`s (values `ValueTimestampHeaders` over the given value serde)
+    from a key-value bytes store supplier: LevelDB or in-memory."""
+
+    def build(self) -> TypedTimestampedKeyValueStoreWithHeaders:
+        return TypedTimestampedKeyValueStoreWithHeaders(
             self.supplier.get(), self.key_serde, self.value_serde,
             logging_enabled=self.logging_enabled, caching_enabled=self.caching_enabled,
         )

@@ -113,10 +113,15 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._last_key = _NO_KEY
         self._access = access
         self._record_context = context.record_context_reader()
-        context.register(self, self._restore, logged=self.logging_enabled)
+        context.register(self, self._restore, logged=self.logging_enabled,
+                         with_headers=self._restores_with_headers())
 
     def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
         return PlainValueFormat(serde, topic)
+
+    def _restores_with_headers(self) -> bool:
+        """True when the changelog records' headers are part of the stored values (a store with headers)."""
+        return False
 
     def _change_logging(self, store: KeyValueBytesStore, context: StateStoreContext) -> KeyValueBytesStore:
         return ChangeLoggingKeyValueBytesStore(store, context)

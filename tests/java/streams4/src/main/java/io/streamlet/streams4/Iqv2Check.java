@@ -20,7 +20,9 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.ReadOnlyRecord;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.streams.query.KeyQuery;
 import org.apache.kafka.streams.query.MultiVersionedKeyQuery;
 import org.apache.kafka.streams.query.Position;
@@ -31,14 +33,19 @@ import org.apache.kafka.streams.query.RangeQuery;
 import org.apache.kafka.streams.query.StateQueryRequest;
 import org.apache.kafka.streams.query.StateQueryResult;
 import org.apache.kafka.streams.query.TimestampedKeyQuery;
+import org.apache.kafka.streams.query.TimestampedKeyWithHeadersQuery;
 import org.apache.kafka.streams.query.TimestampedRangeQuery;
+import org.apache.kafka.streams.query.TimestampedRangeWithHeadersQuery;
 import org.apache.kafka.streams.query.VersionedKeyQuery;
 import org.apache.kafka.streams.query.WindowKeyQuery;
 import org.apache.kafka.streams.query.WindowRangeQuery;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.ReadOnlyRecordIterator;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
+import org.apache.kafka.streams.state.TimestampedKeyValueStoreWithHeaders;
+import org.apache.kafka.streams.state.ValueTimestampHeaders;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
 import org.apache.kafka.streams.state.VersionedRecord;
@@ -47,9 +54,10 @@ import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * Kafka Streams 4.4.0's IQv2 answers on a real broker (tests/queries/test_iqv2_java.py runs streamlet's twin).
- * A processor writes every record to four stores: "kv" (key-value), "ts" (timestamped key-value), "win"
- * (window, 10 s windows) and "ver" (versioned); a value "DELETE" deletes the key from kv, ts and ver, and a
- * value starting "ver-only" goes to ver alone. Reads from stdin, one a line: the bootstrap servers, the
+ * A processor writes every record to five stores: "kv" (key-value), "ts" (timestamped key-value), "hs"
+ * (timestamped key-value with headers, KIP-1271: the record's headers kept with the value), "win" (window, 10 s
+ * windows) and "ver" (versioned); a value "DELETE" deletes the key from kv, ts, hs and ver, and a value starting
+ * "ver-only" goes to ver alone. Reads from stdin, one a line: the bootstrap servers, the
  * application id, the input topic, the state directory, the last offset of each input partition
  * ("partition:offset" words), then one query a line: "label store TYPE args... [p=0,1] [bound=0:5,1:3] [active]".
  * Once every store has seen the last offsets, prints one JSON object a query (for a query that throws, the
@@ -62,6 +70,7 @@ public final class Iqv2Check {
     static final class Writer implements Processor<String, String, Void, Void> {
         private KeyValueStore<String, String> kv;
         private TimestampedKeyValueStore<String, String> ts;
+        private TimestampedKeyValueStoreWithHeaders<String, String> hs;
         private WindowStore<String, String> win;
         private VersionedKeyValueStore<String, String> ver;
 
@@ -69,6 +78,7 @@ public final class Iqv2Check {
         public void init(final ProcessorContext<Void, Void> context) {
             kv = context.getStateStore("kv");
             ts = context.getStateStore("ts");
+            hs = context.getStateStore("hs");
             win = context.getStateStore("win");
             ver = context.getStateStore("ver");
         }
@@ -81,12 +91,14 @@ public final class Iqv2Check {
             if ("DELETE".equals(v)) {
                 kv.delete(k);
                 ts.delete(k);
+                hs.delete(k);
                 ver.delete(k, t);
                 return;
             }
             if (!v.startsWith("ver-only")) {
                 kv.put(k, v);
                 ts.put(k, ValueAndTimestamp.make(v, t));
+                hs.put(k, ValueTimestampHeaders.make(v, t, record.headers()));
                 win.put(k, v, t - t % 10_000L);
             }
             ver.put(k, v, t);
@@ -119,6 +131,8 @@ public final class Iqv2Check {
             Serdes.String(), Serdes.String()), "writer");
         topology.addStateStore(Stores.timestampedKeyValueStoreBuilder(Stores.persistentTimestampedKeyValueStore("ts"),
             Serdes.String(), Serdes.String()), "writer");
+        topology.addStateStore(Stores.timestampedKeyValueStoreWithHeadersBuilder(
+            Stores.persistentTimestampedKeyValueStoreWithHeaders("hs"), Serdes.String(), Serdes.String()), "writer");
         topology.addStateStore(Stores.windowStoreBuilder(Stores.persistentWindowStore("win", Duration.ofDays(1),
             Duration.ofSeconds(10), false), Serdes.String(), Serdes.String()), "writer");
         topology.addStateStore(Stores.versionedKeyValueStoreBuilder(
@@ -199,6 +213,9 @@ public final class Iqv2Check {
             case "RANGE_DESC": query = range(args, true); break;
             case "TRANGE": query = trange(args, false); break;
             case "TRANGE_DESC": query = trange(args, true); break;
+            case "HKEY": query = TimestampedKeyWithHeadersQuery.withKey(args.get(0)); break;
+            case "HRANGE": query = hrange(args, false); break;
+            case "HRANGE_DESC": query = hrange(args, true); break;
             case "WKEY": query = WindowKeyQuery.withKeyAndWindowStartRange(args.get(0), time(args.get(1)),
                 time(args.get(2))); break;
             case "WRANGE": query = WindowRangeQuery.withWindowStartRange(time(args.get(0)), time(args.get(1))); break;
@@ -269,6 +286,16 @@ public final class Iqv2Check {
         return descending ? q.withDescendingKeys() : q;
     }
 
+    private static Query<?> hrange(final List<String> args, final boolean descending) {
+        final String lo = opt(args.get(0));
+        final String hi = opt(args.get(1));
+        TimestampedRangeWithHeadersQuery<String, String> q = lo == null && hi == null
+            ? TimestampedRangeWithHeadersQuery.withNoBounds() : lo == null
+            ? TimestampedRangeWithHeadersQuery.withUpperBound(hi) : hi == null
+            ? TimestampedRangeWithHeadersQuery.withLowerBound(lo) : TimestampedRangeWithHeadersQuery.withRange(lo, hi);
+        return descending ? q.withDescendingKeys() : q;
+    }
+
     private static String result(final QueryResult<?> r) {
         final String position = position(r.getPosition());
         if (r.isFailure()) {
@@ -309,6 +336,28 @@ public final class Iqv2Check {
         if (o instanceof ValueAndTimestamp) {
             final ValueAndTimestamp<?> vt = (ValueAndTimestamp<?>) o;
             return "{\"value\": " + json(vt.value()) + ", \"timestamp\": " + vt.timestamp() + "}";
+        }
+        if (o instanceof ReadOnlyRecord) {  // headers as [name, UTF-8 text or null]
+            final ReadOnlyRecord<?, ?> r = (ReadOnlyRecord<?, ?>) o;
+            final List<String> hs = new ArrayList<>();
+            for (final Header h : r.headers()) {
+                hs.add("[" + json(h.key()) + ", "
+                    + (h.value() == null ? "null" : json(new String(h.value(), java.nio.charset.StandardCharsets.UTF_8)))
+                    + "]");
+            }
+            return "{\"key\": " + json(r.key()) + ", \"value\": " + json(r.value()) + ", \"timestamp\": "
+                + r.timestamp() + ", \"headers\": [" + String.join(", ", hs) + "]}";
+        }
+        if (o instanceof ReadOnlyRecordIterator) {
+            final List<String> items = new ArrayList<>();
+            try (ReadOnlyRecordIterator<?, ?> it = (ReadOnlyRecordIterator<?, ?>) o) {
+                it.forEachRemaining(r -> items.add(json(r)));
+            }
+            return "[" + String.join(", ", items) + "]";
+        }
+        if (o instanceof ValueTimestampHeaders) {
+            final ValueTimestampHeaders<?> v = (ValueTimestampHeaders<?>) o;
+            return "{\"value_timestamp_headers\": " + json(v.value()) + "}";
         }
         if (o instanceof Windowed) {
             final Windowed<?> w = (Windowed<?>) o;

@@ -1,0 +1,212 @@
+"""The timestamped key-value store with headers (Kafka Streams' KIP-1271): values are `ValueTimestampHeaders`.
+
+Locally each value is kept as Kafka Streams 4.4 keeps it: a varint length of the headers' bytes, the headers
+(`value_formats.serialize_headers`), the 8-byte big-endian timestamp, then the value serde's bytes. The
+changelog carries the plain value bytes, the stored timestamp as the record timestamp and the stored headers
+as the record's headers; a delete logs the current record's timestamp and headers. Restoring joins a
+changelog record's headers, timestamp and value back into the local bytes. Stores without headers are not
+touched by any of this: the layers here are only built for a store that opts in.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterable
+from typing import Any
+
+from streamlet.record import Headers, KeyValue
+from streamlet.serdes import Serde
+from streamlet.stores.api import (
+    BytesIterator,
+    BytesWriteBatch,
+    FlushListener,
+    K,
+    KeyValueIterator,
+    StateStoreContext,
+    ValueAndTimestamp,
+    ValueTimestampHeaders,
+)
+from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueStore, TimestampedKeyValueStore
+from streamlet.stores.keyvalue.typed import TypedKeyValueStore
+from streamlet.stores.value_formats import TimestampedHeadersValueFormat, ValueFormat, split_headers_value
+from streamlet.stores.wrapping import _StoreLayer
+
+
+class TimestampedKeyValueStoreWithHeaders(KeyValueStore[K, ValueTimestampHeaders]):
+    """A key-value store whose values are `ValueTimestampHeaders(value, timestamp, headers)`: each key keeps the
+    timestamp and the headers of the write that put its value, as Kafka Streams'
+    `TimestampedKeyValueStoreWithHeaders`. Its changelog records carry the stored headers as record headers.
+    Build one with `Stores.timestamped_key_value_store_with_headers_builder`."""
+
+    @abstractmethod
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """Install the listener that forwards flushed entries (plain values, the new value's timestamp and
+        headers); True iff caching is on."""
+
+
+class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(_StoreLayer[KeyValueBytesStore], KeyValueBytesStore):
+    """Logs the plain value bytes with the stored timestamp and headers as the record's; a delete logs the
+    current record's timestamp and headers. Reads pass straight through."""
+
+    def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
+        self.name = inner.name
+        self.inner = inner
+        self._log_change = context.log_change
+        self._record_context = context.record_context_reader()
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            self._log_change(self.name, key, None, self._record_context().timestamp, None)
+        else:
+            headers, timestamp, raw = split_headers_value(value)
+            self._log_change(self.name, key, raw, timestamp, headers)  # type: ignore[arg-type]
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.inner.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self.inner.put(key, value)
+        self.log(key, value)
+
+    def delete(self, key: bytes) -> None:
+        self.inner.delete(key)
+        self.log(key, None)
+
+    def batch(self) -> BytesWriteBatch:
+        return _LoggingWriteBatch(self, self.inner.batch())
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
+        return self.inner.range(from_key, to_key)
+
+    def range_list(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+        return self.inner.range_list(from_key, to_key)
+
+    def approximate_num_entries(self) -> int:
+        return self.inner.approximate_num_entries()
+
+
+class _LoggingWriteBatch(BytesWriteBatch):
+    """Logs each write when it is queued, under the record context current then (a cache flush sets each
+    flushed entry's context first)."""
+
+    def __init__(self, store: ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders, inner: BytesWriteBatch) -> None:
+        self._log = store.log
+        self._inner = inner
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self._inner.put(key, value)
+        self._log(key, value)
+
+    def write(self) -> None:
+        self._inner.write()
+
+
+def _checked(value: Any) -> ValueTimestampHeaders | None:
+    """None for a delete (`None`, or a `ValueTimestampHeaders` without value, as Java's `make` gives null)."""
+    if value is None:
+        return None
+    if not isinstance(value, ValueTimestampHeaders):
+        raise TypeError("a timestamped store with headers takes ValueTimestampHeaders(value, timestamp, headers) "
+                        f"values, got {type(value).__name__}")
+    if value.value is None:
+        return None
+    headers = value.headers
+    if headers is None or type(headers) is not tuple:
+        value = value._replace(headers=tuple(headers or ()))
+    return value
+
+
+class TypedTimestampedKeyValueStoreWithHeaders(TypedKeyValueStore, TimestampedKeyValueStoreWithHeaders[Any]):
+    """The `TimestampedKeyValueStoreWithHeaders` of a task, over a LevelDB or in-memory bytes store."""
+
+    def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
+        return TimestampedHeadersValueFormat(serde, topic)
+
+    def _change_logging(self, store: KeyValueBytesStore, context: StateStoreContext) -> KeyValueBytesStore:
+        return ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(store, context)
+
+    def _restores_with_headers(self) -> bool:
+        return True
+
+    def put(self, key: Any, value: Any) -> None:
+        super().put(key, _checked(value))
+
+    def put_if_absent(self, key: Any, value: Any) -> Any:
+        return super().put_if_absent(key, _checked(value))
+
+    def put_all(self, entries: Iterable[KeyValue] | Iterable[tuple[Any, Any]]) -> None:
+        super().put_all([(k, _checked(v)) for k, v in entries])
+
+    def get_with_headers(self, key: Any) -> ValueTimestampHeaders | None:
+        """`get`: the value with its timestamp and headers (what the header-returning queries read)."""
+        return self.get(key)
+
+    def range_with_headers(self, from_key: Any, to_key: Any) -> KeyValueIterator[Any, Any]:
+        """`range`, values as `ValueTimestampHeaders` (what the header-returning queries read)."""
+        return self.range(from_key, to_key)
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """Flushed entries go on as plain values with the new value's timestamp and the headers of the record
+        that made the update, as Kafka Streams' timestamped flush listener forwards them."""
+        def forward_plain_values(key: Any, new: Any, old: Any, timestamp: int, headers: Headers) -> None:
+            listener(
+                key,
+                None if new is None else new.value,
+                None if old is None else old.value,
+                timestamp if new is None else new.timestamp,
+                headers,
+            )
+
+        return super().set_flush_listener(forward_plain_values, send_old_values)
+
+
+def _timestamped(value: Any) -> ValueAndTimestamp | None:
+    return None if value is None else ValueAndTimestamp(value.value, value.timestamp)
+
+
+def _as_headers(value: Any) -> ValueTimestampHeaders | None:
+    """A DSL processor's `ValueAndTimestamp` as stored: without headers (Kafka Streams 4.4's DSL stores them so)."""
+    if value is None or value.value is None:
+        return None
+    if not isinstance(value, ValueAndTimestamp):
+        raise TypeError(f"a DSL store takes ValueAndTimestamp(value, timestamp) values, got {type(value).__name__}")
+    return ValueTimestampHeaders(value.value, value.timestamp, ())
+
+
+class DslTimestampedKeyValueStoreWithHeaders(TypedTimestampedKeyValueStoreWithHeaders, TimestampedKeyValueStore[Any]):
+    """A DSL table's store under `dsl.store.format=HEADERS` (Kafka Streams' KIP-1285): kept, logged and queried
+    as a timestamped key-value store with headers, while the DSL's processors read and write it as a
+    `TimestampedKeyValueStore` (`ValueAndTimestamp`). Values the DSL writes are stored without headers, as
+    Kafka Streams 4.4.0 stores them; a delete logs the current record's headers."""
+
+    def get(self, key: Any) -> Any:
+        return _timestamped(super().get(key))
+
+    def get_with_headers(self, key: Any) -> ValueTimestampHeaders | None:
+        return TypedTimestampedKeyValueStoreWithHeaders.get(self, key)
+
+    def put(self, key: Any, value: Any) -> None:
+        super().put(key, _as_headers(value))
+
+    def put_if_absent(self, key: Any, value: Any) -> Any:
+        return _timestamped(super().put_if_absent(key, _as_headers(value)))
+
+    def put_all(self, entries: Iterable[KeyValue] | Iterable[tuple[Any, Any]]) -> None:
+        super().put_all([(k, _as_headers(v)) for k, v in entries])
+
+    def delete(self, key: Any) -> Any:
+        return _timestamped(super().delete(key))
+
+    def range(self, from_key: Any, to_key: Any) -> KeyValueIterator[Any, Any]:
+        return _timestamped_entries(super().range(from_key, to_key))
+
+    def all(self) -> KeyValueIterator[Any, Any]:
+        return _timestamped_entries(super().all())
+
+    def range_with_headers(self, from_key: Any, to_key: Any) -> KeyValueIterator[Any, Any]:
+        return TypedTimestampedKeyValueStoreWithHeaders.range(self, from_key, to_key)
+
+
+def _timestamped_entries(found: KeyValueIterator[Any, Any]) -> KeyValueIterator[Any, Any]:
+    return StoreKeyValueIterator((KeyValue(kv.key, _timestamped(kv.value)) for kv in found), found.close)

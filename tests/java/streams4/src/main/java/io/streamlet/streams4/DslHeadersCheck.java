@@ -1,0 +1,118 @@
+package io.streamlet.streams4;
+
+import java.time.Instant;
+import java.util.HexFormat;
+import java.util.Properties;
+
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.ValueTimestampHeaders;
+import org.apache.kafka.streams.state.internals.ValueTimestampHeadersSerde;
+import org.apache.kafka.streams.test.TestRecord;
+
+/**
+ * The DSL's key-value stores under `dsl.store.format=HEADERS` (KIP-1285) in Kafka Streams 4.4.0. For each case
+ * line on stdin ("label op format cache record record ...": op `count` (groupByKey().count), `reduce` (values
+ * concatenated), `table` (builder.table materialized); format `DEFAULT` or `HEADERS`; cache `0` or `1` (a 1 MiB
+ * cache); records as in HeadersStoreCheck), prints the store's class name, every changelog record
+ * ("label cl KEYHEX VALUEHEX|null TIMESTAMP HEADERS"), every output record ("label out KEY VALUE TIMESTAMP
+ * HEADERS") and, under HEADERS, the store's values as its ValueTimestampHeadersSerde writes them ("label store KEY
+ * VALUEHEX"). tests/dsl/test_dsl_headers_format.py runs the same cases.
+ */
+public final class DslHeadersCheck {
+    private static final HexFormat HEX = HexFormat.of();
+
+    private DslHeadersCheck() {
+    }
+
+    public static void main(final String[] args) throws Exception {
+        CaseLines.forEach(DslHeadersCheck::run);
+    }
+
+    private static void run(final String[] words) {
+        final String label = words[0];
+        final String op = words[1];
+        final boolean headers = "HEADERS".equalsIgnoreCase(words[2]);
+        final Properties props = new Properties();
+        props.put("application.id", "dslh");
+        props.put("bootstrap.servers", "localhost:9");
+        props.put("statestore.cache.max.bytes", "1".equals(words[3]) ? "1048576" : "0");
+        props.put("dsl.store.format", words[2]);
+        final StreamsBuilder builder = new StreamsBuilder();
+        final Serde<?> valueSerde;
+        if ("count".equals(op)) {
+            builder.stream("in", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
+                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("agg")
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .toStream().mapValues(String::valueOf)
+                .to("out", Produced.with(Serdes.String(), Serdes.String()));
+            valueSerde = Serdes.Long();
+        } else if ("reduce".equals(op)) {
+            builder.stream("in", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
+                .reduce((a, b) -> a + b, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("agg")
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+                .toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
+            valueSerde = Serdes.String();
+        } else {
+            builder.table("in", Consumed.with(Serdes.String(), Serdes.String()),
+                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("agg")
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+                .toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
+            valueSerde = Serdes.String();
+        }
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(props), props, Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> input = driver.createInputTopic("in", Serdes.String().serializer(),
+                Serdes.String().serializer());
+            for (int i = 4; i < words.length; i++) {
+                final String[] parts = words[i].split(",", 4);
+                final RecordHeaders hs = parts.length > 3 ? HeadersStoreCheck.parseHeaders(parts[3])
+                    : new RecordHeaders();
+                input.pipeInput(new TestRecord<>(parts[0], "null".equals(parts[1]) ? null : parts[1], hs,
+                    Long.parseLong(parts[2])));
+            }
+            final StateStore raw = driver.getAllStateStores().get("agg");
+            System.out.println(label + " class " + raw.getClass().getSimpleName());
+            final TestOutputTopic<byte[], byte[]> changelog = driver.createOutputTopic("dslh-agg-changelog",
+                Serdes.ByteArray().deserializer(), Serdes.ByteArray().deserializer());
+            for (final TestRecord<byte[], byte[]> r : changelog.readRecordsToList()) {
+                System.out.println(label + " cl " + HEX.formatHex(r.key()) + " "
+                    + (r.value() == null ? "null" : HEX.formatHex(r.value())) + " " + r.timestamp() + " "
+                    + HeadersStoreCheck.headers(r.headers()));
+            }
+            final TestOutputTopic<String, String> out = driver.createOutputTopic("out", Serdes.String().deserializer(),
+                Serdes.String().deserializer());
+            for (final TestRecord<String, String> r : out.readRecordsToList()) {
+                System.out.println(label + " out " + r.key() + " " + r.value() + " " + r.timestamp() + " "
+                    + HeadersStoreCheck.headers(r.headers()));
+            }
+            if (headers) {
+                @SuppressWarnings("unchecked")
+                final KeyValueStore<String, ValueTimestampHeaders<Object>> store =
+                    (KeyValueStore<String, ValueTimestampHeaders<Object>>) raw;
+                @SuppressWarnings("unchecked")
+                final ValueTimestampHeadersSerde<Object> serde = new ValueTimestampHeadersSerde<>((Serde<Object>) valueSerde);
+                final Serializer<ValueTimestampHeaders<Object>> ser = serde.serializer();
+                try (KeyValueIterator<String, ValueTimestampHeaders<Object>> it = store.all()) {
+                    while (it.hasNext()) {
+                        final KeyValue<String, ValueTimestampHeaders<Object>> kv = it.next();
+                        System.out.println(label + " store " + kv.key + " " + HEX.formatHex(ser.serialize("t", kv.value)));
+                    }
+                }
+            }
+        }
+    }
+}
