@@ -176,15 +176,12 @@ class ChangelogSender:
     """One store's changelog writes into the task's collector: `ProcessorStateManager.log_change` without its
     frame, for a store that logs every flushed update (a compiled call per write instead of a Python one)."""
 
-    def __init__(self, collector: RecordCollector, topics: dict[str, str], store_name: str, partition: int,
-                 record_context: Callable[[], Any]) -> None:
+    def __init__(self, collector: RecordCollector, topics: dict[str, str], store_name: str, partition: int) -> None:
         self._collector = collector
         self._topics = topics  # the state manager's own map: a store registered after this is still found
         self._store_name = store_name
         self._partition = partition
-        self._record_context = record_context
 
     def __call__(self, key: bytes, value: bytes | None, timestamp: int) -> None:
-        self._collector.send(self._topics[self._store_name], key, value, timestamp, self._record_context().headers,
-                             self._partition)
+        self._collector.send(self._topics[self._store_name], key, value, timestamp, (), self._partition)
 

@@ -136,11 +136,13 @@ class ProcessorStateManager(StateStoreContext):
 
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int,
                    headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
+        # Kafka Streams writes a changelog record without headers (its stores with headers and the suppression
+        # buffer pass theirs): never the headers of the input record being processed.
         self._collector.send(self._changelog_for[store_name], key, value, timestamp,
-                             self._record_context().headers if headers is None else headers, self._partition)
+                             () if headers is None else headers, self._partition)
 
     def changelog_writer(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:
-        return ChangelogSender(self._collector, self._changelog_for, store_name, self._partition, self._record_context)
+        return ChangelogSender(self._collector, self._changelog_for, store_name, self._partition)
 
     def record_context(self) -> RecordContext:
         return self._record_context()

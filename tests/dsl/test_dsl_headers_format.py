@@ -124,8 +124,6 @@ def test_dsl_store_bytes_under_headers_are_kafka_streams() -> None:
     assert ours == java
 
 
-@pytest.mark.xfail(strict=True, reason="streamlet's plain and timestamped stores put the current record's headers "
-                                       "on their changelog records; Kafka Streams 4.4.0 puts none there")
 def test_dsl_store_bytes_under_default_are_kafka_streams() -> None:
     java, ours = _java_and_ours(_cases(1286, 30, ("DEFAULT",)))
     assert ours == java

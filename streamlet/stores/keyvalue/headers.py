@@ -56,8 +56,9 @@ class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(_StoreLayer[KeyValue
         self._record_context = context.record_context_reader()
 
     def log(self, key: bytes, value: bytes | None) -> None:
-        if value is None:
-            self._log_change(self.name, key, None, self._record_context().timestamp, None)
+        if value is None:  # as Kafka Streams: a delete carries the current record's timestamp and headers
+            context = self._record_context()
+            self._log_change(self.name, key, None, context.timestamp, context.headers)
         else:
             headers, timestamp, raw = split_headers_value(value)
             self._log_change(self.name, key, raw, timestamp, headers)  # type: ignore[arg-type]
