@@ -24,7 +24,6 @@ contract), or not of type AVRO: those records go through confluent-kafka every t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from io import BytesIO
 from typing import Any
 
@@ -74,9 +73,8 @@ class DirectAvroSerializer:
     """confluent-kafka's `AvroSerializer` (`slow`) for a topic's first record, then the same bytes directly.
 
     `slow` writes with `schema` (JSON text, not `bytes`) and is configured with the settings `direct_settings`
-    allows.
-    As confluent-kafka's does, it writes every known topic with the id of the last schema that serializer
-    registered or looked up.
+    allows. As confluent-kafka's does, it writes every topic it knows with the id of the schema that
+    serializer last registered or looked up.
     """
 
     def __init__(self, slow: ConfluentSerializer, schema: str, is_key: bool) -> None:
@@ -172,6 +170,4 @@ def direct(serializer: ConfluentSerializer | None, deserializer: ConfluentDeseri
     strategy = settings.key_strategy if is_key else settings.value_strategy
     if serializer is not None and writer is not None and not _is_bytes(parse(_schema_loads(writer))):
         serializer = DirectAvroSerializer(serializer, writer, is_key)
-    reading: Callable[[bytes, SerializationContext], Any] = DirectAvroDeserializer(
-        deserializer, client, reader, strategy, is_key)
-    return serializer, reading
+    return serializer, DirectAvroDeserializer(deserializer, client, reader, strategy, is_key)
