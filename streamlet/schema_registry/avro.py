@@ -3,7 +3,8 @@ dataclasses, pydantic models, msgspec structs; their schemas and converters are 
 
 The framing, registration, subject strategies and schema resolution are confluent-kafka's
 `AvroSerializer` / `AvroDeserializer` (fastavro underneath); this module adapts them to streamlet's
-`Serde` interface, its errors and its configuration hook.
+`Serde` interface, its errors and its configuration hook. Past a topic's first record, plain schemas are
+written and read directly with fastavro, to the same bytes and values (`avro_fast`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 
+from streamlet.schema_registry.avro_fast import direct
 from streamlet.schema_registry.client import RegistrySettings
 from streamlet.schema_registry.framing import (
     Builder,
@@ -65,7 +67,7 @@ def _build(writer: str | None, reader: str | None, client: SchemaRegistryClient,
             client, writer, to_dict=None,
             conf={**conf, "auto.register.schemas": settings.auto_register and writer is not None,
                   "normalize.schemas": settings.normalize})
-    return serializer, AvroDeserializer(client, reader, conf=conf)
+    return direct(serializer, AvroDeserializer(client, reader, conf=conf), client, settings, is_key, writer, reader)
 
 
 AvroRegistrySerializer = RegistrySerializer
