@@ -246,9 +246,10 @@ ROLLING_PAUSE = 1.0
 
 async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, base: int) -> SystemRun:
     """A rolling swap in one streams group (`group.protocol=streams`, a Kafka 4.2+ broker): for `"<a>><b>"`,
-    an instance of system a runs phase 1 to its end; then, while phase 2 is written (in `ROLLING_SLICES`
-    transactions, `ROLLING_PAUSE` apart), an instance of system b joins the group and, once b runs, a closes
-    leaving the group (its tasks go to b, each restored from its changelogs, resuming at its committed offsets).
+    an instance of system a runs phase 1 to its end; an instance of system b joins the group (the group may hand it
+    some tasks); then, while phase 2 is written (in `ROLLING_SLICES` transactions, `ROLLING_PAUSE` apart, the first
+    before a closes), a closes leaving the group (its tasks go to b, each restored from its changelogs, resuming at
+    its committed offsets; the step list says what a had committed when it left).
     The same application id, topics and commits throughout; b ends the run with a clean close."""
     began = time.monotonic()
     first, then = system.split(">")
@@ -274,17 +275,18 @@ async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, ba
 
     async def trickle() -> None:
         for i in range(ROLLING_SLICES):
+            if i:
+                await asyncio.sleep(ROLLING_PAUSE)
             await broker_io.write_records(bootstrap, inputs[cuts[i]:cuts[i + 1]], True)
-            await asyncio.sleep(ROLLING_PAUSE)
 
-    async def swap() -> None:
-        b.start()
-        running.append(b)
-        await _wait_running(b)
+    async def close_first() -> None:
+        await asyncio.sleep(ROLLING_PAUSE / 2)  # the first slice written: a leaves while the others come
         code = await asyncio.to_thread(a.close_leaving)
         running.remove(a)
         if code != 0:
             raise RuntimeError(f"{first} exited with {code} after a close: {a.failure()}")
+        taken = await broker_io.committed(bootstrap, application_id, consumed)
+        run.steps.append((f"{first} left having committed {taken} of {consumed}", 0.0))
 
     try:
         step = time.monotonic()
@@ -295,8 +297,13 @@ async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, ba
         await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], a.alive)
         await note(f"write[0:{phase1}] start({first}) quiesce", step)
         step = time.monotonic()
-        await asyncio.gather(trickle(), swap())
-        await note(f"write_txn x{ROLLING_SLICES} while start({then}) close-leave({first})", step)
+        b.start()
+        running.append(b)
+        await _wait_running(b)
+        await note(f"start({then})", step)
+        step = time.monotonic()
+        await asyncio.gather(trickle(), close_first())
+        await note(f"write_txn x{ROLLING_SLICES} while close-leave({first})", step)
         step = time.monotonic()
         await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], b.alive)
         code = await asyncio.to_thread(b.close)

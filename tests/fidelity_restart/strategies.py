@@ -307,7 +307,8 @@ def restart_cases(draw: Draw, kind: str | None = None, stop_kind: str | None = N
     if kind == "versioned":
         ops = _adapted_ops(draw(versioned_table_cases())["ops"])
     elif kind == "outer_join":
-        ops = draw(join_pipelines().filter(lambda ops: any(op["op"] == "stream_join" and op["kind"] != "join" for op in ops)))
+        ops = draw(join_pipelines().filter(
+            lambda ops: any(op["op"] == "stream_join" and op["kind"] != "join" for op in ops)))
     elif kind in _HANDOFF_WANTS:
         wants = _HANDOFF_WANTS[kind]
         ops = _adapted_ops(draw(fidelity_cases().filter(lambda c: _usable(c) and wants(
