@@ -47,6 +47,9 @@ HOUR = 3_600_000
 IDLE_MS = 2000
 """`max.task.idle.ms` for a topology with a task reading a repartition topic and another partition."""
 START_TIMEOUT = 120.0
+ROLLING_SLICES = 3
+"""Phase 2 of a rolling run is written in this many transactions, `ROLLING_PAUSE` apart, while the instances swap."""
+ROLLING_PAUSE = 1.0
 CACHED_PAUSE_MS = 4000
 """With the record cache on (`case["caching"]`) an instance commits only when it closes (what a cache forwards
 depends on when commits happen, so the commit interval is longer than any run): it runs this long on input that is
@@ -64,6 +67,10 @@ def script(case: Case) -> list[Step]:
     steps: list[Step]
     if kind == "none":  # a control: everything, no restart
         return [{"do": "write", "from": 0, "to": total}, {"do": "start"}, {"do": "quiesce"}, {"do": "close"}]
+    if kind == "rolling":  # what run_rolling does (it runs its own steps), for a report
+        return [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"}, {"do": "start second"},
+                {"do": f"write_txn x{ROLLING_SLICES} of [{phase1}:{total}] while the first closes leaving the group"},
+                {"do": "quiesce"}, {"do": "close"}]
     if kind == "live":  # a control: phase 2 written while the first instance runs, no restart
         return [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"},
                 {"do": "write_txn", "from": phase1, "to": total}, {"do": "quiesce"}, {"do": "close"}]
@@ -237,11 +244,6 @@ async def run_system(system: str, case: Case, bootstrap: str, workdir: Path, bas
                    for t, records in raw.items()}
     run.seconds = time.monotonic() - began
     return run
-
-
-ROLLING_SLICES = 3
-"""Phase 2 of a rolling run is written in this many transactions, `ROLLING_PAUSE` apart, while the instances swap."""
-ROLLING_PAUSE = 1.0
 
 
 async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, base: int) -> SystemRun:
