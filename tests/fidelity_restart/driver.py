@@ -32,9 +32,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
+from streamlet.testing.local_broker import default_kafka_version
 from streamlet.topology_description import SourceDescription
 from tests.fidelity.harness import readable
 from tests.fidelity_restart import broker_io
@@ -42,6 +44,7 @@ from tests.fidelity_restart.broker_io import Out
 from tests.fidelity_restart.ops import build
 from tests.fidelity_restart.strategies import Case, all_ops, needs_idle, source_topics
 from tests.fidelity_restart.systems import App, KafkaStreamsApp, StreamletApp
+from tests.helpers.kafka import set_group_config
 
 HOUR = 3_600_000
 IDLE_MS = 2000
@@ -268,6 +271,9 @@ async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, ba
     phase1, total = case["phase1"], len(inputs)
     cuts = [phase1 + (total - phase1) * i // ROLLING_SLICES for i in range(ROLLING_SLICES + 1)]
     await broker_io.create_topics(bootstrap, dict.fromkeys([*source_topics(mine["ops"]), *mine["outputs"]], 1))
+    if case.get("standby"):  # a streams group's standbys are the group's config (the client setting is ignored)
+        broker = SimpleNamespace(version=default_kafka_version(), bootstrap_servers=bootstrap)
+        await asyncio.to_thread(set_group_config, broker, application_id, "streams.num.standby.replicas", "1")
     consumed = consumed_topics(mine, application_id)
     run = SystemRun(system, log=str(b.log_path))
     running: list[App] = []
