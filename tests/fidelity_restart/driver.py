@@ -127,7 +127,9 @@ def settings(case: Case, application_id: str, bootstrap: str, state_dir: Path) -
         "bootstrap.servers": bootstrap,
         "processing.guarantee": case["guarantee"],
         "state.dir": str(state_dir),
-        "commit.interval.ms": 600_000 if case.get("caching") else 100,
+        "commit.interval.ms": 300_000 if case.get("caching") else 100,
+        # Kafka Streams refuses a transaction timeout below the commit interval (the broker allows 15 minutes).
+        **({"producer.transaction.timeout.ms": 600_000} if case.get("caching") else {}),
         "statestore.cache.max.bytes": 10 * 1024 * 1024 if case.get("caching") else 0,
         **({"num.standby.replicas": 1} if case.get("standby") else {}),
         "session.timeout.ms": 6000,
