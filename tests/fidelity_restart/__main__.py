@@ -55,7 +55,7 @@ class _Batch:
         self.differing: list[tuple[Case, str]] = []
         self.outcomes: Counter[str] = Counter()
         self.seconds: list[float] = []
-        self.finished: set[str] = set()  # ids of the cases that ran (not a harness error)
+        self.finished: dict[str, str] = {}  # the outcome of each case that ran (not a harness error)
 
     async def run(self, cases: list[Case]) -> int:
         began = time.monotonic()
@@ -75,8 +75,9 @@ class _Batch:
         for kind in HANDOFF_KINDS:
             covering = [c for c in cases if kind in handoff_kinds(c) and c["id"] in self.finished]
             different = sum(c["id"] in differing for c in covering)
-            rows.append(f"  {kind:<14} {len(covering):4} cases, {len(covering) - different:4} equal, "
-                        f"{different:4} different")
+            failed = sum(self.finished[c["id"]] == "both failed" for c in covering)
+            rows.append(f"  {kind:<14} {len(covering):4} cases, {len(covering) - different - failed:4} equal, "
+                        f"{different:4} different, {failed} both failed")
         return "per operator kind (a case counts for every kind it covers):\n" + "\n".join(rows)
 
     async def _one(self, case: Case) -> None:
@@ -103,7 +104,7 @@ class _Batch:
                     line["control"] = await self._control(case)
                 self.differing.append((case, line["result"]))
             self.outcomes["differ" if comparison.difference else line["result"]] += 1
-            self.finished.add(case["id"])
+            self.finished[case["id"]] = line["result"]
             self.seconds.append(comparison.seconds)
             with self.results.open("a") as f:
                 f.write(json.dumps({**line, "case": case, "difference": comparison.difference}) + "\n")
