@@ -221,7 +221,8 @@ class Topology:
         self.copartition_groups.append(tuple(node_names))
 
     def copartition_topic_groups(self) -> list[list[str]]:
-        """Each co-partition group as the topics (named as in the topology) of the sources upstream of its nodes."""
+        """Each co-partition group as the topics (named as in the topology) of the sources upstream of its nodes;
+        groups that share a topic are one group (a stream joined twice: Kafka Streams' `copartitionGroups`)."""
         groups = []
         for names in self.copartition_groups:
             topics: list[str] = []
@@ -236,8 +237,14 @@ class Topology:
                     topics.extend(t for t in spec.topics if t not in topics)
                 else:
                     stack.extend(spec.parents)
-            groups.append(sorted(topics))
-        return groups
+            groups.append(set(topics))
+        merged: list[set[str]] = []  # overlapping groups are one (Kafka Streams' transitive closure)
+        for group in groups:
+            for other in [m for m in merged if m & group]:
+                merged.remove(other)
+                group |= other
+            merged.append(group)
+        return [sorted(group) for group in merged]
 
     # -- inspecting -----------------------------------------------------------------------------
     def parents_of(self, name: str) -> list[str]:

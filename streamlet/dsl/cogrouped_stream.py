@@ -8,7 +8,9 @@ grouped stream that needs it is repartitioned (after its grouping name, else the
 stream gets an aggregate processor (`COGROUPKSTREAM-AGGREGATE-N` or `<name>-cogroup-agg-<i>`), all
 sharing the store (the first one owns it), and a pass-through merge node (`COGROUPKSTREAM-MERGE-N` or
 `<name>-cogroup-merge`) is the resulting table. The cogrouped stream has no serdes of its own: the
-store's come from `Materialized` or the defaults. Windowed cogroups always emit on window update.
+store's come from `Materialized` or the defaults. Windowed cogroups always emit on window update. The
+grouped streams' sources are co-partitioned (Kafka Streams' `ensureCopartitionWith`), which a streams group's
+members announce as part of the topology.
 """
 
 from __future__ import annotations
@@ -130,9 +132,12 @@ class CogroupedKStream:
                                      parents[id(grouped)]))
         merge_name = names.suffixed_or_generate(given, "-cogroup-merge", MERGE_NAME)
         merge = CogroupMergeSupplier(suppliers, store_name, windowed, grace_ms)
+        # Kafka Streams co-partitions the grouped streams' sources (before any repartition), one stream or more.
+        grouped_nodes = list(dict.fromkeys(grouped._node.node_name for grouped, _ in self._patterns))
 
         def write(topology: Topology, parent_names: list[str]) -> None:
             topology.add_processor(merge_name, merge, *parent_names)
+            topology.add_copartition_group(*grouped_nodes)
 
         node = builder.add(GraphNode(merge_name, write), *nodes)
         return KTable(builder, merge_name, key_serde, materialized.value_serde, materialized.name, merge, node)

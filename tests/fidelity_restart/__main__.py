@@ -32,7 +32,15 @@ from pathlib import Path
 from tests.fidelity_restart.driver import Comparison, compare_case, describe_case
 from tests.fidelity_restart.report import case_line, result_line, show, summary
 from tests.fidelity_restart.screen import Screen
-from tests.fidelity_restart.strategies import Case, all_logged, all_ops, case_by_id, generate
+from tests.fidelity_restart.strategies import (
+    HANDOFF_KINDS,
+    Case,
+    all_logged,
+    case_by_id,
+    generate,
+    generate_handoff,
+    handoff_kinds,
+)
 
 
 class _Batch:
@@ -41,27 +49,43 @@ class _Batch:
     def __init__(self, bootstrap: str, out: Path, jobs: int, options: argparse.Namespace) -> None:
         self.bootstrap, self.out, self.options = bootstrap, out, options
         self.system = options.handoff or "streamlet"
+        self.rolling = bool(options.rolling)
         self.results = out / "results.jsonl"
         self.semaphore = asyncio.Semaphore(jobs)
         self.differing: list[tuple[Case, str]] = []
         self.outcomes: Counter[str] = Counter()
         self.seconds: list[float] = []
+        self.finished: dict[str, str] = {}  # the outcome of each case that ran (not a harness error)
 
     async def run(self, cases: list[Case]) -> int:
         began = time.monotonic()
         await asyncio.gather(*(self._one(case) for case in cases))
         print(summary(cases, self.outcomes, self.seconds, self.differing, time.monotonic() - began))
         if self.system != "streamlet":
-            print(f"(compared: the handoff {self.system} against Kafka Streams handing over to itself)")
+            print(f"(compared: the {'rolling swap' if self.rolling else 'handoff'} {self.system} against Kafka "
+                  f"Streams {'swapping' if self.rolling else 'handing over'} to itself)")
+            print(self._per_kind(cases))
         print(f"results in {self.results}")
         return 1 if self.differing else 0
+
+    def _per_kind(self, cases: list[Case]) -> str:
+        """Cases, equal and different, per operator kind of `HANDOFF_KINDS` a case covers."""
+        differing = {case["id"] for case, _ in self.differing}
+        rows = []
+        for kind in HANDOFF_KINDS:
+            covering = [c for c in cases if kind in handoff_kinds(c) and c["id"] in self.finished]
+            different = sum(c["id"] in differing for c in covering)
+            failed = sum(self.finished[c["id"]] == "both failed" for c in covering)
+            rows.append(f"  {kind:<14} {len(covering):4} cases, {len(covering) - different - failed:4} equal, "
+                        f"{different:4} different, {failed} both failed")
+        return "per operator kind (a case counts for every kind it covers):\n" + "\n".join(rows)
 
     async def _one(self, case: Case) -> None:
         async with self.semaphore:
             workdir = self.out / case["id"]
             try:
                 comparison = await compare_case(case, self.bootstrap, workdir, keep=lambda diff: diff is not None,
-                                                system=self.system)
+                                                system=self.system, rolling=self.rolling)
             except Exception as e:  # the harness itself: say so, keep the case's files, go on with the others
                 self.outcomes["harness error"] += 1
                 workdir.mkdir(parents=True, exist_ok=True)
@@ -80,6 +104,7 @@ class _Batch:
                     line["control"] = await self._control(case)
                 self.differing.append((case, line["result"]))
             self.outcomes["differ" if comparison.difference else line["result"]] += 1
+            self.finished[case["id"]] = line["result"]
             self.seconds.append(comparison.seconds)
             with self.results.open("a") as f:
                 f.write(json.dumps({**line, "case": case, "difference": comparison.difference}) + "\n")
@@ -89,7 +114,7 @@ class _Batch:
         """Each system again: is its output a function of the case?"""
         case = comparison.case
         again = await compare_case(case, self.bootstrap, self.out / (case["id"] + "-again"), keep=lambda diff: False,
-                                   system=self.system)
+                                   system=self.system, rolling=self.rolling)
         stable = [name for name, first, second in (
             ("Kafka Streams", comparison.kafka_streams, again.kafka_streams),
             ("streamlet", comparison.streamlet, again.streamlet)) if first.outputs == second.outputs]
@@ -122,19 +147,21 @@ async def _main(args: argparse.Namespace) -> int:
                 cases = [case_by_id(args.case, screen)]
             else:
                 print(f"generating {args.cases} cases from seed {args.seed}", flush=True)
-                cases = generate(args.cases, args.seed, screen)
+                moving = args.handoff or args.rolling
+                cases = (generate_handoff if moving else generate)(args.cases, args.seed, screen)
         finally:
             screen.close()
     if args.stop:
         cases = [{**cases[0], "stop": json.loads(args.stop)}]
+    if args.rolling and not args.handoff:
+        args.handoff = "kafka-streams>streamlet"
     if args.handoff:  # local state does not move with a handoff: only change-logged stores can be compared
         cases = [{**case, "ops": all_logged(case["ops"])} for case in cases]
-        # A suppression buffer's changelog is streamlet's own format, not Kafka Streams' (stores/suppression):
-        # either side fails to restore the other's, a known gap, left out here.
-        suppressing = [case for case in cases if any(op["op"] == "suppress" for op in all_ops(case["ops"]))]
-        if suppressing and len(suppressing) < len(cases):
-            print(f"{len(suppressing)} cases with a suppression left out of the handoff", flush=True)
-            cases = [case for case in cases if case not in suppressing]
+    if args.rolling:  # a rolling run waits for commits while both run (driver.run_rolling): no cache
+        cached = [case for case in cases if case.get("caching")]
+        if cached and len(cached) < len(cases):
+            print(f"{len(cached)} cases with the record cache left out of the rolling run", flush=True)
+            cases = [case for case in cases if not case.get("caching")]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
@@ -168,6 +195,9 @@ def main() -> None:
                         help="run the case on one system until the stop and on the other from the restart on (same "
                              "application id, topics and commits, separate state directories), against Kafka "
                              "Streams alone")
+    parser.add_argument("--rolling", action="store_true",
+                        help="with --handoff: a rolling swap in one streams group (a Kafka 4.2+ broker) while phase 2 "
+                             "is written, against Kafka Streams swapping to itself (driver.run_rolling)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sys.exit(asyncio.run(_main(args)))

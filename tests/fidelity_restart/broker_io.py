@@ -32,7 +32,7 @@ from aiokafka.protocol.group import LeaveGroupRequest
 
 from tests.helpers.kafka import create_topics
 
-__all__ = ["Out", "create_topics", "evict_members", "quiesce", "read_topics", "write_records"]
+__all__ = ["Out", "committed", "create_topics", "evict_members", "quiesce", "read_topics", "write_records"]
 
 Rec = tuple[str, str | None, str | None, int]
 """An input record: (topic, key, value, timestamp ms)."""
@@ -167,6 +167,17 @@ async def quiesce(bootstrap: str, group: str, consumed_topics: list[str], watche
     finally:
         await _stopped(consumer.stop())
         await _stopped(admin.close())
+
+
+async def committed(bootstrap: str, group: str, topics: list[str]) -> dict[str, int]:
+    """The group's committed offset on partition 0 of each topic (0 where none)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        offsets = await admin.list_consumer_group_offsets(group)
+    finally:
+        await _stopped(admin.close())
+    return {t: max(0, offsets[tp].offset) if (tp := TopicPartition(t, 0)) in offsets else 0 for t in topics}
 
 
 async def read_topics(bootstrap: str, topics: list[str]) -> dict[str, list[Out]]:

@@ -32,9 +32,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from streamlet.config import OUTER_JOIN_EMIT_INTERVAL_MS, WINDOWED_AGGREGATION_EMIT_INTERVAL_MS
+from streamlet.testing.local_broker import default_kafka_version
 from streamlet.topology_description import SourceDescription
 from tests.fidelity.harness import readable
 from tests.fidelity_restart import broker_io
@@ -42,11 +44,19 @@ from tests.fidelity_restart.broker_io import Out
 from tests.fidelity_restart.ops import build
 from tests.fidelity_restart.strategies import Case, all_ops, needs_idle, source_topics
 from tests.fidelity_restart.systems import App, KafkaStreamsApp, StreamletApp
+from tests.helpers.kafka import set_group_config
 
 HOUR = 3_600_000
 IDLE_MS = 2000
 """`max.task.idle.ms` for a topology with a task reading a repartition topic and another partition."""
 START_TIMEOUT = 120.0
+ROLLING_SLICES = 3
+"""Phase 2 of a rolling run is written in this many transactions, `ROLLING_PAUSE` apart, while the instances swap."""
+ROLLING_PAUSE = 1.0
+CACHED_PAUSE_MS = 4000
+"""With the record cache on (`case["caching"]`) an instance commits only when it closes (what a cache forwards
+depends on when commits happen, so the commit interval is longer than any run): it runs this long on input that is
+all there when it starts, then closes, and the step "consumed" checks that it had taken everything."""
 
 Step = dict[str, Any]
 
@@ -60,9 +70,17 @@ def script(case: Case) -> list[Step]:
     steps: list[Step]
     if kind == "none":  # a control: everything, no restart
         return [{"do": "write", "from": 0, "to": total}, {"do": "start"}, {"do": "quiesce"}, {"do": "close"}]
+    if kind == "rolling":  # what run_rolling does (it runs its own steps), for a report
+        return [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"}, {"do": "start second"},
+                {"do": f"write_txn x{ROLLING_SLICES} of [{phase1}:{total}] while the first closes leaving the group"},
+                {"do": "quiesce"}, {"do": "close"}]
     if kind == "live":  # a control: phase 2 written while the first instance runs, no restart
         return [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"},
                 {"do": "write_txn", "from": phase1, "to": total}, {"do": "quiesce"}, {"do": "close"}]
+    if case.get("caching"):  # commits only at the closes: no quiesce (it waits for commits), a pause instead
+        return [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "sleep", "ms": CACHED_PAUSE_MS},
+                {"do": "close"}, {"do": "consumed"}, {"do": "write", "from": phase1, "to": total}, {"do": "start"},
+                {"do": "sleep", "ms": CACHED_PAUSE_MS}, {"do": "close"}, {"do": "consumed"}]
     if kind == "close":
         steps = [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"}, {"do": "close"}]
     elif kind == "kill":
@@ -109,8 +127,11 @@ def settings(case: Case, application_id: str, bootstrap: str, state_dir: Path) -
         "bootstrap.servers": bootstrap,
         "processing.guarantee": case["guarantee"],
         "state.dir": str(state_dir),
-        "commit.interval.ms": 100,
-        "statestore.cache.max.bytes": 0,
+        "commit.interval.ms": 300_000 if case.get("caching") else 100,
+        # Kafka Streams refuses a transaction timeout below the commit interval (the broker allows 15 minutes).
+        **({"producer.transaction.timeout.ms": 600_000} if case.get("caching") else {}),
+        "statestore.cache.max.bytes": 10 * 1024 * 1024 if case.get("caching") else 0,
+        **({"num.standby.replicas": 1} if case.get("standby") else {}),
         "session.timeout.ms": 6000,
         "heartbeat.interval.ms": 1000,
         "num.stream.threads": 1,
@@ -204,6 +225,12 @@ async def run_system(system: str, case: Case, bootstrap: str, workdir: Path, bas
                 await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], app.alive)
             elif do == "sleep":
                 await asyncio.sleep(step["ms"] / 1000)
+            elif do == "consumed":  # after a close of a cached case: it must have taken all its input before
+                try:
+                    await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], lambda: True,
+                                            timeout=10)
+                except TimeoutError as e:
+                    raise RuntimeError(f"not all input consumed in {CACHED_PAUSE_MS} ms before the close") from e
             elif do == "kill":
                 app.kill()
                 live = False
@@ -217,6 +244,87 @@ async def run_system(system: str, case: Case, bootstrap: str, workdir: Path, bas
         run.failure = app.failure() or str(e).splitlines()[0]
         if live:
             await asyncio.to_thread(app.close)
+    raw = await broker_io.read_topics(bootstrap, mine["outputs"])
+    run.outputs = {t[len(prefix):]: [Out(r.key, r.value, r.timestamp - base) for r in records]
+                   for t, records in raw.items()}
+    run.seconds = time.monotonic() - began
+    return run
+
+
+async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, base: int) -> SystemRun:
+    """A rolling swap in one streams group (`group.protocol=streams`, a Kafka 4.2+ broker): for `"<a>><b>"`,
+    an instance of system a runs phase 1 to its end; an instance of system b joins the group (the group may hand it
+    some tasks); then, while phase 2 is written (in `ROLLING_SLICES` transactions, `ROLLING_PAUSE` apart, the first
+    before a closes), a closes leaving the group (its tasks go to b, each restored from its changelogs, resuming at
+    its committed offsets; the step list says what a had committed when it left).
+    The same application id, topics and commits throughout; b ends the run with a clean close."""
+    began = time.monotonic()
+    first, then = system.split(">")
+    prefix = f"rr-{uuid.uuid4().hex[:8]}-{_SHORT[first]}2{_SHORT[then]}-"
+    mine = renamed(case, prefix)
+    application_id = f"{prefix}app"
+    workdir.mkdir(parents=True, exist_ok=True)
+    run_name = f"rolling-{system}"
+    case_file = workdir / f"{run_name.replace('>', '-then-')}-case.json"
+    case_file.write_text(json.dumps(mine))
+    config = {**settings(mine, application_id, bootstrap, workdir), "group.protocol": "streams"}
+    a, b = (_new_app(s, case_file, config, workdir, run_name, i) for i, s in enumerate((first, then)))
+    inputs = [(prefix + t, k, v, base + ts) for t, k, v, ts in case["inputs"]]
+    phase1, total = case["phase1"], len(inputs)
+    cuts = [phase1 + (total - phase1) * i // ROLLING_SLICES for i in range(ROLLING_SLICES + 1)]
+    await broker_io.create_topics(bootstrap, dict.fromkeys([*source_topics(mine["ops"]), *mine["outputs"]], 1))
+    if case.get("standby"):  # a streams group's standbys are the group's config (the client setting is ignored)
+        broker = SimpleNamespace(version=default_kafka_version(), bootstrap_servers=bootstrap)
+        await asyncio.to_thread(set_group_config, broker, application_id, "streams.num.standby.replicas", "1")
+    consumed = consumed_topics(mine, application_id)
+    run = SystemRun(system, log=str(b.log_path))
+    running: list[App] = []
+
+    async def note(what: str, began_step: float) -> None:
+        run.steps.append((what, round(time.monotonic() - began_step, 2)))
+
+    async def trickle() -> None:
+        for i in range(ROLLING_SLICES):
+            if i:
+                await asyncio.sleep(ROLLING_PAUSE)
+            await broker_io.write_records(bootstrap, inputs[cuts[i]:cuts[i + 1]], True)
+
+    async def close_first() -> None:
+        await asyncio.sleep(ROLLING_PAUSE / 2)  # the first slice written: a leaves while the others come
+        code = await asyncio.to_thread(a.close_leaving)
+        running.remove(a)
+        if code != 0:
+            raise RuntimeError(f"{first} exited with {code} after a close: {a.failure()}")
+        taken = await broker_io.committed(bootstrap, application_id, consumed)
+        run.steps.append((f"{first} left having committed {taken} of {consumed}", 0.0))
+
+    try:
+        step = time.monotonic()
+        await broker_io.write_records(bootstrap, inputs[:phase1], False)
+        a.start()
+        running.append(a)
+        await _wait_running(a)
+        await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], a.alive)
+        await note(f"write[0:{phase1}] start({first}) quiesce", step)
+        step = time.monotonic()
+        b.start()
+        running.append(b)
+        await _wait_running(b)
+        await note(f"start({then})", step)
+        step = time.monotonic()
+        await asyncio.gather(trickle(), close_first())
+        await note(f"write_txn x{ROLLING_SLICES} while close-leave({first})", step)
+        step = time.monotonic()
+        await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], b.alive)
+        code = await asyncio.to_thread(b.close)
+        running.remove(b)
+        if code != 0:
+            raise RuntimeError(f"{then} exited with {code} after a close: {b.failure()}")
+        await note("quiesce close", step)
+    except (RuntimeError, TimeoutError) as e:
+        run.failure = a.failure() or b.failure() or str(e).splitlines()[0]
+        for live in running:
+            await asyncio.to_thread(live.close)
     raw = await broker_io.read_topics(bootstrap, mine["outputs"])
     run.outputs = {t[len(prefix):]: [Out(r.key, r.value, r.timestamp - base) for r in records]
                    for t, records in raw.items()}
@@ -246,7 +354,7 @@ class Comparison:
 
 
 async def compare_case(case: Case, bootstrap: str, workdir: Path, keep: Callable[[str | None], bool] | None = None,
-                       system: str = "streamlet") -> Comparison:
+                       system: str = "streamlet", rolling: bool = False) -> Comparison:
     """Run `case` on Kafka Streams and on `system` at once and compare (`system` may be a handoff, see
     `run_system`: its output must be that of Kafka Streams handing over to a new Kafka Streams instance without
     local state); the work directory is removed unless `keep(difference)`."""
@@ -255,8 +363,9 @@ async def compare_case(case: Case, bootstrap: str, workdir: Path, keep: Callable
     # a restart on the same state directory does (a window store restored from its changelog knows the stream
     # time its records reached, one reopened from disk does not); Kafka Streams does the same handoff to itself.
     reference = "kafka-streams" if ">" not in system else "kafka-streams>kafka-streams"
-    theirs, ours = await asyncio.gather(run_system(reference, case, bootstrap, workdir, base),
-                                        run_system(system, case, bootstrap, workdir, base))
+    runner = run_rolling if rolling else run_system  # rolling: `system` is a handoff "<a>><b>" (run_rolling)
+    theirs, ours = await asyncio.gather(runner(reference, case, bootstrap, workdir, base),
+                                        runner(system, case, bootstrap, workdir, base))
     diff = difference(case, theirs, ours, base)
     if keep is None or not keep(diff):
         shutil.rmtree(workdir, ignore_errors=True)

@@ -68,6 +68,7 @@ def result_line(comparison: Comparison) -> dict[str, Any]:
     result = category(comparison) if comparison.difference else "both failed" if both_failed else "same"
     return {"id": case["id"], "kind": case["kind"], "stop": case["stop"]["kind"], "drivers": case.get("drivers"),
             "guarantee": case["guarantee"], "features": features(case), "result": result,
+            "records": sum(len(records) for records in theirs.outputs.values()),
             "seconds": round(comparison.seconds, 1), "steps": {"kafka-streams": theirs.steps, "streamlet": ours.steps},
             "failures": [theirs.failure, ours.failure]}
 
@@ -79,7 +80,7 @@ def case_line(case: Case, line: dict[str, Any]) -> str:
         if note in line:
             hint += f"  ({line[note]})"
     return (f"{case['id']:>10} {case['kind']:<12} {case['stop']['kind']:<13} {case['guarantee']:<15} "
-            f"{line['seconds']:6.1f}s  {line['result']}{hint}")
+            f"{line['seconds']:6.1f}s {line['records']:4} records  {line['result']}{hint}")
 
 
 def show(comparison: Comparison) -> str:

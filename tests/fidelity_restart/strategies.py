@@ -50,6 +50,7 @@ from hypothesis import strategies as st
 from streamlet.topology_description import ProcessorDescription, SourceDescription
 from tests.fidelity.strategies import KEYS
 from tests.fidelity.strategies import cases as fidelity_cases
+from tests.fidelity.versioned_strategies import table_cases as versioned_table_cases
 from tests.fidelity_restart.focused import HOUR, join_pipelines, windowed_pipelines
 
 Case = dict[str, Any]
@@ -61,6 +62,14 @@ KINDS = ("windowed", "window_focus", "stream_join", "join_focus", "table", "punc
 ROTATION = ("windowed", "window_focus", "stream_join", "join_focus", "window_focus", "table", "punctuate", "any")
 """The kinds `generate` gives in turn: windowed operations and joins more often than the others."""
 STOPS = ("close", "kill", "kill_inflight")
+
+HANDOFF_KINDS = ("suppress", "versioned", "cogroup", "sliding", "table_join", "outer_join", "global", "caching",
+                 "standby", "at_least_once")
+"""What a handoff case (`generate_handoff`) must contain: a suppression, a versioned table (versioned_strategies'
+table cases), a cogroup, a sliding window, a table-table join, a left or outer stream-stream join (focused.py's,
+so that it matches before the stop), a global table; or any topology run with the record cache on (`caching`:
+commits only at the stops, see driver.settings), with a standby replica configured (`standby`), or under
+at_least_once (clean closes only: after a kill, at-least-once output depends on where the last commit fell)."""
 
 WITH_IDLE = os.environ.get("FIDELITY_RESTART_IDLE") == "1"
 """Also topologies with a task that reads a repartition topic beside another partition (see `needs_idle`): they
@@ -108,6 +117,38 @@ _WANTS: dict[str, Callable[[Case], bool]] = {
     "punctuate": lambda c: c["ops"][0]["op"] == "stream",
     "any": lambda c: True,
 }
+
+
+def _sliding_window(case: Case) -> bool:
+    return any((op["op"] == "windowed_by" or op["op"] == "cogroup") and (op.get("window") or {}).get("type") ==
+               "sliding" for op in all_ops(case["ops"]))
+
+
+_HANDOFF_WANTS: dict[str, Callable[[Case], bool]] = {
+    "suppress": lambda c: any(op["op"] == "suppress" for op in all_ops(c["ops"])),
+    "cogroup": lambda c: any(op["op"] == "cogroup" for op in all_ops(c["ops"])),
+    "sliding": _sliding_window,
+    "table_join": lambda c: any(op["op"] == "table_join" for op in all_ops(c["ops"])),
+    "global": lambda c: any(op["op"] == "global_join" for op in all_ops(c["ops"])),
+}
+
+
+def versioned(ops: list[dict[str, Any]]) -> bool:
+    """A versioned store among the ops."""
+    return any(isinstance(op.get("store"), dict) and op["store"].get("versioned") for op in all_ops(ops))
+
+
+def handoff_kinds(case: Case) -> list[str]:
+    """Every kind of `HANDOFF_KINDS` a case covers (a case drawn for one kind often covers others too)."""
+    covered = [kind for kind, wants in _HANDOFF_WANTS.items() if wants(case)]
+    if versioned(case["ops"]):
+        covered.append("versioned")
+    if any(op["op"] == "stream_join" and op["kind"] != "join" for op in all_ops(case["ops"])):
+        covered.append("outer_join")
+    covered += [flag for flag in ("caching", "standby") if case.get(flag)]
+    if case["guarantee"] == "at_least_once":
+        covered.append("at_least_once")
+    return [kind for kind in HANDOFF_KINDS if kind in covered]
 
 
 def _usable(case: Case) -> bool:
@@ -263,7 +304,18 @@ def restart_cases(draw: Draw, kind: str | None = None, stop_kind: str | None = N
     """A restart case of `kind` (one of `KINDS`) stopped by `stop_kind` (one of `STOPS`), each drawn when None."""
     kind = draw(st.sampled_from(KINDS)) if kind is None else kind
     stop_kind = draw(st.sampled_from(STOPS)) if stop_kind is None else stop_kind
-    if kind == "window_focus":
+    if kind == "versioned":
+        ops = _adapted_ops(draw(versioned_table_cases())["ops"])
+    elif kind == "outer_join":
+        ops = draw(join_pipelines().filter(
+            lambda ops: any(op["op"] == "stream_join" and op["kind"] != "join" for op in ops)))
+    elif kind in _HANDOFF_WANTS:
+        wants = _HANDOFF_WANTS[kind]
+        ops = _adapted_ops(draw(fidelity_cases().filter(lambda c: _usable(c) and wants(
+            {"ops": _adapted_ops(c["ops"])})))["ops"])
+    elif kind in ("caching", "standby", "at_least_once"):
+        ops = _adapted_ops(draw(fidelity_cases().filter(_usable))["ops"])
+    elif kind == "window_focus":
         ops = _adapted_ops(draw(windowed_pipelines()))
     elif kind == "join_focus":
         ops = draw(join_pipelines())
@@ -273,7 +325,9 @@ def restart_cases(draw: Draw, kind: str | None = None, stop_kind: str | None = N
         ops = draw(_retained(_adapted_ops(base["ops"])))
     # No punctuator with a kill while a batch is in flight: a restarted task punctuates at once on its restored
     # stream time, before the batch's uncommitted rest, so where the commit fell shows in the output (case 4242-94).
-    punctuated = kind == "punctuate" or draw(st.integers(0, 5)) == 0
+    # No punctuator with the record cache either: a punctuation's output is forwarded at once, the cache's at the
+    # commit, and which comes first depends on the loop's batches.
+    punctuated = kind == "punctuate" or (kind not in HANDOFF_KINDS and draw(st.integers(0, 5)) == 0)
     if ops[0]["op"] == "stream" and stop_kind != "kill_inflight" and punctuated:
         at = 2 if len(ops) > 1 and ops[1]["op"] == "merge" else 1
         with_punctuator = [*ops[:at], draw(_punctuate()), *ops[at:]]
@@ -286,11 +340,18 @@ def restart_cases(draw: Draw, kind: str | None = None, stop_kind: str | None = N
         ops = all_logged(ops)
     outputs = ["out", "tap"] if any(op["op"] == "to" and op["topic"] == "tap" for op in ops) else ["out"]
     records, phase1, globals_ = draw(_inputs(source_topics(ops)))
-    guarantee = "at_least_once" if stop_kind == "close" and draw(st.integers(0, 3)) == 3 else "exactly_once_v2"
+    if kind == "caching":  # the cache's output only at the commits of the clean closes (driver.settings)
+        assume(stop_kind == "close" and not _repartitioned({"ops": ops}))
+    if kind == "at_least_once":
+        assume(stop_kind == "close")
+    guarantee = "at_least_once" if stop_kind == "close" and (kind == "at_least_once" or (
+        kind not in HANDOFF_KINDS and draw(st.integers(0, 3)) == 3)) else "exactly_once_v2"
     stop: dict[str, Any] = {"kind": stop_kind}
     if stop_kind == "close":
         stop["at"] = phase1
         stop["p2_running"] = draw(st.booleans())
+        if kind == "caching":  # the second instance's input is all there when it starts (driver.script)
+            stop["p2_running"] = False
     elif stop_kind == "kill":
         stop["at"] = draw(st.integers(max(globals_, 1), phase1))
         stop["p2_running"] = draw(st.booleans())
@@ -303,8 +364,25 @@ def restart_cases(draw: Draw, kind: str | None = None, stop_kind: str | None = N
         # itself). `--stop` still takes any delay.
         stop["delay_ms"] = 0
         stop["p2_running"] = True  # written while down, phase 2 would merge with a rest that depends on the cut
-    return {"kind": kind, "ops": ops, "outputs": outputs, "inputs": records, "phase1": phase1,
+    case = {"kind": kind, "ops": ops, "outputs": outputs, "inputs": records, "phase1": phase1,
             "guarantee": guarantee, "stop": stop}
+    if kind in ("caching", "standby"):
+        case[kind] = True
+    return case
+
+
+def _repartitioned(case: Case) -> bool:
+    """The topology reads a topic of its own (a repartition): what an upstream task writes becomes readable at its
+    commit, which a cached case makes only at a clean close (see driver.settings)."""
+    from tests.fidelity_restart.ops import build
+
+    external = set(source_topics(case["ops"]))
+    try:
+        subtopologies = build(case).describe().subtopologies
+    except Exception:  # a topology both refuse to build: the screen drops it
+        return False
+    return any(t not in external for sub in subtopologies for node in sub.nodes
+               if isinstance(node, SourceDescription) for t in node.topics)
 
 
 class _Screen(Protocol):
@@ -331,14 +409,35 @@ def generate(count: int, seed: int, screen: _Screen | None = None) -> list[Case]
     return found
 
 
+def generate_handoff(count: int, seed: int, screen: _Screen | None = None) -> list[Case]:
+    """`count` distinct handoff cases from `seed`: the kinds of `HANDOFF_KINDS` in turn and, per round of kinds,
+    the stop points of `STOPS` in turn ("close" where a kind allows nothing else), ids "<seed>-h<index>"."""
+    slots = []
+    for i in range(count):
+        kind, stop = HANDOFF_KINDS[i % len(HANDOFF_KINDS)], STOPS[i // len(HANDOFF_KINDS) % len(STOPS)]
+        slots.append((kind, "close" if kind in ("caching", "at_least_once") else stop))
+    per_slot = {slot: _screened(*slot, slots.count(slot), seed, screen, frozenset()) for slot in dict.fromkeys(slots)}
+    found: list[Case] = []
+    taken = dict.fromkeys(per_slot, 0)
+    for slot in slots:
+        if taken[slot] < len(per_slot[slot]):
+            found.append({**per_slot[slot][taken[slot]], "id": f"{seed}-h{len(found)}"})
+            taken[slot] += 1
+    return found
+
+
 def _slot(kind: str, stop_kind: str) -> tuple[str, str]:
     """A punctuator's case is not killed with a batch in flight (see `restart_cases`): "kill" instead."""
     return (kind, "kill") if kind == "punctuate" and stop_kind == "kill_inflight" else (kind, stop_kind)
 
 
 def case_by_id(case_id: str, screen: _Screen | None = None) -> Case:
-    """The case `generate` gave the id "<seed>-<index>" (with the same `screen` or none)."""
-    seed, index = (int(part) for part in case_id.split("-"))
+    """The case `generate` gave the id "<seed>-<index>" (`generate_handoff` "<seed>-h<index>"), with the same
+    `screen` or none."""
+    seed_text, index_text = case_id.split("-")
+    seed, index = int(seed_text), int(index_text.lstrip("h"))
+    if index_text.startswith("h"):
+        return generate_handoff(index + 1, seed, screen)[index]
     return generate(index + 1, seed, screen)[index]
 
 

@@ -40,6 +40,7 @@ class App(Protocol):
     def alive(self) -> bool: ...
     def failure(self) -> str | None: ...
     def close(self, timeout: float = 90) -> int: ...
+    def close_leaving(self, timeout: float = 90) -> int: ...
     def kill(self) -> None: ...
     def log_tail(self, lines: int = 40) -> str: ...
 
@@ -105,10 +106,18 @@ class KafkaStreamsApp:
         return self._error
 
     def close(self, timeout: float = 90) -> int:
+        return self._close("close", timeout)
+
+    def close_leaving(self, timeout: float = 90) -> int:
+        """A clean close that leaves the group (a plain one does not: the group would wait for its session to
+        time out before it hands the instance's tasks to another)."""
+        return self._close("close-leave", timeout)
+
+    def _close(self, command: str, timeout: float) -> int:
         assert self._proc is not None and self._proc.stdin is not None
         if self._proc.poll() is None:
             try:
-                self._proc.stdin.write("close\n")
+                self._proc.stdin.write(command + "\n")
                 self._proc.stdin.flush()
             except BrokenPipeError:
                 pass
@@ -166,6 +175,10 @@ class StreamletApp(AppProcess):
         return lines[-1] if lines else "failed"
 
     def close(self, timeout: float = 90) -> int:
+        return self.stop(timeout)
+
+    def close_leaving(self, timeout: float = 90) -> int:
+        """A clean close: streamlet always leaves the group."""
         return self.stop(timeout)
 
     def log_tail(self, lines: int = 40) -> str:

@@ -148,6 +148,14 @@ def _emit_final_handoff() -> Case:
             "system": "kafka-streams>streamlet"}
 
 
+def _suppressed_handoff(system: str) -> Case:
+    """The suppressed window above handed over at the clean close, each way (--handoff): the window [110, 120)
+    waits in the suppression buffer, whose changelog the other system restores (Kafka Streams' buffer layout,
+    header v=3), and comes out once, when the record at 152 closes it."""
+    return {**_suppressed_window_across_restart(), "id": f"suppressed-handoff-{system.replace('>', '-to-')}",
+            "system": system}
+
+
 HANDFUL: list[Case] = [
     _emit_final_tumbling({"kind": "close", "at": 20, "p2_running": False}),
     _emit_final_handoff(),
@@ -158,6 +166,8 @@ HANDFUL: list[Case] = [
     _unlogged_persistent_store(),
     _merge_while_running(),
     _repartitioned_join_without_restart(),
+    _suppressed_handoff("kafka-streams>streamlet"),
+    _suppressed_handoff("streamlet>kafka-streams"),
 ]
 
 
@@ -191,3 +201,35 @@ async def test_restarts_give_kafka_streams_output(kafka_broker: Any, tmp_path: P
 
     found = [diff for diff in await asyncio.gather(*(one(case) for case in cases)) if diff is not None]
     assert not found, f"{len(found)} of {len(cases)} cases differ:\n\n" + "\n\n".join(found)
+
+
+def _rolling_suppressed_count(system: str) -> Case:
+    """A tumbling count (10 ms, grace 5) suppressed until its window closes, swapped in a streams group while
+    phase 2 comes (driver.run_rolling): windows [0, 10) to [20, 30) close in phase 1; the window [30, 40) is
+    in the buffer when the second instance joins, and the rest closes while the first leaves and after."""
+    ops = [{"op": "stream", "topic": "in"}, {"op": "group_by_key", "name": None, "serdes": True},
+           {"op": "windowed_by", "window": {"size": 10, "advance": None, "grace": 5}}, {"op": "count", "store": None},
+           {"op": "suppress", "kind": "until_window_closes", "buffer": {"kind": "unbounded"}, "name": None},
+           {"op": "to_stream"}, {"op": "to", "topic": "out", "key": {"time_windowed": 10}, "value": "long"}]
+    inputs = [["in", k, "1", t] for t, k in zip(range(0, 40, 3), "ababcabcabcabc", strict=True)]
+    inputs += [["in", k, "2", t] for t, k in zip(range(40, 100, 6), "abcabcabca", strict=True)]
+    return {**_case(f"rolling-suppressed-{system.replace('>', '-to-')}", ops, inputs, 14, {"kind": "rolling"}),
+            "system": system}
+
+
+@pytest.mark.usefixtures("streams_groups")
+async def test_rolling_swap_gives_kafka_streams_output(kafka_broker: Any, tmp_path: Path) -> None:
+    """Kafka Streams and streamlet in one streams group, the first instance leaving while input comes
+    (driver.run_rolling), each way: the output is Kafka Streams' own doing the same swap between two instances."""
+    cases = [_rolling_suppressed_count("kafka-streams>streamlet"), _rolling_suppressed_count("streamlet>kafka-streams")]
+
+    async def one(case: Case) -> str | None:
+        comparison = await compare_case(case, kafka_broker.bootstrap_servers, tmp_path / case["id"],
+                                        system=case["system"], rolling=True)
+        assert comparison.kafka_streams.outputs["out"], "the reference emitted nothing"
+        if comparison.difference is None:
+            return None
+        return f"case {case['id']}:\n{comparison.difference}\n{describe_case(case)}"
+
+    found = [diff for diff in await asyncio.gather(*(one(case) for case in cases)) if diff is not None]
+    assert not found, "\n\n".join(found)

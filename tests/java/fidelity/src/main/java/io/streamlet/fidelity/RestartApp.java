@@ -26,7 +26,8 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
  *
  * <p>It prints one line per event on stdout: {@code STATE <new state>}, {@code ERROR <cause>} (the uncaught
  * exception handler shuts the client down) and {@code CLOSED} once closed, each followed by " @<epoch ms>". It closes cleanly
- * ({@link KafkaStreams#close}) on a line "close" on stdin, at the end of stdin, or on SIGTERM, and exits 0 after a
+ * ({@link KafkaStreams#close}) on a line "close" on stdin, at the end of stdin, or on SIGTERM (a line "close-leave"
+ * also leaves the group, as a rolling move's instance must: the group then hands its tasks over at once), and exits 0 after a
  * clean close of a client that did not fail, 1 otherwise. A kill -9 is the other way out.
  */
 public final class RestartApp {
@@ -62,9 +63,14 @@ public final class RestartApp {
         });
         final CountDownLatch closed = new CountDownLatch(1);
         final AtomicBoolean closing = new AtomicBoolean(false);
+        final AtomicBoolean leave = new AtomicBoolean(false);
         final Runnable close = () -> {
             if (closing.compareAndSet(false, true)) {
-                streams.close(Duration.ofSeconds(60));
+                if (leave.get()) {
+                    streams.close(leaveOptions());
+                } else {
+                    streams.close(Duration.ofSeconds(60));
+                }
                 say("CLOSED");
                 closed.countDown();
             }
@@ -81,11 +87,21 @@ public final class RestartApp {
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null && !line.strip().equals("close")) {
-            // only "close" (or the end of stdin) means anything
+            if (line.strip().equals("close-leave")) {
+                leave.set(true);
+                break;
+            }
+            // only "close", "close-leave" (or the end of stdin) mean anything
         }
         close.run();
         closed.await();
         System.exit(failed.get() || streams.state() == KafkaStreams.State.ERROR ? 1 : 0);
+    }
+
+    /** A close that leaves the group; the older options class, which both Kafka Streams lines built here have. */
+    @SuppressWarnings("deprecation")
+    private static KafkaStreams.CloseOptions leaveOptions() {
+        return new KafkaStreams.CloseOptions().leaveGroup(true).timeout(Duration.ofSeconds(60));
     }
 
     private static synchronized void say(final String line) {
