@@ -135,7 +135,8 @@ def build_java() -> list[str]:
     classpath = JAVA_DIR / "target" / "classpath.txt"
     jar = JAVA_DIR / "target" / "streamlet-java-bench-0.1.0.jar"
     sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
-    stale = not (classpath.exists() and jar.exists()) or max(p.stat().st_mtime for p in sources) > jar.stat().st_mtime
+    stale = not (classpath.exists() and jar.exists()) or max(p.stat().st_mtime for p in sources) > min(
+        jar.stat().st_mtime, classpath.stat().st_mtime)  # a jar built by hand leaves the classpath as it was
     if stale:
         subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "package", "dependency:build-classpath",
                         "-Dmdep.outputFile=target/classpath.txt"], check=True)
