@@ -242,7 +242,7 @@ class StreamTask:
         lateness = self.record_lateness
         tracing = self.tracing
         n = 0
-        while n < max_records and self.held_output is None:
+        while n < max_records and not self._holds_output():
             taken = pg.next_run(max_records - n)
             if taken is None:
                 break
@@ -272,9 +272,9 @@ class StreamTask:
                     n += 1
                     done += 1
                     if pg.stream_time >= self._next_stream_punct:  # also when output is held (`_hold_write`)
-                        if self.held_output is None:
+                        if not self._holds_output():
                             self.maybe_punctuate_stream_time()
-                        if self.held_output is not None:
+                        if self._holds_output():
                             pg.give_back(queue, run[done:])
                             break
             finally:
@@ -285,22 +285,29 @@ class StreamTask:
         return n
 
     # -- output held while the schema registry cannot be reached (`streamlet.actors.held_output`) --------
+    def _holds_output(self) -> bool:
+        """Whether output is held. A call, not `self.held_output is None` in `process`: mypy would narrow the
+        attribute to None there, and mypyc's compiled code then refuses the held output a sink sets meanwhile."""
+        return self.held_output is not None
+
     def _hold_write(self, sink: SinkNode, topic: str, record: Record, key: bytes | None, key_done: bool,
                     error: RetriableError) -> None:
         """`sink` could not serialize `record` for `topic` for want of the schema registry: hold it where it
         stands in the output, and stop taking records after the one being processed."""
-        held = self.held_output
-        if held is None:
+        if self.held_output is None:
+            # (No local narrowed to None and then assigned: mypyc's compiled code refuses that assignment.)
             pg = self.partition_group
-            held = self.held_output = HeldOutput(error, pg.now_ms(), pg.retry_backoff_ms, pg.retry_backoff_max_ms,
-                                                 pg.retry_timeout_ms)
+            self.held_output = HeldOutput(error, pg.now_ms(), pg.retry_backoff_ms, pg.retry_backoff_max_ms,
+                                          pg.retry_timeout_ms)
             self._next_stream_punct_held = self._next_stream_punct
             self._next_stream_punct = -1  # the per-record check in `process` stops after this record
             ctx = self.record_ctx
             log.warning("task %s: waiting to write to topic %r (the record at %s-%s offset %s): %s; no record is "
                         "skipped or handed to the production exception handler, retrying for up to "
                         "task.timeout.ms (%d ms)", self.task_id, topic, ctx.topic, ctx.partition, ctx.offset, error,
-                        held.timeout_ms)
+                        pg.retry_timeout_ms)
+        held = self.held_output
+        assert held is not None
         collector = self.collector
         held.writes.append(HeldWrite(sink, topic, record, self.record_ctx, key, key_done, collector.buffer_marks(),
                                      collector.deferred_count()))
