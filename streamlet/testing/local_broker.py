@@ -170,6 +170,15 @@ def _random_cluster_id() -> str:
             return text
 
 
+def failure_hint(lines: list[str]) -> str:
+    """What a failed start's log says first went wrong: its first ERROR line (a broker that fails logs the cause,
+    then a shutdown whose own complaints come last), else its last line naming an exception; "" if none."""
+    errors = [line for line in lines if " ERROR " in line]
+    if not errors:
+        errors = [line for line in lines if "Exception" in line][-1:]
+    return f": {errors[0].strip()}" if errors else ""
+
+
 def _tail(path: Path, lines: int = 20) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -596,9 +605,7 @@ class LocalKafkaBroker:
 
     def _startup_failure(self, code: int, server_log: Path) -> str:
         logs_dir = self._dirs()[1]
-        errors = [line for line in (_tail(server_log, 200) + "\n" + _tail(logs_dir / "broker.out", 50))
-                  .splitlines() if "ERROR" in line or "Exception" in line]
-        hint = f": {errors[-1].strip()}" if errors else ""
+        hint = failure_hint((_tail(server_log, 200) + "\n" + _tail(logs_dir / "broker.out", 50)).splitlines())
         return f"the Kafka broker exited with code {code} while starting (logs in {logs_dir}){hint}"
 
     def _stop_process(self) -> None:

@@ -16,7 +16,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamlet.errors import BrokerUnavailableError
 from streamlet.testing import local_broker
-from streamlet.testing.local_broker import LocalKafkaBroker, ensure_kafka_jars
+from streamlet.testing.local_broker import LocalKafkaBroker, ensure_kafka_jars, failure_hint
 from tests.helpers.kafka import read_settled
 
 pytestmark = pytest.mark.broker
@@ -221,3 +221,14 @@ def test_each_supported_version_starts_and_serves_a_transaction(version: str) ->
     with LocalKafkaBroker(version=version) as broker:
         assert broker.log_file.is_file() and "Kafka Server started" in broker.log_file.read_text()
         assert asyncio.run(round_trip(broker.bootstrap_servers)) == [b"v"]
+
+
+def test_a_failed_start_is_explained_by_its_first_error_not_the_shutdown_after_it() -> None:
+    log = ["[t0] INFO starting (kafka.server.KafkaRaftServer)",
+           "[t1] ERROR Exiting Kafka due to fatal exception (kafka.Kafka$)",
+           "org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:9092: in use",
+           "[t2] ERROR [QuorumController id=1] shutdown failed",
+           "[t3] INFO writeNoOpRecord: unable to start processing because of RejectedExecutionException"]
+    assert failure_hint(log) == ": [t1] ERROR Exiting Kafka due to fatal exception (kafka.Kafka$)"
+    assert failure_hint(log[:1] + log[4:]) == f": {log[4]}"
+    assert failure_hint(log[:1]) == ""
