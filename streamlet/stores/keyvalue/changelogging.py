@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, StateStoreContext
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
-from streamlet.stores.value_formats import TIMESTAMP_SIZE, split_timestamped, unpack_timestamp
+from streamlet.stores.value_formats import TIMESTAMP_SIZE, split_headers_value, split_timestamped, unpack_timestamp
 from streamlet.stores.wrapping import _StoreLayer
 
 
@@ -63,6 +63,24 @@ class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore
             self._write_change(key, value[TIMESTAMP_SIZE:], unpack_timestamp(value)[0])
         else:
             split_timestamped(value)  # raises: too short for a timestamped value
+
+
+class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(ChangeLoggingKeyValueBytesStore):
+    """Local values carry headers and a timestamp before the value (`split_headers_value`); the changelog gets the
+    plain value bytes with the stored timestamp and headers as the record's. A delete logs the current record's
+    timestamp and headers, as Kafka Streams does."""
+
+    def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
+        super().__init__(inner, context)
+        self._log_change = context.log_change
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            current = self._record_context()
+            self._log_change(self.name, key, None, current.timestamp, current.headers)
+        else:
+            headers, timestamp, raw = split_headers_value(value)
+            self._log_change(self.name, key, raw, timestamp, headers)  # type: ignore[arg-type]  # null header values
 
 
 class _LoggingWriteBatch(BytesWriteBatch):

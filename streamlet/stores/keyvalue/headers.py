@@ -17,8 +17,6 @@ from typing import Any
 from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Serde
 from streamlet.stores.api import (
-    BytesIterator,
-    BytesWriteBatch,
     FlushListener,
     K,
     KeyValueIterator,
@@ -28,9 +26,9 @@ from streamlet.stores.api import (
 )
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueStore, TimestampedKeyValueStore
+from streamlet.stores.keyvalue.changelogging import ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders
 from streamlet.stores.keyvalue.typed import TypedKeyValueStore
-from streamlet.stores.value_formats import TimestampedHeadersValueFormat, ValueFormat, split_headers_value
-from streamlet.stores.wrapping import _StoreLayer
+from streamlet.stores.value_formats import TimestampedHeadersValueFormat, ValueFormat
 
 
 class TimestampedKeyValueStoreWithHeaders(KeyValueStore[K, ValueTimestampHeaders]):
@@ -43,64 +41,6 @@ class TimestampedKeyValueStoreWithHeaders(KeyValueStore[K, ValueTimestampHeaders
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
         """Install the listener that forwards flushed entries (plain values, the new value's timestamp and
         headers); True iff caching is on."""
-
-
-class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(_StoreLayer[KeyValueBytesStore], KeyValueBytesStore):
-    """Logs the plain value bytes with the stored timestamp and headers as the record's; a delete logs the
-    current record's timestamp and headers. Reads pass straight through."""
-
-    def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
-        self.name = inner.name
-        self.inner = inner
-        self._log_change = context.log_change
-        self._record_context = context.record_context_reader()
-
-    def log(self, key: bytes, value: bytes | None) -> None:
-        if value is None:  # as Kafka Streams: a delete carries the current record's timestamp and headers
-            context = self._record_context()
-            self._log_change(self.name, key, None, context.timestamp, context.headers)
-        else:
-            headers, timestamp, raw = split_headers_value(value)
-            self._log_change(self.name, key, raw, timestamp, headers)  # type: ignore[arg-type]
-
-    def get(self, key: bytes) -> bytes | None:
-        return self.inner.get(key)
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self.inner.put(key, value)
-        self.log(key, value)
-
-    def delete(self, key: bytes) -> None:
-        self.inner.delete(key)
-        self.log(key, None)
-
-    def batch(self) -> BytesWriteBatch:
-        return _LoggingWriteBatch(self, self.inner.batch())
-
-    def range(self, from_key: bytes | None, to_key: bytes | None) -> BytesIterator:
-        return self.inner.range(from_key, to_key)
-
-    def range_list(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
-        return self.inner.range_list(from_key, to_key)
-
-    def approximate_num_entries(self) -> int:
-        return self.inner.approximate_num_entries()
-
-
-class _LoggingWriteBatch(BytesWriteBatch):
-    """Logs each write when it is queued, under the record context current then (a cache flush sets each
-    flushed entry's context first)."""
-
-    def __init__(self, store: ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders, inner: BytesWriteBatch) -> None:
-        self._log = store.log
-        self._inner = inner
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self._inner.put(key, value)
-        self._log(key, value)
-
-    def write(self) -> None:
-        self._inner.write()
 
 
 def _checked(value: Any) -> ValueTimestampHeaders | None:
