@@ -100,6 +100,7 @@ def _build(state_root: Path, partitions: int, guarantee: str) -> tuple[list, lis
         for task in row:
             task.initialize_stores()
             task.initialize_processors()
+            task.state.begin_transactions()  # exactly-once: the stores stage the open transaction's writes
     return tasks[0], tasks[1], resolve("KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition")
 
 
@@ -146,6 +147,8 @@ def run(lines: list[bytes], partitions: int, commit_every: int, guarantee: str) 
                 for task in tasks:
                     task.prepare_commit()
                 n += move_output()
+            for task in split + count:  # the transaction committed: staged writes go to LevelDB
+                task.post_commit({}, generation=task.state.generation)
             return n
 
         gc.collect()

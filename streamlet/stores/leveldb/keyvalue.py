@@ -259,8 +259,14 @@ class LevelDBKeyValueBytesStore(KeyValueBytesStore):
         return self._db is not None
 
     def _write_batch(self, writes: list[tuple[bytes, bytes | None]]) -> None:
-        """One LevelDB write batch, not synced (`_sync` syncs before a checkpoint is written)."""
-        with self._db.write_batch() as wb:
+        """One LevelDB write batch, not synced (`_sync` syncs before a checkpoint is written); under
+        exactly-once, staged with the open transaction."""
+        db = self._db
+        if isinstance(db, StagedDatabase) and db.staging:
+            db.stage_all(writes)
+            self._unsynced_writes = True
+            return
+        with db.write_batch() as wb:
             put, delete = wb.put, wb.delete
             for key, value in writes:
                 if value is None:

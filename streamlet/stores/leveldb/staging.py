@@ -68,7 +68,8 @@ class StagedDatabase:
         """Past this many staged bytes `on_full` is called (0: never)."""
         self.on_full = on_full
         self._view: Staged = {}  # the newest staged value of every staged key, for reads
-        self._index = SortedKeyIndex()  # the keys of `_view`, for iterators
+        self._index: SortedKeyIndex | None = None  # the keys of `_view` in order, built by the first iterator
+        self._index_changes = 0  # additions and removals told to the index since the last iterator
         self._current: Staged = {}  # staged since the last `seal`
         self._current_drops: list[bytes] = []  # key prefixes dropped since the last `seal`
         self._current_bytes = 0
@@ -117,7 +118,13 @@ class StagedDatabase:
 
     def _staged_between(self, start: bytes | None, stop: bytes | None, include_start: bool,
                         include_stop: bool) -> list[tuple[bytes, bytes | None]]:
-        keys = self._index.between(start, stop)
+        index = self._index
+        if index is None:
+            index = self._index = SortedKeyIndex()
+            for key in self._view:
+                index.add(key)
+        self._index_changes = 0
+        keys = index.between(start, stop)
         if keys and not include_start and keys[0] == start:
             keys = keys[1:]
         if keys and not include_stop and keys[-1] == stop:
@@ -145,14 +152,25 @@ class StagedDatabase:
         return _StagingBatch(self)
 
     def _stage(self, key: bytes, value: bytes | None) -> None:
-        if key == META_KEY:
-            raise StreamsError("a store wrote the key streamlet reserves for its changelog offset")
-        view = self._view
-        if key not in view:
-            self._index.add(key)
-        view[key] = value
-        self._current[key] = value
-        self._current_bytes += len(key) + (0 if value is None else len(value))
+        self.stage_all([(key, value)])
+
+    def stage_all(self, writes: list[tuple[bytes, bytes | None]]) -> None:
+        """Stage `writes` (key, value or None to delete) in order: a write batch's, or one write."""
+        view, current, index = self._view, self._current, self._index
+        meta = META_KEY
+        size = 0
+        for key, value in writes:
+            if key == meta:
+                raise StreamsError("a store wrote the key streamlet reserves for its changelog offset")
+            if index is not None and key not in view:
+                index.add(key)
+                self._index_changes += 1
+            view[key] = value
+            current[key] = value
+            size += len(key) if value is None else len(key) + len(value)
+        self._current_bytes += size
+        if index is not None and self._index_changes > 2 * len(view) + 1024:
+            self._index = None  # stale-heavy: building it again at the next iterator is cheaper
         if self.limit_bytes and not self._asked and self.uncommitted_bytes > self.limit_bytes:
             self._asked = True
             if self.on_full is not None:
@@ -210,13 +228,20 @@ class StagedDatabase:
 
     def _forget(self, applied: list[tuple[int, Staged, list[bytes], int]]) -> None:
         """Drop from the read view the keys whose newest staged value is now in LevelDB."""
-        later = [entry[1] for entry in self._sealed] + [self._current]
-        view, index = self._view, self._index
-        for _, writes, _, _ in applied:
-            for key in writes:
-                if key in view and not any(key in newer for newer in later):
-                    del view[key]
-                    index.discard(key)
+        if not self._sealed and not self._current:  # the usual commit: everything staged is in LevelDB now
+            self._view = {}
+            self._index = None
+            self._index_changes = 0
+        else:
+            later = [entry[1] for entry in self._sealed] + [self._current]
+            view, index = self._view, self._index
+            for _, writes, _, _ in applied:
+                for key in writes:
+                    if key in view and not any(key in newer for newer in later):
+                        del view[key]
+                        if index is not None:
+                            index.discard(key)
+                            self._index_changes += 1
         if self.uncommitted_bytes <= self.limit_bytes:
             self._asked = False
 
@@ -230,7 +255,8 @@ class StagedDatabase:
     def discard(self) -> None:
         """Forget every staged write (the transactions they belong to did not, or will not, commit)."""
         self._view = {}
-        self._index.clear()
+        self._index = None
+        self._index_changes = 0
         self._current, self._current_drops, self._current_bytes = {}, [], 0
         self._sealed = []
         self._asked = False
@@ -257,10 +283,8 @@ class _StagingBatch:
         self._writes.append((key, None))
 
     def write(self) -> None:
-        stage = self._db._stage
-        for key, value in self._writes:
-            stage(key, value)
-        self._writes = []
+        writes, self._writes = self._writes, []
+        self._db.stage_all(writes)
 
     def __enter__(self) -> _StagingBatch:
         return self
