@@ -42,7 +42,13 @@ function serdesFor(request) {
         serializer: new sr.ProtobufSerializer(client, type, { autoRegisterSchemas: true, registry }),
         deserializer: new sr.ProtobufDeserializer(client, type, {}),
         toWire: (value) => fromJson(desc, value, { registry }),
-        fromWire: (message) => toJson(desc, message, { registry }),
+        fromWire: (message) => {
+          // The deserializer picks the type from the message indexes: it must be the one written.
+          if (message.$typeName !== desc.typeName) {
+            throw new Error(`read a ${message.$typeName}, expected a ${desc.typeName}`);
+          }
+          return toJson(desc, message, { registry });
+        },
       };
     }
     case "avro":
