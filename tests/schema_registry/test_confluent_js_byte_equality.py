@@ -13,12 +13,12 @@ indexes (`00` for the file's first message), the body; the bytes are equal for t
 a non-first one (a key) and a nested one, and each reads the other's back to the message.
 
 Avro and JSON Schema, a second opinion beside Apicurio's Java serdes, with the same values (Avro longs kept
-within the JavaScript client's exact range): streamlet registers, Confluent's serializer writes with that registration
-(`useLatestVersion`; it infers a schema from the value otherwise). Avro: the same bytes. JSON Schema: the same
-bytes except where the two Confluent clients disagree with each other: the body is each language's own JSON
-text, and streamlet writes Java's (Jackson's `Double.toString` floats such as `1.0E7`, `\\u001F` escapes) where
-JavaScript writes `JSON.stringify`'s (`10000000`, `\\u001f`); those spellings are pinned token by token, and
-each side reads the other's to the same value.
+within the JavaScript client's exact range, pinned below): streamlet registers, Confluent's serializer writes
+with that registration (`useLatestVersion`; it infers a schema from the value otherwise). Avro: the same
+bytes. JSON Schema: the same bytes except where the two Confluent clients disagree with each other: the body
+is each language's own JSON text, and streamlet writes Java's (Jackson's `Double.toString` floats such as
+`1.0E7`, `\\u001F` escapes) where JavaScript writes `JSON.stringify`'s (`10000000`, `\\u001f`); those
+spellings are pinned token by token, and each side reads the other's to the same value.
 """
 
 from __future__ import annotations
