@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars keycloak spark-jars toxiproxy jaeger prometheus chromium bench bench-spark bench-quick bench-scale bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
+.PHONY: all compile demo demo-spark test lint docs broker-jars registry-jars keycloak js-serdes spark-jars toxiproxy jaeger prometheus chromium bench bench-spark bench-quick bench-scale bench-restore bench-report chaos chaos-repeat spark-chaos soak fidelity fidelity-restart venv clean distclean
 
 all: test
 
@@ -46,6 +46,18 @@ registry-jars: $(INSTALLED)
 # (tests/helpers/keycloak.py); fetched once into .cache/keycloak-<version>; no-op once there.
 keycloak: $(INSTALLED)
 	$(BIN)/python -c "from tests.helpers.keycloak import keycloak_home; print(keycloak_home())"
+
+# Confluent's official JavaScript serializers (@confluentinc/schemaregistry, versions pinned by the committed
+# tests/js/confluent_serdes/package-lock.json) for the byte-equality test against Confluent's own serializers
+# (tests/schema_registry/test_confluent_js_byte_equality.py); installed with `npm ci`, again only when the lock
+# file changes (Node.js 20+ and npm).
+JS_SERDES := tests/js/confluent_serdes
+js-serdes: $(JS_SERDES)/node_modules/.installed
+
+$(JS_SERDES)/node_modules/.installed: $(JS_SERDES)/package.json $(JS_SERDES)/package-lock.json
+	@command -v npm >/dev/null || { echo "make js-serdes: npm was not found; the Confluent byte-equality test runs Confluent's JavaScript client with it: install Node.js 20+ and npm" >&2; exit 1; }
+	cd $(JS_SERDES) && npm ci --no-audit --no-fund
+	touch $@
 
 # Spark's Kafka connector and the three jars it needs that pyspark lacks (streamlet.spark.jars), fetched
 # once with Maven into .cache/spark-kafka-<version>/libs; no-op once there.
@@ -124,7 +136,7 @@ OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=30
 
-test: lint docs compile broker-jars registry-jars keycloak spark-jars toxiproxy jaeger prometheus chromium
+test: lint docs compile broker-jars registry-jars keycloak js-serdes spark-jars toxiproxy jaeger prometheus chromium
 	STREAMLET_KAFKA_VERSION=$(SUITE_KAFKA_VERSION) $(BIN)/pytest -q $(PYTEST_PARALLEL)
 	STREAMLET_KAFKA_VERSION=$(OTHER_KAFKA_VERSION) $(BIN)/pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) $(OTHER_VERSION_TESTS)
 

@@ -10,6 +10,10 @@ parse a schema registered in the base64 descriptor form confluent-kafka register
 pins both layouts exactly (streamlet: Confluent's documented `00 id indexes body`; Apicurio: `00 id Ref body`)
 and asserts the Protobuf bodies are the same bytes protobuf-java writes, with each side's reader given the
 other's body.
+
+Confluent's own Protobuf serializer (its official JavaScript client, the same serializers as its Java client)
+writes streamlet's bytes exactly, message indexes included, and shares its registration:
+test_confluent_js_byte_equality.py, which also compares Avro and JSON Schema with it.
 """
 
 from __future__ import annotations
