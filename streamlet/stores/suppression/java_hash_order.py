@@ -217,8 +217,7 @@ class JavaHashSetOrder:
             return []
         capacity = self.capacity or _INITIAL_CAPACITY
         bins: dict[int, list[_Node] | _TreeBin] = {}
-        size = 0
-        for x in nodes:
+        for size, x in enumerate(nodes, 1):
             index = x.hash & (capacity - 1)
             chain = bins.get(index)
             if chain is None:
@@ -233,7 +232,6 @@ class JavaHashSetOrder:
                         capacity *= 2
                     else:
                         bins[index] = _TreeBin(chain)
-            size += 1
             if size > capacity * 3 // 4:
                 bins = _resize(bins, capacity)
                 capacity *= 2
