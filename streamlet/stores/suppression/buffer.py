@@ -13,7 +13,8 @@ Kafka Streams' `InMemoryTimeOrderedKeyValueChangeBuffer`, whose rules a user see
 Entries are kept as bytes (key, and the prior, old and new values serialized with the table's
 serdes) so that size accounting and ordering are Kafka Streams'. With logging on, each key changed
 since the last commit is written to the changelog at flush: the entry, or a tombstone once it was
-emitted. The changelog is Kafka Streams' own, so a buffer moves between a Java application and streamlet
+emitted, in the order Kafka Streams' set of changed keys (a `HashSet<Bytes>`) iterates them
+(`JavaHashSetOrder`). The changelog is Kafka Streams' own, so a buffer moves between a Java application and streamlet
 like every other store: a value is its v3 buffer layout (`_encode`: the record context as
 `ProcessorRecordContext.serialize` writes it, the prior, old and new values, the buffer time) under the header
 `v` = 3, and a tombstone has no headers. Restoring reads that layout, and streamlet's earlier layout
@@ -32,6 +33,7 @@ from streamlet.errors import StreamsError
 from streamlet.record import Headers
 from streamlet.stores.api import HeadedChangelogEntry, StateStore, StateStoreContext
 from streamlet.stores.builders import DEFAULT_CHANGELOG_CONFIG, ConfigurableStoreBuilder
+from streamlet.stores.suppression.java_hash_order import JavaHashSetOrder
 
 _LONGS = struct.Struct(">qq")
 _INT = struct.Struct(">i")
@@ -52,7 +54,7 @@ class BufferedChange:
     timestamp: int
     headers: Headers
     topic: str | None  # where the update's record came from (counts in the size estimate)
-    shared_prior: bool  # prior is the same bytes as old (counted once, as Java's reference check)
+    shared_prior: bool  # old equals prior (Java then keeps one array for both: counted once, logged as -2)
     partition: int = -1
     offset: int = -1
 
@@ -75,7 +77,8 @@ class SuppressionBuffer(StateStore):
         self._times: dict[bytes, int] = {}  # key -> its buffer time (its place in the order)
         self._entries: dict[bytes, BufferedChange] = {}
         self._order: list[tuple[int, bytes]] = []  # a heap of (time, key); stale entries dropped lazily
-        self._dirty: set[bytes] = set()
+        self._dirty: dict[bytes, None] = {}  # changed since the last flush, in the order first changed
+        self._dirty_order = JavaHashSetOrder()
         self._size = 0
         self._context: StateStoreContext | None = None
 
@@ -98,7 +101,7 @@ class SuppressionBuffer(StateStore):
             return
         assert self._context is not None
         log, name = self._context.log_change, self.name
-        for key in sorted(self._dirty):
+        for key in self._dirty_order.order(self._dirty):
             change = self._entries.get(key)
             if change is None:
                 log(name, key, None, self._context.record_context().timestamp, ())
@@ -111,6 +114,7 @@ class SuppressionBuffer(StateStore):
         self._entries.clear()
         self._order.clear()
         self._dirty.clear()
+        self._dirty_order.reset()
         self._size = 0
         self._context = None
 
@@ -132,10 +136,11 @@ class SuppressionBuffer(StateStore):
             self._insert(key, time, BufferedChange(old, old, new, timestamp, headers, topic, True, partition, offset))
         else:
             self._size -= _entry_size(key, buffered)
-            change = BufferedChange(buffered.prior, old, new, timestamp, headers, topic, False, partition, offset)
+            change = BufferedChange(buffered.prior, old, new, timestamp, headers, topic, old == buffered.prior,
+                                    partition, offset)
             self._entries[key] = change
             self._size += _entry_size(key, change)
-        self._dirty.add(key)
+        self._dirty[key] = None
 
     def _insert(self, key: bytes, time: int, change: BufferedChange) -> None:
         self._times[key] = time
@@ -171,7 +176,7 @@ class SuppressionBuffer(StateStore):
             key = first[1]
             change = self._entries[key]
             self._remove(key)
-            self._dirty.add(key)
+            self._dirty[key] = None
             emit(key, change)
 
     def num_records(self) -> int:
@@ -207,9 +212,9 @@ def _encode(time: int, change: BufferedChange) -> bytes:
 
     The record context comes first (timestamp, offset, topic, partition, headers: `ProcessorRecordContext`),
     then the prior, old and new values, each length-prefixed (-1: none); an old value equal to the prior is
-    written as -2. Java sizes its buffer counting the old value whenever it is not the prior's very array, so
-    when the two are equal without being shared, the value ends with that many zero bytes after the time:
-    kept, so that the bytes are Kafka Streams' (readers stop at the time)."""
+    written as -2 (Java's `BufferValue` then holds one array for both, so nothing follows the time). streamlet
+    once wrote, for an old value equal to the prior in a key buffered again, that many zero bytes after the
+    time; readers stop at the time, so those values still restore."""
     out = bytearray(_LONGS.pack(change.timestamp, change.offset))
     _put_bytes(out, b"" if change.topic is None else change.topic.encode())
     out += _INT.pack(change.partition)
@@ -218,17 +223,15 @@ def _encode(time: int, change: BufferedChange) -> bytes:
         _put_bytes(out, name.encode())
         _put_bytes(out, value)
     _put_bytes(out, change.prior)
-    padding = 0
     if change.old is None:
         out += _INT.pack(_NULL)
     elif change.old == change.prior:
         out += _INT.pack(_SAME_AS_PRIOR)
-        padding = 0 if change.shared_prior else len(change.old)
     else:
         _put_bytes(out, change.old)
     _put_bytes(out, change.new)
     out += _LONG.pack(time)
-    return bytes(out) + bytes(padding)
+    return bytes(out)
 
 
 def _decode(data: bytes, headers: Headers) -> tuple[int, BufferedChange]:
@@ -266,8 +269,7 @@ def _decode_streamlet_v0(data: bytes) -> tuple[int, BufferedChange]:
     """streamlet's layout before it wrote Kafka Streams': time, record timestamp, prior shared?, prior, old,
     new, topic, headers (count, then each name and value)."""
     time, timestamp = _LONGS.unpack_from(data, 0)
-    shared = data[16] == 1
-    pos = 17
+    pos = 17  # after a flag: prior and old were one value when first buffered (equal is what counts now)
     prior, pos = _take_bytes(data, pos)
     old, pos = _take_bytes(data, pos)
     new, pos = _take_bytes(data, pos)
@@ -280,7 +282,7 @@ def _decode_streamlet_v0(data: bytes) -> tuple[int, BufferedChange]:
         value, pos = _take_bytes(data, pos)
         headers.append(((name or b"").decode(), value or b""))
     return time, BufferedChange(prior, old, new, timestamp, tuple(headers), None if topic is None else topic.decode(),
-                                shared)
+                                old == prior)
 
 
 class SuppressionBufferBuilder(ConfigurableStoreBuilder):
