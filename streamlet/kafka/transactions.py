@@ -9,11 +9,13 @@ producer, so that an application can move between them and keep its guarantee:
    that id left open is aborted, and that producer, wherever it still runs, is fenced (it cannot commit).
 2. The output (sink, repartition and changelog records) goes out through a `RecordSender` in the open
    transaction.
-3. `commit_transaction`: every record sent is acknowledged first, then the consumed input offsets, each
-   with its metadata (`with_metadata`: Kafka Streams' commit metadata, see `commit_metadata`), are added
-   for the group `application.id`, then the transaction is committed.
-   Offsets go in only after every record is acknowledged, so a failed send fails the commit before
-   the input it came from could count as processed.
+3. `commit_transaction`: the consumed input offsets, each with its metadata (`with_metadata`: Kafka
+   Streams' commit metadata, see `commit_metadata`), are added for the group `application.id` while the
+   records sent are being acknowledged (as Kafka Streams' producer sends them beside its in-flight
+   batches: the two round trips no longer follow each other); once every record is acknowledged and the
+   offsets are in, the transaction is committed. Offsets in a transaction count only when it commits,
+   and it commits only after every record was acknowledged: a failed send fails the commit, and the
+   abort (or the next producer's start) takes the offsets with it, so the input they cover is read again.
 
 What is not here differs between the engines, because their producers live differently (each says why
 where it does it): the runtime keeps one producer for all of a member's tasks across commits, begins
@@ -25,6 +27,7 @@ tasks never join the group.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -65,22 +68,37 @@ async def start_transactional(producer: Any, start: Callable[[], Awaitable[None]
 async def commit_transaction(sender: RecordSender, offsets: dict[TopicPartition, OffsetAndMetadata],
                              group_id: str, *, before_offsets: Callable[[], object] | None = None,
                              trace: LatencyTrace | None = None) -> Offsets:
-    """Commit the open transaction of `sender`'s producer: wait until everything sent is acknowledged,
-    add `offsets` (see `with_metadata`) for the group `group_id` (none: no offsets), commit.
-    `before_offsets` runs once every record is acknowledged, right before the offsets go out, and may
-    refuse them by raising; `trace` times each step. Returns, per partition written, the offset after its
-    last acknowledged record. Raises whatever failed; the transaction is then open or failed, for the
-    caller to abort or abandon."""
+    """Commit the open transaction of `sender`'s producer: add `offsets` (see `with_metadata`) for the group
+    `group_id` (none: no offsets) while waiting until everything sent is acknowledged, then commit.
+    `before_offsets` runs right before the offsets go out and may refuse them by raising; `trace` times
+    each step (`commit.offsets`: what the offsets took beyond the acknowledgements). Returns, per partition
+    written, the offset after its last acknowledged record. Raises whatever failed; the transaction is then
+    open or failed, for the caller to abort or abandon."""
     producer = sender.producer
     step = time.perf_counter_ns()
-    acked = await sender.flush()
+    adding: asyncio.Future[None] | None = None
+    refused: Exception | None = None
+    if offsets:
+        try:
+            if before_offsets is not None:
+                before_offsets()
+        except Exception as exc:  # raised once nothing is in flight: the caller aborts next
+            refused = exc
+        else:
+            adding = asyncio.ensure_future(producer.send_offsets_to_transaction(offsets, group_id))
+    try:
+        acked = await sender.flush()
+    except BaseException:
+        if adding is not None:  # settled before the caller aborts; its own error says less than this one
+            await asyncio.gather(adding, return_exceptions=True)
+        raise
+    if refused is not None:
+        raise refused
     if trace is not None:
         trace.duration("commit.produce-acks", step)
         step = time.perf_counter_ns()
-    if offsets:
-        if before_offsets is not None:
-            before_offsets()
-        await producer.send_offsets_to_transaction(offsets, group_id)
+    if adding is not None:
+        await adding
         if trace is not None:
             trace.duration("commit.offsets", step)
             step = time.perf_counter_ns()

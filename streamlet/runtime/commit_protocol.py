@@ -251,8 +251,8 @@ class ExactlyOnceCommits:
         return acked
 
     def _stamp_membership(self) -> None:
-        """The membership this commit's offsets are stamped with (see `fence_offset_commits`), taken once
-        its output is acknowledged; refused here when the member is out of the group."""
+        """The membership this commit's offsets are stamped with (see `fence_offset_commits`), taken right
+        before they go out; refused here when the member is out of the group."""
         self._membership = consumer_group_metadata(self._consumer)
         generation, member_id, _ = self._membership
         if generation < 0 or not member_id:

@@ -1,7 +1,8 @@
 """The exactly-once commit sequence both engines share (`streamlet.kafka.transactions`), against the real
 broker: a commit makes the output readable `read_committed` and the offsets, with their metadata, the
-group's; the offsets go out only after every record is acknowledged, and a refusal there commits
-nothing; a new producer of a transactional id aborts what the old one left open and fences it."""
+group's; the offsets go out while the records are being acknowledged, yet a record the broker refuses
+fails the commit and the abort takes the offsets with it, and a refusal of the offsets commits nothing; a
+new producer of a transactional id aborts what the old one left open and fences it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from anyio.abc import TaskGroup
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.kafka.fenced_offsets import fetch_stable_commits
-from streamlet.kafka.record_sender import RecordSender
+from streamlet.kafka.record_sender import ProductionError, RecordSender
 from streamlet.kafka.transactions import commit_transaction, start_transactional, with_metadata
 from tests.helpers.kafka import create_topics
 
@@ -93,9 +94,35 @@ async def test_a_commit_publishes_the_output_and_the_offsets_with_their_metadata
         finally:
             await sender.producer.stop()
     assert acked == {(out, 0): 3}
-    assert seen_at_offsets == [{(out, 0): 3}]  # every record acknowledged before the offsets went out
+    assert len(seen_at_offsets) == 1  # the hook ran once, right before the offsets went out
     assert await _group_commits(bootstrap, group, [(inp, 0)]) == {(inp, 0): (7, "progress")}
     assert await _committed_values(bootstrap, out) == ([b"a", b"b", b"c"], False)
+
+
+async def test_a_record_the_broker_refuses_fails_the_commit_and_the_abort_takes_the_offsets(
+        kafka_broker: Any) -> None:
+    """The offsets are added while the records are still being acknowledged: a record the broker then refuses
+    (larger than its topic's `max.message.bytes`) fails the commit before it commits, and the abort throws the
+    offsets away with the output."""
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = uuid.uuid4().hex[:8]
+    out, inp, group = f"small-out-{suffix}", f"small-in-{suffix}", f"small-g-{suffix}"
+    await create_topics(bootstrap, {out: 1}, {"max.message.bytes": "200"})
+    await create_topics(bootstrap, {inp: 1})
+    added: list[bool] = []
+    async with anyio.create_task_group() as task_group:
+        sender = await _started(bootstrap, f"small-{suffix}", task_group)
+        try:
+            await sender.send({(out, 0): _records(b"fits", b"x" * 2000)})
+            with pytest.raises(ProductionError, match="MessageSizeTooLarge|RecordTooLarge"):
+                await commit_transaction(sender, with_metadata({(inp, 0): 5}, {}), group,
+                                         before_offsets=lambda: added.append(True))
+            await sender.producer.abort_transaction()
+        finally:
+            await sender.producer.stop()
+    assert added == [True]
+    assert await _group_commits(bootstrap, group, [(inp, 0)]) == {(inp, 0): (None, "")}
+    assert await _committed_values(bootstrap, out) == ([], False)
 
 
 async def test_offsets_refused_before_they_go_out_commit_nothing(kafka_broker: Any) -> None:

@@ -11,8 +11,8 @@ pins both layouts exactly (streamlet: Confluent's documented `00 id indexes body
 and asserts the Protobuf bodies are the same bytes protobuf-java writes, with each side's reader given the
 other's body.
 
-Confluent's own Protobuf serializer (its official JavaScript client; Confluent's Java serializer itself is not served here)
-writes streamlet's bytes exactly, message indexes included, and shares its registration:
+Confluent's own Protobuf serializer (its official JavaScript client; Confluent's Java serializer itself is not
+served here) writes streamlet's bytes exactly, message indexes included, and shares its registration:
 test_confluent_js_byte_equality.py, which also compares Avro and JSON Schema with it.
 """
 
