@@ -105,15 +105,18 @@ from streamlet.runtime.close_options import CloseOptions, GroupMembershipOperati
 from streamlet.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streamlet.serdes import Deserializer, Serde, Serdes, Serializer
 from streamlet.stores import (
+    AggregationWithHeaders,
     KeyValueBytesStoreSupplier,
     KeyValueIterator,
     KeyValueStore,
+    SessionStoreWithHeaders,
     StateStore,
     StoreBuilder,
     Stores,
     TimestampedKeyValueStore,
     TimestampedKeyValueStoreWithHeaders,
     TimestampedWindowStore,
+    TimestampedWindowStoreWithHeaders,
     ValueAndTimestamp,
     ValueTimestampHeaders,
     VersionedKeyValueStore,
@@ -128,6 +131,7 @@ from streamlet.windowed import SessionWindow, TimeWindow, Window, Windowed
 from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
+    "AggregationWithHeaders",
     "ApplicationShutdownError",
     "AutoOffsetReset",
     "Branched",
@@ -192,6 +196,7 @@ __all__ = [
     "SerializationError",
     "Serializer",
     "SessionStore",
+    "SessionStoreWithHeaders",
     "SessionWindow",
     "SessionWindowedKStream",
     "SessionWindows",
@@ -227,6 +232,7 @@ __all__ = [
     "TimestampedRangeQuery",
     "TimestampedRangeWithHeadersQuery",
     "TimestampedWindowStore",
+    "TimestampedWindowStoreWithHeaders",
     "TopicNameExtractor",
     "Topology",
     "TopologyDescription",

@@ -59,6 +59,15 @@ class ValueTimestampHeaders(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
+class AggregationWithHeaders(NamedTuple):
+    """A session's aggregate with the headers of the record that last wrote it: what a session store with
+    headers keeps (`Stores.session_store_with_headers_builder`), as Kafka Streams' `AggregationWithHeaders`.
+    `headers` are (name, value) pairs in order; a header's value may be None."""
+
+    aggregation: Any
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
 class RecordContext(NamedTuple):
     """The record a write came from; a cache keeps it so that a later flush forwards with it."""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from streamlet.errors import SerializationError
 from streamlet.serdes import DoubleSerde, FloatSerde, IntegerSerde, LongSerde, Serde, ShortSerde, fast_serializer
-from streamlet.stores.api import ChangelogEntry, ValueAndTimestamp, ValueTimestampHeaders
+from streamlet.stores.api import AggregationWithHeaders, ChangelogEntry, ValueAndTimestamp, ValueTimestampHeaders
 
 _TIMESTAMP = struct.Struct(">q")
 TIMESTAMP_SIZE = _TIMESTAMP.size
@@ -242,4 +242,55 @@ class TimestampedHeadersValueFormat:
                 for key, value, timestamp, headers in entries]
 
 
-ValueFormat = PlainValueFormat | TimestampedValueFormat | TimestampedHeadersValueFormat
+def join_aggregation_headers(headers: StoredHeaders, raw: bytes) -> bytes:
+    """A session store with headers' local value: varint length of the headers' bytes, those bytes, the
+    aggregation serde's bytes (Kafka Streams' `AggregationWithHeadersSerializer`; no timestamp)."""
+    data = serialize_headers(headers)
+    return _varint(len(data)) + data + raw
+
+
+def split_aggregation_headers(value: bytes) -> tuple[StoredHeaders, bytes]:
+    """(headers, raw aggregation bytes) of a session store with headers' local value."""
+    size, pos = _read_varint(value, 0)
+    end = pos + size
+    if size < 0 or end > len(value):
+        raise SerializationError(f"a session store value of {len(value)} bytes cannot hold {size} bytes of headers")
+    return deserialize_headers(value[pos:end]), value[end:]
+
+
+class AggregationHeadersValueFormat:
+    """`AggregationWithHeaders` <-> the bytes of `join_aggregation_headers`. The changelog carries the plain
+    aggregation bytes with the stored headers as the record's headers (Kafka Streams 4.4's changelog of a
+    session store with headers); restoring joins them back."""
+
+    timestamped = False
+
+    def __init__(self, serde: Serde[Any], topic: str | None) -> None:
+        self._serialize = serde.serializer.serialize
+        self._deserialize = serde.deserializer.deserialize
+        self._topic = topic
+        self.fixed_size: int | None = None
+        """Never fixed: the headers vary."""
+
+    def encode(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = self._serialize(self._topic, value.aggregation)
+        if raw is None:
+            return None
+        return join_aggregation_headers(value.headers or (), raw)
+
+    def decode(self, data: bytes) -> Any:
+        headers, raw = split_aggregation_headers(data)
+        return AggregationWithHeaders(self._deserialize(self._topic, raw), headers)
+
+    def from_changelog(self, value: bytes | None, timestamp: int) -> bytes | None:
+        return None if value is None else join_aggregation_headers((), value)
+
+    def from_changelog_entries(self, entries: list[Any]) -> list[tuple[bytes, bytes | None]]:
+        """Local bytes of a restore batch of `HeadedChangelogEntry`s: (key, local bytes or None), in order."""
+        return [(key, None if value is None else join_aggregation_headers(headers, value))
+                for key, value, _timestamp, headers in entries]
+
+
+ValueFormat = PlainValueFormat | TimestampedValueFormat | TimestampedHeadersValueFormat | AggregationHeadersValueFormat

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from streamlet.stores.api import BytesIterator, BytesWriteBatch, StateStoreContext
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
-from streamlet.stores.value_formats import TIMESTAMP_SIZE, split_headers_value, split_timestamped, unpack_timestamp
+from streamlet.stores.value_formats import (
+    TIMESTAMP_SIZE,
+    split_aggregation_headers,
+    split_headers_value,
+    split_timestamped,
+    unpack_timestamp,
+)
 from streamlet.stores.wrapping import _StoreLayer
 
 
@@ -81,6 +87,25 @@ class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(ChangeLoggingKeyValu
         else:
             headers, timestamp, raw = split_headers_value(value)
             self._log_change(self.name, key, raw, timestamp, headers)  # type: ignore[arg-type]  # null header values
+
+
+class ChangeLoggingSessionBytesStoreWithHeaders(ChangeLoggingKeyValueBytesStore):
+    """A session store with headers' layer: local values carry headers before the aggregation
+    (`split_aggregation_headers`); the changelog gets the plain aggregation bytes under the current record's
+    timestamp with the stored headers as the record's. A delete logs the current record's timestamp and headers,
+    as Kafka Streams does."""
+
+    def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
+        super().__init__(inner, context)
+        self._log_change = context.log_change
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        current = self._record_context()
+        if value is None:
+            self._log_change(self.name, key, None, current.timestamp, current.headers)
+        else:
+            headers, raw = split_aggregation_headers(value)
+            self._log_change(self.name, key, raw, current.timestamp, headers)  # type: ignore[arg-type]
 
 
 class _LoggingWriteBatch(BytesWriteBatch):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from streamlet.stores.api import StateStoreContext
-from streamlet.stores.value_formats import split_timestamped
+from streamlet.stores.value_formats import split_headers_value, split_timestamped
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry, WindowWrite
 from streamlet.stores.window.key_schema import to_store_key
 from streamlet.stores.wrapping import _StoreLayer
@@ -74,3 +74,16 @@ class ChangeLoggingTimestampedWindowBytesStore(ChangeLoggingWindowBytesStore):
         else:
             timestamp, raw = split_timestamped(value)
             self._log_change(self.name, key, raw, timestamp)
+
+
+class ChangeLoggingTimestampedWindowBytesStoreWithHeaders(ChangeLoggingWindowBytesStore):
+    """A window store with headers' layer: logs the plain value with the timestamp and the headers stored before
+    it (`split_headers_value`); a delete logs the current record's timestamp and headers, as Kafka Streams does."""
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            current = self._record_context()
+            self._log_change(self.name, key, None, current.timestamp, current.headers)
+        else:
+            headers, timestamp, raw = split_headers_value(value)
+            self._log_change(self.name, key, raw, timestamp, headers)  # type: ignore[arg-type]  # null header values

@@ -100,10 +100,15 @@ class TypedWindowStore(WindowStore):
         self._serialize_key = key_serializer.serialize
         self._deserialize_key = key_deserializer.deserialize
         self._record_context = context.record_context_reader()
-        context.register(self, self._restore, logged=self.logging_enabled)
+        context.register(self, self._restore, logged=self.logging_enabled,
+                         with_headers=self._restores_with_headers())
 
     def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
         return PlainValueFormat(serde, topic)
+
+    def _restores_with_headers(self) -> bool:
+        """True when the changelog records' headers are part of the stored values (a store with headers)."""
+        return False
 
     def _change_logging(self, store: WindowBytesStore, context: StateStoreContext) -> WindowBytesStore:
         return ChangeLoggingWindowBytesStore(store, context, self.retain_duplicates)
