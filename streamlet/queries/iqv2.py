@@ -10,7 +10,9 @@ The queries, as in Kafka Streams: `KeyQuery` and `RangeQuery` (key-value stores,
 `WindowKeyQuery` and `WindowRangeQuery` (window stores; a session store answers
 `WindowRangeQuery.with_key`), `VersionedKeyQuery` and `MultiVersionedKeyQuery` (versioned stores),
 `TimestampedKeyWithHeadersQuery` and `TimestampedRangeWithHeadersQuery` (timestamped key-value stores with
-headers, `ReadOnlyRecord` answers with the stored headers). Each
+headers, `ReadOnlyRecord` answers with the stored headers), `TimestampedWindowKeyWithHeadersQuery` and
+`TimestampedWindowRangeWithHeadersQuery` (timestamped window stores with headers; a session store with headers
+answers `TimestampedWindowRangeWithHeadersQuery.with_key`). Each
 is built by its static factories and `with_...`/`as_of`/... calls that return a new query. A store that
 cannot answer a query type answers the failure `UNKNOWN_QUERY_TYPE` rather than raising.
 """
@@ -251,6 +253,70 @@ class WindowRangeQuery:
 
 
 @dataclass(frozen=True)
+class TimestampedWindowKeyWithHeadersQuery:
+    """The windows of one key of a timestamped window store with headers whose start lies in `[time_from,
+    time_to]`, as an iterator of `ReadOnlyRecord(Windowed(key, window), value, timestamp, headers)`, oldest
+    first (Kafka Streams' `TimestampedWindowKeyWithHeadersQuery`, KIP-1356)."""
+
+    key: Any
+    time_from: int
+    time_to: int
+
+    @staticmethod
+    def with_key_and_window_start_range(key: Any, time_from: int | datetime, time_to: int | datetime
+                                        ) -> TimestampedWindowKeyWithHeadersQuery:
+        """The windows of `key` starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
+        return TimestampedWindowKeyWithHeadersQuery(_key(key), _millis(time_from), _millis(time_to))
+
+    def get_key(self) -> Any:
+        """The key the query asks for."""
+        return self.key
+
+    def get_time_from(self) -> int:
+        """The earliest window start asked for (inclusive)."""
+        return self.time_from
+
+    def get_time_to(self) -> int:
+        """The latest window start asked for (inclusive)."""
+        return self.time_to
+
+
+@dataclass(frozen=True)
+class TimestampedWindowRangeWithHeadersQuery:
+    """`with_window_start_range(from, to)`: every key's windows starting in the range (timestamped window stores
+    with headers); `with_key(key)`: one key's sessions (session stores with headers). Each answer is an iterator
+    of `ReadOnlyRecord(Windowed(key, window), value, timestamp, headers)` (Kafka Streams'
+    `TimestampedWindowRangeWithHeadersQuery`, KIP-1356)."""
+
+    key: Any = None
+    time_from: int | None = None
+    time_to: int | None = None
+
+    @staticmethod
+    def with_key(key: Any) -> TimestampedWindowRangeWithHeadersQuery:
+        """A query for `key` (not None)."""
+        return TimestampedWindowRangeWithHeadersQuery(_key(key))
+
+    @staticmethod
+    def with_window_start_range(time_from: int | datetime, time_to: int | datetime
+                                ) -> TimestampedWindowRangeWithHeadersQuery:
+        """Every key's windows starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
+        return TimestampedWindowRangeWithHeadersQuery(None, _millis(time_from), _millis(time_to))
+
+    def get_key(self) -> Any:
+        """The key the query asks for."""
+        return self.key
+
+    def get_time_from(self) -> int | None:
+        """The earliest window start asked for (inclusive)."""
+        return self.time_from
+
+    def get_time_to(self) -> int | None:
+        """The latest window start asked for (inclusive)."""
+        return self.time_to
+
+
+@dataclass(frozen=True)
 class VersionedKeyQuery:
     """One key of a versioned store: its latest version, or with `as_of(t)` the version valid at t, as a
     `VersionedRecord` with its `valid_to` (None for the latest), or None."""
@@ -327,7 +393,8 @@ class MultiVersionedKeyQuery:
 
 Query = (KeyQuery | TimestampedKeyQuery | RangeQuery | TimestampedRangeQuery | WindowKeyQuery | WindowRangeQuery
          | VersionedKeyQuery | MultiVersionedKeyQuery | TimestampedKeyWithHeadersQuery
-         | TimestampedRangeWithHeadersQuery)
+         | TimestampedRangeWithHeadersQuery | TimestampedWindowKeyWithHeadersQuery
+         | TimestampedWindowRangeWithHeadersQuery)
 
 
 @dataclass(frozen=True)
