@@ -117,7 +117,7 @@ def _sessions(store: Any, query: Any) -> StoreKeyValueIterator:
         return StoreKeyValueIterator(iter([KeyValue(kv.key, _plain(kv.value)) for kv in found]))
 
 
-def _window_key_with_headers(store: Any, query: Any) -> Iterator[ReadOnlyRecord]:
+def _window_key_with_headers(store: Any, query: Any) -> Iterator[ReadOnlyRecord | None]:
     size = store.window_size_ms
     with store.fetch(query.key, query.time_from, query.time_to) as found:
         return iter([_record(Windowed(query.key, TimeWindow.for_size(kv.key, size)), kv.value) for kv in found])

@@ -16,9 +16,9 @@ from typing import Any
 
 from streamlet import AggregationWithHeaders, Processor, Serdes, Stores, Topology, ValueTimestampHeaders
 from streamlet.record import Record
-from streamlet.windowed import MAX_TIME, SessionWindow, Windowed
 from streamlet.stores.value_formats import convert_from_plain_to_header_format, convert_to_header_format
 from streamlet.testing import TopologyTestDriver
+from streamlet.windowed import MAX_TIME, SessionWindow, Windowed
 from tests.streams4_java import run_check
 
 

@@ -61,7 +61,7 @@ class TypedTimestampedWindowStoreWithHeaders(TypedWindowStore, TimestampedWindow
     def _restore(self, entries: list[Any]) -> None:
         """Apply one batch of `HeadedChangelogEntry`s, straight into the bytes store."""
         assert self._format is not None
-        local = self._format.from_changelog_entries(entries)  # type: ignore[arg-type]  # entries carry headers
+        local = self._format.from_changelog_entries(entries)  # entries carry headers (registered with_headers)
         writes = []
         for data, value in local:
             key, start, seqnum = from_store_key(data)
@@ -83,7 +83,7 @@ class TypedTimestampedWindowStoreWithHeaders(TypedWindowStore, TimestampedWindow
     def fetch_with_headers(self, key: Any, time_from: int, time_to: int) -> KeyValueIterator[Any, Any]:
         """`fetch(key, time_from, time_to)`, values as `ValueTimestampHeaders` (what the header-returning queries
         read)."""
-        return self.fetch(key, time_from, time_to)  # type: ignore[no-any-return]
+        return self.fetch(key, time_from, time_to)
 
     def fetch_all_with_headers(self, time_from: int, time_to: int) -> KeyValueIterator[Any, Any]:
         """`fetch_all`, values as `ValueTimestampHeaders`."""
