@@ -98,6 +98,7 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
         raise TopologyError(f"window store {store_name!r} has window size {supplier.window_size_ms} ms but the "
                             f"windows are {windows.size_ms} ms")
     builder = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    builder.dsl_store = True  # dsl.store.format applies (store_suppliers.apply_store_format)
     return _logging_and_caching(builder, materialized)
 
 
@@ -129,6 +130,7 @@ def sliding_window_store_builder(materialized: Materialized, store_name: str, wi
                    else Stores.persistent_timestamped_window_store)
         supplier = _time_first(factory(store_name, retention, windows.time_difference_ms, False), emit_final)
     plain = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    plain.dsl_store = True  # dsl.store.format applies (store_suppliers.apply_store_format)
     builder = _logging_and_caching(plain, materialized)
     return builder.with_caching_disabled() if emit_final else builder
 
@@ -146,8 +148,9 @@ def session_store_builder(materialized: Materialized, store_name: str, windows: 
         retention = session_retention_ms(materialized, windows, store_name)
         factory = Stores.in_memory_session_store if _in_memory(materialized) else Stores.persistent_session_store
         supplier = factory(store_name, retention)
-    builder = _logging_and_caching(
-        Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde), materialized)
+    sessions = Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    sessions.dsl_store = True  # dsl.store.format applies (store_suppliers.apply_store_format)
+    builder = _logging_and_caching(sessions, materialized)
     return builder.with_caching_disabled() if emit_final else builder
 
 

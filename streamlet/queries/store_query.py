@@ -119,17 +119,18 @@ def _sessions(store: Any, query: Any) -> StoreKeyValueIterator:
 
 def _window_key_with_headers(store: Any, query: Any) -> Iterator[ReadOnlyRecord | None]:
     size = store.window_size_ms
-    with store.fetch(query.key, query.time_from, query.time_to) as found:
+    with store.fetch_with_headers(query.key, query.time_from, query.time_to) as found:
         return iter([_record(Windowed(query.key, TimeWindow.for_size(kv.key, size)), kv.value) for kv in found])
 
 
 def _window_range_with_headers(store: Any, query: Any) -> Iterator[Any]:
-    return iter([_record(kv.key, kv.value) for kv in store.fetch_all_in_store_order(query.time_from, query.time_to)])
+    found = store.fetch_all_in_store_order_with_headers(query.time_from, query.time_to)
+    return iter([_record(kv.key, kv.value) for kv in found])
 
 
 def _sessions_with_headers(store: Any, query: Any) -> Iterator[ReadOnlyRecord]:
     """A session's record carries the session's end as its timestamp (a session store keeps no timestamp)."""
-    with store.fetch(query.key) as found:
+    with store.fetch_with_headers(query.key) as found:
         return iter([ReadOnlyRecord(kv.key, kv.value.aggregation, kv.key.window.end, kv.value.headers)
                      for kv in found])
 

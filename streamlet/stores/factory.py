@@ -25,17 +25,18 @@ from streamlet.stores.leveldb.versioned import LevelDBVersionedBytesStoreSupplie
 from streamlet.stores.memory.supplier import InMemoryKeyValueBytesStoreSupplier
 from streamlet.stores.memory.versioned import InMemoryVersionedBytesStoreSupplier
 from streamlet.stores.session.api import SessionBytesStoreSupplier
-from streamlet.stores.session.builders import SessionStoreBuilder
-from streamlet.stores.session.headers import SessionHeadersBytesStoreSupplier, SessionStoreWithHeadersBuilder
+from streamlet.stores.session.builders import SessionStoreBuilder, SessionStoreWithHeadersBuilder
+from streamlet.stores.session.headers import SessionHeadersBytesStoreSupplier
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
 from streamlet.stores.versioned.builders import VersionedKeyValueStoreBuilder
 from streamlet.stores.versioned.segmented import default_segment_interval_ms
 from streamlet.stores.window.api import WindowBytesStoreSupplier
-from streamlet.stores.window.builders import TimestampedWindowStoreBuilder, WindowStoreBuilder
-from streamlet.stores.window.headers import (
-    LevelDBWindowHeadersBytesStoreSupplier,
+from streamlet.stores.window.builders import (
+    TimestampedWindowStoreBuilder,
     TimestampedWindowStoreWithHeadersBuilder,
+    WindowStoreBuilder,
 )
+from streamlet.stores.window.headers import LevelDBWindowHeadersBytesStoreSupplier
 from streamlet.stores.window.suppliers import InMemoryWindowBytesStoreSupplier, LevelDBWindowBytesStoreSupplier
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")

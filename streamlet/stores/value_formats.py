@@ -293,4 +293,41 @@ class AggregationHeadersValueFormat:
                 for key, value, _timestamp, headers in entries]
 
 
-ValueFormat = PlainValueFormat | TimestampedValueFormat | TimestampedHeadersValueFormat | AggregationHeadersValueFormat
+class DslTimestampedHeadersValueFormat(TimestampedHeadersValueFormat):
+    """A DSL window store's values under `dsl.store.format=HEADERS`: `ValueAndTimestamp` in and out (what the
+    windowed aggregations read and write), kept as `join_headers_value` bytes without headers, as Kafka Streams
+    4.4.0's windowed aggregations store them."""
+
+    def encode(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = self._serialize(self._topic, value.value)
+        if raw is None:
+            return None
+        return join_headers_value((), value.timestamp, raw)
+
+    def decode(self, data: bytes) -> Any:
+        _headers, timestamp, raw = split_headers_value(data)
+        return ValueAndTimestamp(self._deserialize(self._topic, raw), timestamp)
+
+
+class DslAggregationHeadersValueFormat(AggregationHeadersValueFormat):
+    """A DSL session store's aggregates under `dsl.store.format=HEADERS`: plain aggregates in and out (what the
+    session aggregations read and write), kept as `join_aggregation_headers` bytes without headers, as Kafka
+    Streams 4.4.0's session aggregations store them."""
+
+    def encode(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = self._serialize(self._topic, value)
+        if raw is None:
+            return None
+        return join_aggregation_headers((), raw)
+
+    def decode(self, data: bytes) -> Any:
+        return self._deserialize(self._topic, split_aggregation_headers(data)[1])
+
+
+ValueFormat = (PlainValueFormat | TimestampedValueFormat | TimestampedHeadersValueFormat
+               | AggregationHeadersValueFormat)
+"""Every format (the DSL formats with headers are subclasses of the formats with headers)."""

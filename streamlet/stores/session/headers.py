@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Serde
-from streamlet.stores.api import AggregationWithHeaders, StateStoreContext
+from streamlet.stores.api import AggregationWithHeaders, FlushListener, KeyValueIterator, StateStoreContext
+from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.keyvalue.changelogging import ChangeLoggingSessionBytesStoreWithHeaders
 from streamlet.stores.session.api import SessionBytesStoreSupplier, SessionStore
-from streamlet.stores.session.builders import SessionStoreBuilder
 from streamlet.stores.session.typed import TypedSessionStore
-from streamlet.stores.value_formats import AggregationHeadersValueFormat, ValueFormat
+from streamlet.stores.value_formats import AggregationHeadersValueFormat, DslAggregationHeadersValueFormat, ValueFormat
 
 
 class SessionStoreWithHeaders(SessionStore):
@@ -59,13 +60,41 @@ class TypedSessionStoreWithHeaders(TypedSessionStore, SessionStoreWithHeaders):
         super().put(session_key, _checked(aggregate))
 
 
-class SessionStoreWithHeadersBuilder(SessionStoreBuilder):
-    """Builds `SessionStoreWithHeaders` over any session supplier (LevelDB or in-memory)."""
+    def fetch_with_headers(self, key: Any) -> KeyValueIterator[Any, Any]:
+        """`fetch(key)` (values are `AggregationWithHeaders` already; what the header-returning queries read)."""
+        return self.fetch(key)
 
-    def build(self) -> TypedSessionStoreWithHeaders:
-        return TypedSessionStoreWithHeaders(self.supplier.get(), self.key_serde, self.value_serde,
-                                            retention_ms=self.supplier.retention_ms,
-                                            logging_enabled=self.logging_enabled, caching_enabled=self.caching_enabled)
+
+class DslSessionStoreWithHeaders(TypedSessionStore, SessionStoreWithHeaders):
+    """A session aggregation's store under `dsl.store.format=HEADERS` (Kafka Streams' KIP-1285): kept and logged
+    as a session store with headers, while the aggregation reads and writes plain aggregates. The aggregations
+    store their aggregates without headers, as Kafka Streams 4.4.0's do, so the header-returning queries answer
+    no headers; a removed session's changelog record carries the current record's headers."""
+
+    def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
+        return DslAggregationHeadersValueFormat(serde, topic)
+
+    def _change_logging(self, store: KeyValueBytesStore, context: StateStoreContext) -> KeyValueBytesStore:
+        return ChangeLoggingSessionBytesStoreWithHeaders(store, context)
+
+    def _restores_with_headers(self) -> bool:
+        return True
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """Flushed sessions go downstream with the headers their new aggregate is stored with (none, for what the
+        DSL writes; none for a removed session), as Kafka Streams 4.4.0's session flush listener with headers
+        forwards them, not with the headers of the record that made the update."""
+
+        def stored_headers(key: Any, new: Any, old: Any, timestamp: int, _headers: Headers) -> None:
+            listener(key, new, old, timestamp, ())
+
+        return super().set_flush_listener(stored_headers, send_old_values)
+
+    def fetch_with_headers(self, key: Any) -> KeyValueIterator[Any, Any]:
+        """`fetch(key)`, aggregates as `AggregationWithHeaders`."""
+        with self.fetch(key) as found:
+            entries = [KeyValue(kv.key, AggregationWithHeaders(kv.value, ())) for kv in found]
+        return StoreKeyValueIterator(iter(entries))
 
 
 class SessionHeadersBytesStoreSupplier(SessionBytesStoreSupplier):

@@ -14,6 +14,10 @@ from typing import Any
 from streamlet.serdes import resolve_serde
 from streamlet.stores.builders import ConfigurableStoreBuilder
 from streamlet.stores.window.api import WindowBytesStoreSupplier
+from streamlet.stores.window.headers import (
+    DslTimestampedWindowStoreWithHeaders,
+    TypedTimestampedWindowStoreWithHeaders,
+)
 from streamlet.stores.window.typed import TypedTimestampedWindowStore, TypedWindowStore
 
 ADDITIONAL_CHANGELOG_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -57,5 +61,21 @@ class WindowStoreBuilder(ConfigurableStoreBuilder):
 class TimestampedWindowStoreBuilder(WindowStoreBuilder):
     """Builds `TimestampedWindowStore`s: values are `ValueAndTimestamp` over the given value serde."""
 
+    dsl_store = False
+    """True for a windowed aggregation's store: `dsl.store.format` applies to it."""
+    headers_format = False
+    """Set by the runtime on a windowed aggregation's store under `dsl.store.format=HEADERS`: the store is then kept
+    as a timestamped window store with headers (`DslTimestampedWindowStoreWithHeaders`)."""
+
     def build(self) -> TypedTimestampedWindowStore:
-        return TypedTimestampedWindowStore(self.supplier.get(), self.key_serde, self.value_serde, **self._shape())
+        kind = DslTimestampedWindowStoreWithHeaders if self.headers_format else TypedTimestampedWindowStore
+        return kind(self.supplier.get(), self.key_serde, self.value_serde, **self._shape())
+
+
+class TimestampedWindowStoreWithHeadersBuilder(WindowStoreBuilder):
+    """Builds `TimestampedWindowStoreWithHeaders`: values are `ValueTimestampHeaders` over the given value serde,
+    over any window supplier (LevelDB or in-memory)."""
+
+    def build(self) -> TypedTimestampedWindowStoreWithHeaders:
+        return TypedTimestampedWindowStoreWithHeaders(self.supplier.get(), self.key_serde, self.value_serde,
+                                                      **self._shape())

@@ -12,16 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamlet.record import Headers
+from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Serde
-from streamlet.stores.api import FlushListener, KeyValueIterator, StateStoreContext, ValueTimestampHeaders
-from streamlet.stores.value_formats import TimestampedHeadersValueFormat, ValueFormat
+from streamlet.stores.api import (
+    FlushListener,
+    KeyValueIterator,
+    StateStoreContext,
+    ValueAndTimestamp,
+    ValueTimestampHeaders,
+)
+from streamlet.stores.iterators import StoreKeyValueIterator
+from streamlet.stores.value_formats import DslTimestampedHeadersValueFormat, TimestampedHeadersValueFormat, ValueFormat
 from streamlet.stores.window.api import WindowBytesStore, WindowStore
-from streamlet.stores.window.builders import WindowStoreBuilder
 from streamlet.stores.window.changelogging import ChangeLoggingTimestampedWindowBytesStoreWithHeaders
 from streamlet.stores.window.key_schema import from_store_key
 from streamlet.stores.window.suppliers import LevelDBWindowBytesStoreSupplier
-from streamlet.stores.window.typed import TypedWindowStore
+from streamlet.stores.window.typed import TypedTimestampedWindowStore, TypedWindowStore
 
 
 class TimestampedWindowStoreWithHeaders(WindowStore):
@@ -89,14 +95,49 @@ class TypedTimestampedWindowStoreWithHeaders(TypedWindowStore, TimestampedWindow
         """`fetch_all`, values as `ValueTimestampHeaders`."""
         return self.fetch_all(time_from, time_to)
 
+    def fetch_all_in_store_order_with_headers(self, time_from: int, time_to: int) -> list[KeyValue]:
+        """`fetch_all_in_store_order` (values are `ValueTimestampHeaders` already)."""
+        return self.fetch_all_in_store_order(time_from, time_to)
 
-class TimestampedWindowStoreWithHeadersBuilder(WindowStoreBuilder):
-    """Builds `TimestampedWindowStoreWithHeaders`: values are `ValueTimestampHeaders` over the given value serde,
-    over any window supplier (LevelDB or in-memory)."""
 
-    def build(self) -> TypedTimestampedWindowStoreWithHeaders:
-        return TypedTimestampedWindowStoreWithHeaders(self.supplier.get(), self.key_serde, self.value_serde,
-                                                      **self._shape())
+def _with_no_headers(value: ValueAndTimestamp) -> ValueTimestampHeaders:
+    return ValueTimestampHeaders(value.value, value.timestamp, ())
+
+
+class DslTimestampedWindowStoreWithHeaders(TypedTimestampedWindowStore, TimestampedWindowStoreWithHeaders):
+    """A windowed aggregation's store under `dsl.store.format=HEADERS` (Kafka Streams' KIP-1285): kept and logged
+    as a timestamped window store with headers, while the aggregation reads and writes it as a
+    `TimestampedWindowStore` (`ValueAndTimestamp`). The aggregations store their values without headers, as Kafka
+    Streams 4.4.0's do, so the header-returning queries answer no headers."""
+
+    def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
+        return DslTimestampedHeadersValueFormat(serde, topic)
+
+    def _change_logging(self, store: WindowBytesStore, context: StateStoreContext) -> WindowBytesStore:
+        return ChangeLoggingTimestampedWindowBytesStoreWithHeaders(store, context, self.retain_duplicates)
+
+    def _restores_with_headers(self) -> bool:
+        return True
+
+    _restore = TypedTimestampedWindowStoreWithHeaders._restore
+
+    def fetch_with_headers(self, key: Any, time_from: int, time_to: int) -> KeyValueIterator[Any, Any]:
+        """`fetch(key, time_from, time_to)`, values as `ValueTimestampHeaders` (what the header-returning queries
+        read)."""
+        with self.fetch(key, time_from, time_to) as found:
+            entries = [KeyValue(kv.key, _with_no_headers(kv.value)) for kv in found]
+        return StoreKeyValueIterator(iter(entries))
+
+    def fetch_all_with_headers(self, time_from: int, time_to: int) -> KeyValueIterator[Any, Any]:
+        """`fetch_all`, values as `ValueTimestampHeaders`."""
+        with self.fetch_all(time_from, time_to) as found:
+            entries = [KeyValue(kv.key, _with_no_headers(kv.value)) for kv in found]
+        return StoreKeyValueIterator(iter(entries))
+
+    def fetch_all_in_store_order_with_headers(self, time_from: int, time_to: int) -> list[KeyValue]:
+        """`fetch_all_in_store_order`, values as `ValueTimestampHeaders`."""
+        return [KeyValue(kv.key, _with_no_headers(kv.value))
+                for kv in self.fetch_all_in_store_order(time_from, time_to)]
 
 
 class LevelDBWindowHeadersBytesStoreSupplier(LevelDBWindowBytesStoreSupplier):
