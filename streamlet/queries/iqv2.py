@@ -193,19 +193,15 @@ class TimestampedRangeWithHeadersQuery(_Range):
 
 
 @dataclass(frozen=True)
-class WindowKeyQuery:
-    """The windows of one key of a window store whose start lies in `[time_from, time_to]`, as an
-    iterator of `KeyValue(window_start, value)`, oldest first; plain values."""
-
+class _KeyWindowStarts:
     key: Any
     time_from: int
     time_to: int
 
-    @staticmethod
-    def with_key_and_window_start_range(key: Any, time_from: int | datetime, time_to: int | datetime
-                                        ) -> WindowKeyQuery:
+    @classmethod
+    def with_key_and_window_start_range(cls, key: Any, time_from: int | datetime, time_to: int | datetime) -> Self:
         """The windows of `key` starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
-        return WindowKeyQuery(_key(key), _millis(time_from), _millis(time_to))
+        return cls(_key(key), _millis(time_from), _millis(time_to))
 
     def get_key(self) -> Any:
         """The key the query asks for."""
@@ -220,88 +216,32 @@ class WindowKeyQuery:
         return self.time_to
 
 
-@dataclass(frozen=True)
-class WindowRangeQuery:
-    """`with_window_start_range(from, to)`: every key's windows starting in the range (window stores),
-    as `KeyValue(Windowed(key, window), value)`; `with_key(key)`: one key's sessions (session stores)."""
-
-    key: Any = None
-    time_from: int | None = None
-    time_to: int | None = None
-
-    @staticmethod
-    def with_key(key: Any) -> WindowRangeQuery:
-        """A query for `key` (not None)."""
-        return WindowRangeQuery(_key(key))
-
-    @staticmethod
-    def with_window_start_range(time_from: int | datetime, time_to: int | datetime) -> WindowRangeQuery:
-        """Every key's windows starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
-        return WindowRangeQuery(None, _millis(time_from), _millis(time_to))
-
-    def get_key(self) -> Any:
-        """The key the query asks for."""
-        return self.key
-
-    def get_time_from(self) -> int | None:
-        """The earliest window start asked for (inclusive)."""
-        return self.time_from
-
-    def get_time_to(self) -> int | None:
-        """The latest window start asked for (inclusive)."""
-        return self.time_to
+class WindowKeyQuery(_KeyWindowStarts):
+    """The windows of one key of a window store whose start lies in `[time_from, time_to]`, as an
+    iterator of `KeyValue(window_start, value)`, oldest first; plain values."""
 
 
-@dataclass(frozen=True)
-class TimestampedWindowKeyWithHeadersQuery:
+class TimestampedWindowKeyWithHeadersQuery(_KeyWindowStarts):
     """The windows of one key of a timestamped window store with headers whose start lies in `[time_from,
     time_to]`, as an iterator of `ReadOnlyRecord(Windowed(key, window), value, timestamp, headers)`, oldest
     first (Kafka Streams' `TimestampedWindowKeyWithHeadersQuery`, KIP-1356)."""
 
-    key: Any
-    time_from: int
-    time_to: int
-
-    @staticmethod
-    def with_key_and_window_start_range(key: Any, time_from: int | datetime, time_to: int | datetime
-                                        ) -> TimestampedWindowKeyWithHeadersQuery:
-        """The windows of `key` starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
-        return TimestampedWindowKeyWithHeadersQuery(_key(key), _millis(time_from), _millis(time_to))
-
-    def get_key(self) -> Any:
-        """The key the query asks for."""
-        return self.key
-
-    def get_time_from(self) -> int:
-        """The earliest window start asked for (inclusive)."""
-        return self.time_from
-
-    def get_time_to(self) -> int:
-        """The latest window start asked for (inclusive)."""
-        return self.time_to
-
 
 @dataclass(frozen=True)
-class TimestampedWindowRangeWithHeadersQuery:
-    """`with_window_start_range(from, to)`: every key's windows starting in the range (timestamped window stores
-    with headers); `with_key(key)`: one key's sessions (session stores with headers). Each answer is an iterator
-    of `ReadOnlyRecord(Windowed(key, window), value, timestamp, headers)` (Kafka Streams'
-    `TimestampedWindowRangeWithHeadersQuery`, KIP-1356)."""
-
+class _KeyOrWindowStarts:
     key: Any = None
     time_from: int | None = None
     time_to: int | None = None
 
-    @staticmethod
-    def with_key(key: Any) -> TimestampedWindowRangeWithHeadersQuery:
+    @classmethod
+    def with_key(cls, key: Any) -> Self:
         """A query for `key` (not None)."""
-        return TimestampedWindowRangeWithHeadersQuery(_key(key))
+        return cls(_key(key))
 
-    @staticmethod
-    def with_window_start_range(time_from: int | datetime, time_to: int | datetime
-                                ) -> TimestampedWindowRangeWithHeadersQuery:
+    @classmethod
+    def with_window_start_range(cls, time_from: int | datetime, time_to: int | datetime) -> Self:
         """Every key's windows starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
-        return TimestampedWindowRangeWithHeadersQuery(None, _millis(time_from), _millis(time_to))
+        return cls(None, _millis(time_from), _millis(time_to))
 
     def get_key(self) -> Any:
         """The key the query asks for."""
@@ -314,6 +254,18 @@ class TimestampedWindowRangeWithHeadersQuery:
     def get_time_to(self) -> int | None:
         """The latest window start asked for (inclusive)."""
         return self.time_to
+
+
+class WindowRangeQuery(_KeyOrWindowStarts):
+    """`with_window_start_range(from, to)`: every key's windows starting in the range (window stores),
+    as `KeyValue(Windowed(key, window), value)`; `with_key(key)`: one key's sessions (session stores)."""
+
+
+class TimestampedWindowRangeWithHeadersQuery(_KeyOrWindowStarts):
+    """`with_window_start_range(from, to)`: every key's windows starting in the range (timestamped window stores
+    with headers); `with_key(key)`: one key's sessions (session stores with headers). Each answer is an iterator
+    of `ReadOnlyRecord(Windowed(key, window), value, timestamp, headers)` (Kafka Streams'
+    `TimestampedWindowRangeWithHeadersQuery`, KIP-1356)."""
 
 
 @dataclass(frozen=True)

@@ -205,12 +205,8 @@ def convert_from_plain_to_header_format(value: bytes | None) -> bytes | None:
     return None if value is None else b"\x00" + _TIMESTAMP.pack(-1) + value
 
 
-class TimestampedHeadersValueFormat:
-    """`ValueTimestampHeaders` <-> the bytes of `join_headers_value`. The changelog carries the plain value
-    bytes, the timestamp as the record timestamp and the headers as the record's headers (Kafka Streams 4.4's
-    changelog of a store with headers); restoring joins them back."""
-
-    timestamped = True
+class _HeadersValueFormat:
+    """What the formats of the stores with headers share: the serde's functions, and no fixed size."""
 
     def __init__(self, serde: Serde[Any], topic: str | None) -> None:
         self._serialize = serde.serializer.serialize
@@ -218,6 +214,14 @@ class TimestampedHeadersValueFormat:
         self._topic = topic
         self.fixed_size: int | None = None
         """Never fixed: the headers vary."""
+
+
+class TimestampedHeadersValueFormat(_HeadersValueFormat):
+    """`ValueTimestampHeaders` <-> the bytes of `join_headers_value`. The changelog carries the plain value
+    bytes, the timestamp as the record timestamp and the headers as the record's headers (Kafka Streams 4.4's
+    changelog of a store with headers); restoring joins them back."""
+
+    timestamped = True
 
     def encode(self, value: Any) -> bytes | None:
         if value is None:
@@ -258,19 +262,12 @@ def split_aggregation_headers(value: bytes) -> tuple[StoredHeaders, bytes]:
     return deserialize_headers(value[pos:end]), value[end:]
 
 
-class AggregationHeadersValueFormat:
+class AggregationHeadersValueFormat(_HeadersValueFormat):
     """`AggregationWithHeaders` <-> the bytes of `join_aggregation_headers`. The changelog carries the plain
     aggregation bytes with the stored headers as the record's headers (Kafka Streams 4.4's changelog of a
     session store with headers); restoring joins them back."""
 
     timestamped = False
-
-    def __init__(self, serde: Serde[Any], topic: str | None) -> None:
-        self._serialize = serde.serializer.serialize
-        self._deserialize = serde.deserializer.deserialize
-        self._topic = topic
-        self.fixed_size: int | None = None
-        """Never fixed: the headers vary."""
 
     def encode(self, value: Any) -> bytes | None:
         if value is None:

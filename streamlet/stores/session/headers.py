@@ -14,7 +14,13 @@ from typing import Any
 
 from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Serde
-from streamlet.stores.api import AggregationWithHeaders, FlushListener, KeyValueIterator, StateStoreContext
+from streamlet.stores.api import (
+    AggregationWithHeaders,
+    FlushListener,
+    KeyValueIterator,
+    StateStoreContext,
+    checked_with_headers,
+)
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
 from streamlet.stores.keyvalue.changelogging import ChangeLoggingSessionBytesStoreWithHeaders
@@ -27,21 +33,6 @@ class SessionStoreWithHeaders(SessionStore):
     """A session store whose aggregates are `AggregationWithHeaders(aggregation, headers)`: each session keeps
     the headers of the write that put its aggregate, as Kafka Streams' `SessionStoreWithHeaders`. Its changelog
     records carry the stored headers as record headers. Build one with `Stores.session_store_with_headers_builder`."""
-
-
-def _checked(value: Any) -> AggregationWithHeaders | None:
-    """None for a delete (`None`, or an `AggregationWithHeaders` without aggregation); headers as a tuple."""
-    if value is None:
-        return None
-    if not isinstance(value, AggregationWithHeaders):
-        raise TypeError("a session store with headers takes AggregationWithHeaders(aggregation, headers) values, "
-                        f"got {type(value).__name__}")
-    if value.aggregation is None:
-        return None
-    headers = value.headers
-    if headers is None or type(headers) is not tuple:
-        value = value._replace(headers=tuple(headers or ()))
-    return value
 
 
 class TypedSessionStoreWithHeaders(TypedSessionStore, SessionStoreWithHeaders):
@@ -57,7 +48,7 @@ class TypedSessionStoreWithHeaders(TypedSessionStore, SessionStoreWithHeaders):
         return True
 
     def put(self, session_key: Any, aggregate: Any) -> None:
-        super().put(session_key, _checked(aggregate))
+        super().put(session_key, checked_with_headers(aggregate, AggregationWithHeaders, "session store with headers"))
 
 
     def fetch_with_headers(self, key: Any) -> KeyValueIterator[Any, Any]:

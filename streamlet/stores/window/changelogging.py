@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from streamlet.stores.api import StateStoreContext
-from streamlet.stores.value_formats import split_headers_value, split_timestamped
+from streamlet.stores.keyvalue.changelogging import log_headers_value
+from streamlet.stores.value_formats import split_timestamped
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry, WindowWrite
 from streamlet.stores.window.key_schema import to_store_key
 from streamlet.stores.wrapping import _StoreLayer
@@ -81,9 +82,4 @@ class ChangeLoggingTimestampedWindowBytesStoreWithHeaders(ChangeLoggingWindowByt
     it (`split_headers_value`); a delete logs the current record's timestamp and headers, as Kafka Streams does."""
 
     def log(self, key: bytes, value: bytes | None) -> None:
-        if value is None:
-            current = self._record_context()
-            self._log_change(self.name, key, None, current.timestamp, current.headers)
-        else:
-            headers, timestamp, raw = split_headers_value(value)
-            self._log_change(self.name, key, raw, timestamp, headers)  # type: ignore[arg-type]  # null header values
+        log_headers_value(self._log_change, self.name, self._record_context, key, value)

@@ -20,6 +20,7 @@ from streamlet.stores.api import (
     StateStoreContext,
     ValueAndTimestamp,
     ValueTimestampHeaders,
+    checked_with_headers,
 )
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.value_formats import DslTimestampedHeadersValueFormat, TimestampedHeadersValueFormat, ValueFormat
@@ -35,21 +36,6 @@ class TimestampedWindowStoreWithHeaders(WindowStore):
     timestamp and the headers of the write that put its value, as Kafka Streams'
     `TimestampedWindowStoreWithHeaders`. Its changelog records carry the stored headers as record headers.
     Build one with `Stores.timestamped_window_store_with_headers_builder`."""
-
-
-def checked_window_value(value: Any) -> ValueTimestampHeaders | None:
-    """None for a delete (`None`, or a `ValueTimestampHeaders` without value); headers as a tuple."""
-    if value is None:
-        return None
-    if not isinstance(value, ValueTimestampHeaders):
-        raise TypeError("a timestamped window store with headers takes ValueTimestampHeaders(value, timestamp, "
-                        f"headers) values, got {type(value).__name__}")
-    if value.value is None:
-        return None
-    headers = value.headers
-    if headers is None or type(headers) is not tuple:
-        value = value._replace(headers=tuple(headers or ()))
-    return value
 
 
 class TypedTimestampedWindowStoreWithHeaders(TypedWindowStore, TimestampedWindowStoreWithHeaders):
@@ -84,7 +70,8 @@ class TypedTimestampedWindowStoreWithHeaders(TypedWindowStore, TimestampedWindow
         return forward
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
-        super().put(key, checked_window_value(value), window_start)
+        super().put(key, checked_with_headers(value, ValueTimestampHeaders, "timestamped window store with headers"),
+                    window_start)
 
     def fetch_with_headers(self, key: Any, time_from: int, time_to: int) -> KeyValueIterator[Any, Any]:
         """`fetch(key, time_from, time_to)`, values as `ValueTimestampHeaders` (what the header-returning queries
