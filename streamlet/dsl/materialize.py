@@ -28,6 +28,7 @@ from streamlet.stores.factory import Stores
 from streamlet.stores.session.api import SessionBytesStoreSupplier
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
 from streamlet.stores.window.api import WindowBytesStoreSupplier
+from streamlet.stores.window.builders import WindowStoreBuilder
 from streamlet.stores.window.suppliers import LevelDBWindowBytesStoreSupplier
 
 if TYPE_CHECKING:
@@ -170,16 +171,18 @@ def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: 
                        outer_store: str | None) -> tuple[StoreBuilder, StoreBuilder, StoreBuilder | None]:
     """A stream-stream join's stores, as Kafka Streams makes them: one window store per side (retaining
     duplicates, window = before + after, retention = that + grace, changelog `cleanup.policy=delete`,
-    no cache) and, for left/outer joins, the shared outer store (a list-valued key-value store). A side
-    given its own supplier (`StreamJoined(this_store_supplier=...)`) gets it, checked and change-logged
-    with the builder's defaults, as in Kafka Streams."""
+    no cache, changelog records with the headers of the records they hold) and, for left/outer joins, the shared
+    outer store (a list-valued key-value store). A side given its own supplier
+    (`StreamJoined(this_store_supplier=...)`) gets it, checked and change-logged with the builder's defaults, as
+    in Kafka Streams."""
     sides: list[StoreBuilder] = []
     for name, supplier, value_serde in ((this_store, options.this_store_supplier, options.value_serde),
                                         (other_store, options.other_store_supplier, options.other_value_serde)):
         if supplier is None:
             sides.append(_join_window_store(options, windows, name, value_serde))
         else:
-            sides.append(Stores.window_store_builder(supplier, options.key_serde, value_serde))
+            sides.append(_logging_record_headers(Stores.window_store_builder(supplier, options.key_serde,
+                                                                             value_serde)))
     outer = None if outer_store is None else _outer_join_store(options, outer_store)
     return sides[0], sides[1], outer
 
@@ -219,7 +222,15 @@ def _join_window_store(options: StreamJoined, windows: JoinWindows, name: str,
     builder = Stores.window_store_builder(factory(name, retention, size, retain_duplicates=True),
                                           options.key_serde, value_serde)
     log_config = {**options.log_config, "cleanup.policy": "delete"}
+    _logging_record_headers(builder)
     return builder.with_logging_enabled(log_config) if options.logging else builder.with_logging_disabled()
+
+
+def _logging_record_headers(builder: WindowStoreBuilder) -> WindowStoreBuilder:
+    """Kafka Streams 4.4 keeps a join's side as a window store with headers whatever `dsl.store.format` says: its
+    changelog records carry the headers of the records they hold (the record being processed when written)."""
+    builder.logs_record_headers = True
+    return builder
 
 
 @follows_default

@@ -18,12 +18,14 @@ import pytest
 
 from streamlet import (
     Consumed,
+    JoinWindows,
     Materialized,
     PositionBound,
     Produced,
     Serdes,
     SessionWindows,
     SlidingWindows,
+    StreamJoined,
     StreamsBuilder,
     TimestampedKeyQuery,
     TimestampedKeyWithHeadersQuery,
@@ -71,6 +73,12 @@ def _topology(op: str) -> Any:
          .count(Materialized("agg", key_serde=s, value_serde=Serdes.Long()))
          .to_stream().select_key(lambda k, v: f"{k.key}@{k.window.start}-{k.window.end}")
          .map_values(lambda v: None if v is None else str(v)).to("out", Produced(s, s)))
+    elif op == "join":
+        everything = builder.stream("in", Consumed(s, s))
+        (everything.filter(lambda k, v: v.startswith("x"))
+         .join(everything.filter(lambda k, v: not v.startswith("x")), lambda a, b: a + b,
+               JoinWindows.of_time_difference_with_no_grace(10), StreamJoined(s, s, s, store_name="agg"))
+         .to("out", Produced(s, s)))
     else:
         builder.table("in", Consumed(s, s), Materialized("agg", key_serde=s, value_serde=s)).to_stream() \
             .to("out", Produced(s, s))
@@ -99,6 +107,8 @@ def streamlet_lines(label: str, op: str, store_format: str, cache: str, records:
             key, value, ts, *spec = record.split(",", 3)
             source.pipe_input(key, None if value == "null" else value, int(ts),
                               headers=_parse_headers(spec[0]) if spec else None)
+        if op == "join":
+            return _join_lines(label, driver)
         store = driver.get_state_store("agg")
         headers = store_format.upper() == "HEADERS"
         kinds = {"wcount": (DslTimestampedWindowStoreWithHeaders, TypedTimestampedWindowStore),
@@ -123,6 +133,17 @@ def streamlet_lines(label: str, op: str, store_format: str, cache: str, records:
             with store._bytes.range(None, None) as stored:  # the local bytes under the serdes
                 lines += [f"{label} store {key.decode()} {value.hex()}" for key, value in stored]
     return lines
+
+
+def _join_lines(label: str, driver: TopologyTestDriver) -> list[str]:
+    lines = []
+    for side in ("this", "other"):
+        log = driver.create_output_topic(f"dslh-agg-{side}-join-store-changelog", Serdes.Bytes(), Serdes.Bytes())
+        lines += [f"{label} cl-{side} {r.key.hex()} {r.value.hex()} {r.timestamp} {_headers(r.headers)}"
+                  for r in log.read_records_to_list()]
+    out = driver.create_output_topic("out", Serdes.String(), Serdes.String())
+    return lines + [f"{label} out {r.key} {r.value} {r.timestamp} {_headers(r.headers)}"
+                    for r in out.read_records_to_list()]
 
 
 def _stored_window(store: Any, kv: Any) -> str:
@@ -192,6 +213,16 @@ def test_windowed_and_session_stores_under_headers_are_kafka_streams() -> None:
 
 def test_windowed_and_session_stores_under_default_are_kafka_streams() -> None:
     java, ours = _java_and_ours(_cases(1357, 30, ("DEFAULT",), WINDOWED_OPS, max_timestamp=300))
+    assert ours == java
+
+
+def test_join_store_changelogs_carry_the_records_headers_as_kafka_streams() -> None:
+    """Kafka Streams 4.4.0 keeps a stream-stream join's sides as window stores with headers under either format:
+    their changelog records carry the headers of the records they hold."""
+    cases = _cases(1358, 30, ("DEFAULT", "HEADERS"), ("join",), max_timestamp=60)
+    java, ours = _java_and_ours(cases)
+    assert any(" cl-this " in line and line.split()[-1] != "-" for line in java)
+    assert any(" out " in line for line in java)
     assert ours == java
 
 

@@ -46,9 +46,16 @@ class WindowStoreBuilder(ConfigurableStoreBuilder):
     def build(self) -> TypedWindowStore:
         return TypedWindowStore(self.supplier.get(), self.key_serde, self.value_serde, **self._shape())
 
+    logs_record_headers = False
+    """True for a stream-stream join's side: its changelog records carry the headers of the record being processed
+    (Kafka Streams 4.4 keeps a join's side as a window store with headers)."""
+
     def _shape(self) -> dict[str, Any]:
-        return {"window_size_ms": self.supplier.window_size_ms, "retain_duplicates": self.supplier.retain_duplicates,
-                "logging_enabled": self.logging_enabled, "caching_enabled": self.caching_enabled}
+        shape = {"window_size_ms": self.supplier.window_size_ms, "retain_duplicates": self.supplier.retain_duplicates,
+                 "logging_enabled": self.logging_enabled, "caching_enabled": self.caching_enabled}
+        if self.logs_record_headers:
+            shape["logs_record_headers"] = True
+        return shape
 
     def _changelog_defaults(self) -> dict[str, str]:
         return window_changelog_config(self.supplier.retention_ms)

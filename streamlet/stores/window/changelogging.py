@@ -66,6 +66,15 @@ class ChangeLoggingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesSt
         return self.inner.observed_stream_time
 
 
+class ChangeLoggingWindowBytesStoreWithRecordHeaders(ChangeLoggingWindowBytesStore):
+    """Logs every write under the current record's timestamp and headers: a stream-stream join's side, which
+    Kafka Streams 4.4 keeps as a window store with headers (the record it holds, with that record's headers)."""
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        current = self._record_context()
+        self._log_change(self.name, key, value, current.timestamp, current.headers)
+
+
 class ChangeLoggingTimestampedWindowBytesStore(ChangeLoggingWindowBytesStore):
     """Logs the plain value with the timestamp of its prefix (a delete: the current record's)."""
 

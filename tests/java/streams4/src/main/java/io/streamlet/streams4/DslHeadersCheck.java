@@ -16,6 +16,9 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
@@ -44,6 +47,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * sliding windows of 50 ms) and `scount` (count in sessions with a 30 ms gap), no grace, output keys written
  * "key@start" (sessions "key@start-end"); under HEADERS their stores' values print as "label store KEY START
  * VALUEHEX" (windows, sorted) and "label store KEY START END VALUEHEX" (sessions, `AggregationWithHeadersSerde`).
+ * Op `join`: records whose value starts with "x" joined with the others (10 ms apart, no grace; StreamJoined
+ * store name "agg"), printing both join stores' changelogs ("label cl-this ..." and "label cl-other ...").
  * tests/dsl/test_dsl_headers_format.py runs the same cases.
  */
 public final class DslHeadersCheck {
@@ -90,6 +95,13 @@ public final class DslHeadersCheck {
                 .toStream((k, v) -> k.key() + "@" + k.window().start()).mapValues(v -> String.valueOf(v))
                 .to("out", Produced.with(Serdes.String(), Serdes.String()));
             valueSerde = Serdes.Long();
+        } else if ("join".equals(op)) {
+            final KStream<String, String> all = builder.stream("in", Consumed.with(Serdes.String(), Serdes.String()));
+            all.filter((k, v) -> v.startsWith("x")).join(all.filter((k, v) -> !v.startsWith("x")), (a, b) -> a + b,
+                    JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(10)),
+                    StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()).withStoreName("agg"))
+                .to("out", Produced.with(Serdes.String(), Serdes.String()));
+            valueSerde = Serdes.String();
         } else if ("scount".equals(op)) {
             builder.stream("in", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
                 .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(30)))
@@ -115,6 +127,24 @@ public final class DslHeadersCheck {
                     : new RecordHeaders();
                 input.pipeInput(new TestRecord<>(parts[0], "null".equals(parts[1]) ? null : parts[1], hs,
                     Long.parseLong(parts[2])));
+            }
+            if ("join".equals(op)) {
+                for (final String side : new String[] {"this", "other"}) {
+                    final TestOutputTopic<byte[], byte[]> log = driver.createOutputTopic(
+                        "dslh-agg-" + side + "-join-store-changelog", Serdes.ByteArray().deserializer(),
+                        Serdes.ByteArray().deserializer());
+                    for (final TestRecord<byte[], byte[]> r : log.readRecordsToList()) {
+                        System.out.println(label + " cl-" + side + " " + HEX.formatHex(r.key()) + " "
+                            + HEX.formatHex(r.value()) + " " + r.timestamp() + " " + HeadersStoreCheck.headers(r.headers()));
+                    }
+                }
+                final TestOutputTopic<String, String> joined = driver.createOutputTopic("out",
+                    Serdes.String().deserializer(), Serdes.String().deserializer());
+                for (final TestRecord<String, String> r : joined.readRecordsToList()) {
+                    System.out.println(label + " out " + r.key() + " " + r.value() + " " + r.timestamp() + " "
+                        + HeadersStoreCheck.headers(r.headers()));
+                }
+                return;
             }
             final StateStore raw = driver.getAllStateStores().get("agg");
             System.out.println(label + " class " + raw.getClass().getSimpleName());
