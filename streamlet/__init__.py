@@ -95,6 +95,8 @@ from streamlet.queries import (
     TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
     TimestampedRangeWithHeadersQuery,
+    TimestampedWindowKeyWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
@@ -105,15 +107,18 @@ from streamlet.runtime.close_options import CloseOptions, GroupMembershipOperati
 from streamlet.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streamlet.serdes import Deserializer, Serde, Serdes, Serializer
 from streamlet.stores import (
+    AggregationWithHeaders,
     KeyValueBytesStoreSupplier,
     KeyValueIterator,
     KeyValueStore,
+    SessionStoreWithHeaders,
     StateStore,
     StoreBuilder,
     Stores,
     TimestampedKeyValueStore,
     TimestampedKeyValueStoreWithHeaders,
     TimestampedWindowStore,
+    TimestampedWindowStoreWithHeaders,
     ValueAndTimestamp,
     ValueTimestampHeaders,
     VersionedKeyValueStore,
@@ -128,6 +133,7 @@ from streamlet.windowed import SessionWindow, TimeWindow, Window, Windowed
 from streamlet.windowed_serdes import WindowedSerdes
 
 __all__ = [
+    "AggregationWithHeaders",
     "ApplicationShutdownError",
     "AutoOffsetReset",
     "Branched",
@@ -192,6 +198,7 @@ __all__ = [
     "SerializationError",
     "Serializer",
     "SessionStore",
+    "SessionStoreWithHeaders",
     "SessionWindow",
     "SessionWindowedKStream",
     "SessionWindows",
@@ -226,7 +233,10 @@ __all__ = [
     "TimestampedKeyWithHeadersQuery",
     "TimestampedRangeQuery",
     "TimestampedRangeWithHeadersQuery",
+    "TimestampedWindowKeyWithHeadersQuery",
+    "TimestampedWindowRangeWithHeadersQuery",
     "TimestampedWindowStore",
+    "TimestampedWindowStoreWithHeaders",
     "TopicNameExtractor",
     "Topology",
     "TopologyDescription",

@@ -94,7 +94,7 @@ DEFAULTS: dict[str, Any] = {
     # (rocksDB | in_memory) counts only in StreamsBuilder(config), as in Kafka Streams.
     "dsl.store.suppliers.class": "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers",
     "default.dsl.store": "rocksDB",
-    # KIP-1285: HEADERS keeps the DSL's key-value stores as timestamped key-value stores with headers.
+    # KIP-1285: HEADERS keeps the DSL's key-value, window and session stores as stores with headers.
     "dsl.store.format": "DEFAULT",
     # At start-up, whether the internal topics the cluster already holds for the application id must be
     # the topology's (kafka/internal_topic_check.py): existing | exact | none.
@@ -211,8 +211,9 @@ DESCRIPTIONS: dict[str, str] = {
                          "Kafka Streams it counts only in StreamsBuilder(config), and dsl.store.suppliers.class "
                          "wins there when both are set.",
     "dsl.store.format": "DEFAULT or HEADERS (either case; Kafka Streams' KIP-1285): HEADERS keeps the key-value "
-                        "stores of the DSL's aggregations and tables as timestamped key-value stores with headers "
-                        "(their format, changelog and header-returning queries); read by the application.",
+                        "stores of the DSL's aggregations and tables as timestamped key-value stores with headers, "
+                        "and the stores of its windowed and session aggregations as window and session stores with "
+                        "headers (their format, changelog and header-returning queries); read by the application.",
     "internal.topics.check": "At start-up, before any topic is created: existing (every internal topic the "
                              "cluster already holds for the application id, changelog or repartition, must be "
                              "one of the topology's, else the start is refused naming the first difference; a "

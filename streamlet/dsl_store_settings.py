@@ -7,7 +7,8 @@ A `StreamsConfig` refuses a value Kafka Streams refuses, with its message, when 
 Both sides need the names, so they sit here, beside the configuration.
 
 `dsl.store.format` (Kafka Streams 4.4's KIP-1285): `DEFAULT`, or `HEADERS` (either case) to keep the DSL's
-key-value stores as timestamped key-value stores with headers; the application's setting decides.
+key-value stores as timestamped key-value stores with headers, and the stores of its windowed and session
+aggregations as window and session stores with headers; the application's setting decides.
 """
 
 from __future__ import annotations

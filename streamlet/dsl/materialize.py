@@ -28,6 +28,7 @@ from streamlet.stores.factory import Stores
 from streamlet.stores.session.api import SessionBytesStoreSupplier
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
 from streamlet.stores.window.api import WindowBytesStoreSupplier
+from streamlet.stores.window.builders import WindowStoreBuilder
 from streamlet.stores.window.suppliers import LevelDBWindowBytesStoreSupplier
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ def timestamped_window_store_builder(materialized: Materialized, store_name: str
         raise TopologyError(f"window store {store_name!r} has window size {supplier.window_size_ms} ms but the "
                             f"windows are {windows.size_ms} ms")
     builder = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    builder.dsl_store = True  # dsl.store.format applies (store_suppliers.apply_store_format)
     return _logging_and_caching(builder, materialized)
 
 
@@ -129,6 +131,7 @@ def sliding_window_store_builder(materialized: Materialized, store_name: str, wi
                    else Stores.persistent_timestamped_window_store)
         supplier = _time_first(factory(store_name, retention, windows.time_difference_ms, False), emit_final)
     plain = Stores.timestamped_window_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    plain.dsl_store = True  # dsl.store.format applies (store_suppliers.apply_store_format)
     builder = _logging_and_caching(plain, materialized)
     return builder.with_caching_disabled() if emit_final else builder
 
@@ -146,8 +149,9 @@ def session_store_builder(materialized: Materialized, store_name: str, windows: 
         retention = session_retention_ms(materialized, windows, store_name)
         factory = Stores.in_memory_session_store if _in_memory(materialized) else Stores.persistent_session_store
         supplier = factory(store_name, retention)
-    builder = _logging_and_caching(
-        Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde), materialized)
+    sessions = Stores.session_store_builder(supplier, materialized.key_serde, materialized.value_serde)
+    sessions.dsl_store = True  # dsl.store.format applies (store_suppliers.apply_store_format)
+    builder = _logging_and_caching(sessions, materialized)
     return builder.with_caching_disabled() if emit_final else builder
 
 
@@ -167,16 +171,18 @@ def stream_join_stores(options: StreamJoined, windows: JoinWindows, this_store: 
                        outer_store: str | None) -> tuple[StoreBuilder, StoreBuilder, StoreBuilder | None]:
     """A stream-stream join's stores, as Kafka Streams makes them: one window store per side (retaining
     duplicates, window = before + after, retention = that + grace, changelog `cleanup.policy=delete`,
-    no cache) and, for left/outer joins, the shared outer store (a list-valued key-value store). A side
-    given its own supplier (`StreamJoined(this_store_supplier=...)`) gets it, checked and change-logged
-    with the builder's defaults, as in Kafka Streams."""
+    no cache, changelog records with the headers of the records they hold) and, for left/outer joins, the shared
+    outer store (a list-valued key-value store). A side given its own supplier
+    (`StreamJoined(this_store_supplier=...)`) gets it, checked and change-logged with the builder's defaults, as
+    in Kafka Streams."""
     sides: list[StoreBuilder] = []
     for name, supplier, value_serde in ((this_store, options.this_store_supplier, options.value_serde),
                                         (other_store, options.other_store_supplier, options.other_value_serde)):
         if supplier is None:
             sides.append(_join_window_store(options, windows, name, value_serde))
         else:
-            sides.append(Stores.window_store_builder(supplier, options.key_serde, value_serde))
+            sides.append(_logging_record_headers(Stores.window_store_builder(supplier, options.key_serde,
+                                                                             value_serde)))
     outer = None if outer_store is None else _outer_join_store(options, outer_store)
     return sides[0], sides[1], outer
 
@@ -216,7 +222,15 @@ def _join_window_store(options: StreamJoined, windows: JoinWindows, name: str,
     builder = Stores.window_store_builder(factory(name, retention, size, retain_duplicates=True),
                                           options.key_serde, value_serde)
     log_config = {**options.log_config, "cleanup.policy": "delete"}
+    _logging_record_headers(builder)
     return builder.with_logging_enabled(log_config) if options.logging else builder.with_logging_disabled()
+
+
+def _logging_record_headers(builder: WindowStoreBuilder) -> WindowStoreBuilder:
+    """Kafka Streams 4.4 keeps a join's side as a window store with headers whatever `dsl.store.format` says: its
+    changelog records carry the headers of the records they hold (the record being processed when written)."""
+    builder.logs_record_headers = True
+    return builder
 
 
 @follows_default

@@ -137,8 +137,8 @@ def apply_application_setting(topology: Topology, config: Any) -> None:
 
 
 def apply_store_format(topology: Topology, config: Any) -> None:
-    """`dsl.store.format=HEADERS` (KIP-1285): the DSL's table stores become headers-aware; `DEFAULT` undoes it
-    (a topology run again under another config)."""
+    """`dsl.store.format=HEADERS` (KIP-1285): the DSL's table stores and the stores of its windowed and session
+    aggregations become headers-aware; `DEFAULT` undoes it (a topology run again under another config)."""
     headers = headers_format(config)
     for builder in topology.store_builders.values():
         if getattr(builder, "dsl_store", False):

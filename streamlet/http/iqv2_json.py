@@ -10,7 +10,8 @@ The body of `POST /stores/{store}/query`::
 Query types and their fields (times in epoch ms; `order` is "ANY", "ASCENDING" or "DESCENDING"):
 `KeyQuery`, `TimestampedKeyQuery` and `TimestampedKeyWithHeadersQuery` {key}; `RangeQuery`,
 `TimestampedRangeQuery` and `TimestampedRangeWithHeadersQuery` {lower, upper, order} (a missing bound is
-none); `WindowKeyQuery` {key, time_from, time_to}; `WindowRangeQuery` {time_from, time_to} or {key};
+none); `WindowKeyQuery` and `TimestampedWindowKeyWithHeadersQuery` {key, time_from, time_to};
+`WindowRangeQuery` and `TimestampedWindowRangeWithHeadersQuery` {time_from, time_to} or {key};
 `VersionedKeyQuery` {key, as_of}; `MultiVersionedKeyQuery` {key, from_time, to_time, order}. A key given as
 text becomes the store's key type as in the GET routes (a number for Long keys).
 
@@ -40,6 +41,8 @@ from streamlet.queries.iqv2 import (
     TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
     TimestampedRangeWithHeadersQuery,
+    TimestampedWindowKeyWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
@@ -94,7 +97,7 @@ def parse_query(data: Any, key: Callable[[Any], Any]) -> Any:
         raise QueryBodyError(f"'query' must be an object, got {data!r}")
     kind = data.get("type")
     if kind in ("KeyQuery", "TimestampedKeyQuery", "TimestampedKeyWithHeadersQuery", "VersionedKeyQuery",
-                "MultiVersionedKeyQuery", "WindowKeyQuery"):
+                "MultiVersionedKeyQuery", "WindowKeyQuery", "TimestampedWindowKeyWithHeadersQuery"):
         if data.get("key") is None:
             raise QueryBodyError(f"a {kind} needs a 'key'")
         the_key = key(data["key"])
@@ -117,6 +120,14 @@ def parse_query(data: Any, key: Callable[[Any], Any]) -> Any:
         if data.get("key") is not None:
             return WindowRangeQuery.with_key(key(data["key"]))
         return WindowRangeQuery.with_window_start_range(_field(data, "time_from", int), _field(data, "time_to", int))
+    if kind == "TimestampedWindowKeyWithHeadersQuery":
+        return TimestampedWindowKeyWithHeadersQuery.with_key_and_window_start_range(
+            the_key, _field(data, "time_from", int), _field(data, "time_to", int))
+    if kind == "TimestampedWindowRangeWithHeadersQuery":
+        if data.get("key") is not None:
+            return TimestampedWindowRangeWithHeadersQuery.with_key(key(data["key"]))
+        return TimestampedWindowRangeWithHeadersQuery.with_window_start_range(
+            _field(data, "time_from", int), _field(data, "time_to", int))
     if kind == "VersionedKeyQuery":
         query = VersionedKeyQuery.with_key(the_key)
         as_of = _field(data, "as_of", int, required=False)

@@ -3,7 +3,8 @@
 A URL carries text; the store's key serde says what the key really is (String keys stay text, Long
 and Integer keys are numbers, Json keys are JSON). Values keep their JSON shape; `ValueAndTimestamp`
 becomes `{"value", "timestamp"}`, `ValueTimestampHeaders` `{"value", "timestamp", "headers"}` (headers as
-`[name, value]` pairs), a windowed key `{"key", "start", "end"}`, bytes their text when
+`[name, value]` pairs), `AggregationWithHeaders` `{"aggregation", "headers"}`, a windowed key
+`{"key", "start", "end"}`, bytes their text when
 UTF-8 and hex otherwise.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 import orjson
 
 from streamlet.serdes import Serde, Serdes
-from streamlet.stores.api import ValueAndTimestamp, ValueTimestampHeaders
+from streamlet.stores.api import AggregationWithHeaders, ValueAndTimestamp, ValueTimestampHeaders
 from streamlet.windowed import Windowed
 
 _INTEGER_SERDES = {"Short", "Integer", "Long"}
@@ -46,6 +47,9 @@ def jsonable(value: Any) -> Any:
     """A stored key or value as plain JSON data."""
     if isinstance(value, ValueAndTimestamp):
         return {"value": jsonable(value.value), "timestamp": value.timestamp}
+    if isinstance(value, AggregationWithHeaders):
+        return {"aggregation": jsonable(value.aggregation),
+                "headers": [[name, jsonable(v)] for name, v in value.headers]}
     if isinstance(value, ValueTimestampHeaders):
         return {"value": jsonable(value.value), "timestamp": value.timestamp,
                 "headers": [[name, jsonable(v)] for name, v in value.headers]}

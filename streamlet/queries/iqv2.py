@@ -10,7 +10,9 @@ The queries, as in Kafka Streams: `KeyQuery` and `RangeQuery` (key-value stores,
 `WindowKeyQuery` and `WindowRangeQuery` (window stores; a session store answers
 `WindowRangeQuery.with_key`), `VersionedKeyQuery` and `MultiVersionedKeyQuery` (versioned stores),
 `TimestampedKeyWithHeadersQuery` and `TimestampedRangeWithHeadersQuery` (timestamped key-value stores with
-headers, `ReadOnlyRecord` answers with the stored headers). Each
+headers, `ReadOnlyRecord` answers with the stored headers), `TimestampedWindowKeyWithHeadersQuery` and
+`TimestampedWindowRangeWithHeadersQuery` (timestamped window stores with headers; a session store with headers
+answers `TimestampedWindowRangeWithHeadersQuery.with_key`). Each
 is built by its static factories and `with_...`/`as_of`/... calls that return a new query. A store that
 cannot answer a query type answers the failure `UNKNOWN_QUERY_TYPE` rather than raising.
 """
@@ -191,19 +193,15 @@ class TimestampedRangeWithHeadersQuery(_Range):
 
 
 @dataclass(frozen=True)
-class WindowKeyQuery:
-    """The windows of one key of a window store whose start lies in `[time_from, time_to]`, as an
-    iterator of `KeyValue(window_start, value)`, oldest first; plain values."""
-
+class _KeyWindowStarts:
     key: Any
     time_from: int
     time_to: int
 
-    @staticmethod
-    def with_key_and_window_start_range(key: Any, time_from: int | datetime, time_to: int | datetime
-                                        ) -> WindowKeyQuery:
+    @classmethod
+    def with_key_and_window_start_range(cls, key: Any, time_from: int | datetime, time_to: int | datetime) -> Self:
         """The windows of `key` starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
-        return WindowKeyQuery(_key(key), _millis(time_from), _millis(time_to))
+        return cls(_key(key), _millis(time_from), _millis(time_to))
 
     def get_key(self) -> Any:
         """The key the query asks for."""
@@ -218,24 +216,32 @@ class WindowKeyQuery:
         return self.time_to
 
 
-@dataclass(frozen=True)
-class WindowRangeQuery:
-    """`with_window_start_range(from, to)`: every key's windows starting in the range (window stores),
-    as `KeyValue(Windowed(key, window), value)`; `with_key(key)`: one key's sessions (session stores)."""
+class WindowKeyQuery(_KeyWindowStarts):
+    """The windows of one key of a window store whose start lies in `[time_from, time_to]`, as an
+    iterator of `KeyValue(window_start, value)`, oldest first; plain values."""
 
+
+class TimestampedWindowKeyWithHeadersQuery(_KeyWindowStarts):
+    """The windows of one key of a timestamped window store with headers whose start lies in `[time_from,
+    time_to]`, as an iterator of `ReadOnlyRecord(Windowed(key, window), value, timestamp, headers)`, oldest
+    first (Kafka Streams' `TimestampedWindowKeyWithHeadersQuery`, KIP-1356)."""
+
+
+@dataclass(frozen=True)
+class _KeyOrWindowStarts:
     key: Any = None
     time_from: int | None = None
     time_to: int | None = None
 
-    @staticmethod
-    def with_key(key: Any) -> WindowRangeQuery:
+    @classmethod
+    def with_key(cls, key: Any) -> Self:
         """A query for `key` (not None)."""
-        return WindowRangeQuery(_key(key))
+        return cls(_key(key))
 
-    @staticmethod
-    def with_window_start_range(time_from: int | datetime, time_to: int | datetime) -> WindowRangeQuery:
+    @classmethod
+    def with_window_start_range(cls, time_from: int | datetime, time_to: int | datetime) -> Self:
         """Every key's windows starting in `[time_from, time_to]` (epoch ms or aware datetimes)."""
-        return WindowRangeQuery(None, _millis(time_from), _millis(time_to))
+        return cls(None, _millis(time_from), _millis(time_to))
 
     def get_key(self) -> Any:
         """The key the query asks for."""
@@ -248,6 +254,18 @@ class WindowRangeQuery:
     def get_time_to(self) -> int | None:
         """The latest window start asked for (inclusive)."""
         return self.time_to
+
+
+class WindowRangeQuery(_KeyOrWindowStarts):
+    """`with_window_start_range(from, to)`: every key's windows starting in the range (window stores),
+    as `KeyValue(Windowed(key, window), value)`; `with_key(key)`: one key's sessions (session stores)."""
+
+
+class TimestampedWindowRangeWithHeadersQuery(_KeyOrWindowStarts):
+    """`with_window_start_range(from, to)`: every key's windows starting in the range (timestamped window stores
+    with headers); `with_key(key)`: one key's sessions (session stores with headers). Each answer is an iterator
+    of `ReadOnlyRecord(Windowed(key, window), value, timestamp, headers)` (Kafka Streams'
+    `TimestampedWindowRangeWithHeadersQuery`, KIP-1356)."""
 
 
 @dataclass(frozen=True)
@@ -327,7 +345,8 @@ class MultiVersionedKeyQuery:
 
 Query = (KeyQuery | TimestampedKeyQuery | RangeQuery | TimestampedRangeQuery | WindowKeyQuery | WindowRangeQuery
          | VersionedKeyQuery | MultiVersionedKeyQuery | TimestampedKeyWithHeadersQuery
-         | TimestampedRangeWithHeadersQuery)
+         | TimestampedRangeWithHeadersQuery | TimestampedWindowKeyWithHeadersQuery
+         | TimestampedWindowRangeWithHeadersQuery)
 
 
 @dataclass(frozen=True)

@@ -26,23 +26,30 @@ from streamlet.queries.iqv2 import (
     TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
     TimestampedRangeWithHeadersQuery,
+    TimestampedWindowKeyWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
 )
 from streamlet.queries.query_result import FailureReason, QueryResult
 from streamlet.record import KeyValue
-from streamlet.stores.api import ValueAndTimestamp, ValueTimestampHeaders
+from streamlet.stores.api import AggregationWithHeaders, ValueAndTimestamp, ValueTimestampHeaders
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueStore, TimestampedKeyValueStore
 from streamlet.stores.keyvalue.headers import TimestampedKeyValueStoreWithHeaders
 from streamlet.stores.position import Position
 from streamlet.stores.session.api import SessionStore
+from streamlet.stores.session.headers import SessionStoreWithHeaders
 from streamlet.stores.versioned.api import VersionedKeyValueStore
 from streamlet.stores.window.api import WindowStore
+from streamlet.stores.window.headers import TimestampedWindowStoreWithHeaders
+from streamlet.windowed import TimeWindow, Windowed
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, AggregationWithHeaders):
+        return value.aggregation
     return value.value if isinstance(value, ValueAndTimestamp | ValueTimestampHeaders) else value
 
 
@@ -88,19 +95,44 @@ def _range(store: Any, query: Any, timestamped: bool) -> StoreKeyValueIterator:
     return StoreKeyValueIterator(iter(entries))
 
 
+def _window_value(store: Any) -> Callable[[Any], Any]:
+    """A window store with headers answers the plain window queries with `ValueAndTimestamp`, as Kafka Streams'."""
+    return _with_timestamp if isinstance(store, TimestampedWindowStoreWithHeaders) else _plain
+
+
 def _window_key(store: Any, query: Any) -> StoreKeyValueIterator:
+    value = _window_value(store)
     with store.fetch(query.key, query.time_from, query.time_to) as found:
-        return StoreKeyValueIterator(iter([KeyValue(kv.key, _plain(kv.value)) for kv in found]))
+        return StoreKeyValueIterator(iter([KeyValue(kv.key, value(kv.value)) for kv in found]))
 
 
 def _window_range(store: Any, query: Any) -> StoreKeyValueIterator:
+    value = _window_value(store)
     found = store.fetch_all_in_store_order(query.time_from, query.time_to)
-    return StoreKeyValueIterator(iter([KeyValue(kv.key, _plain(kv.value)) for kv in found]))
+    return StoreKeyValueIterator(iter([KeyValue(kv.key, value(kv.value)) for kv in found]))
 
 
 def _sessions(store: Any, query: Any) -> StoreKeyValueIterator:
     with store.fetch(query.key) as found:
-        return StoreKeyValueIterator(iter(list(found)))
+        return StoreKeyValueIterator(iter([KeyValue(kv.key, _plain(kv.value)) for kv in found]))
+
+
+def _window_key_with_headers(store: Any, query: Any) -> Iterator[ReadOnlyRecord | None]:
+    size = store.window_size_ms
+    with store.fetch_with_headers(query.key, query.time_from, query.time_to) as found:
+        return iter([_record(Windowed(query.key, TimeWindow.for_size(kv.key, size)), kv.value) for kv in found])
+
+
+def _window_range_with_headers(store: Any, query: Any) -> Iterator[Any]:
+    found = store.fetch_all_in_store_order_with_headers(query.time_from, query.time_to)
+    return iter([_record(kv.key, kv.value) for kv in found])
+
+
+def _sessions_with_headers(store: Any, query: Any) -> Iterator[ReadOnlyRecord]:
+    """A session's record carries the session's end as its timestamp (a session store keeps no timestamp)."""
+    with store.fetch_with_headers(query.key) as found:
+        return iter([ReadOnlyRecord(kv.key, kv.value.aggregation, kv.key.window.end, kv.value.headers)
+                     for kv in found])
 
 
 def _versioned_key(store: Any, query: Any) -> Any:
@@ -132,6 +164,13 @@ def _handler(store: Any, query: Any) -> Callable[[Any, Any], Any] | None:
         return _key_with_headers
     if kind is TimestampedRangeWithHeadersQuery and isinstance(store, TimestampedKeyValueStoreWithHeaders):
         return _range_with_headers
+    if kind is TimestampedWindowKeyWithHeadersQuery and isinstance(store, TimestampedWindowStoreWithHeaders):
+        return _window_key_with_headers
+    if kind is TimestampedWindowRangeWithHeadersQuery:
+        if isinstance(store, TimestampedWindowStoreWithHeaders) and query.time_from is not None:
+            return _window_range_with_headers
+        if isinstance(store, SessionStoreWithHeaders) and query.key is not None:
+            return _sessions_with_headers
     if kind is WindowKeyQuery and isinstance(store, WindowStore):
         return _window_key
     if kind is WindowRangeQuery:
@@ -155,6 +194,11 @@ def run_query(store: Any, query: Any, bound: PositionBound, partition: int) -> Q
         return QueryResult.for_failure(  # Kafka Streams' window store turns it down before its position is read
             FailureReason.UNKNOWN_QUERY_TYPE,
             "WindowStores only supports WindowRangeQuery.withWindowStartRange. Got: " + str(query))
+    if kind is TimestampedWindowRangeWithHeadersQuery and (
+            (isinstance(store, TimestampedWindowStoreWithHeaders) and query.time_from is None)
+            or (isinstance(store, SessionStoreWithHeaders) and query.key is None)):
+        return QueryResult.for_failure(  # turned down before the store's position is read, as in Kafka Streams
+            FailureReason.UNKNOWN_QUERY_TYPE, f"{type(store).__name__} does not answer {query}")
     position: Position = getattr(store, "position", None) or Position()
     handler = _handler(store, query)
     if not bound.permits(position, partition):

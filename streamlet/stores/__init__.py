@@ -16,6 +16,7 @@ cache as a data structure (`cache.py`, `sorted_keys.py`), value formats, the lay
 """
 
 from streamlet.stores.api import (
+    AggregationWithHeaders,
     CachedStateStore,
     KeyValueIterator,
     StateStore,
@@ -31,21 +32,26 @@ from streamlet.stores.keyvalue.api import (
     TimestampedKeyValueStore,
 )
 from streamlet.stores.keyvalue.headers import TimestampedKeyValueStoreWithHeaders
+from streamlet.stores.session.headers import SessionStoreWithHeaders
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier, VersionedKeyValueStore, VersionedRecord
 from streamlet.stores.window.api import TimestampedWindowStore, WindowBytesStoreSupplier, WindowStore
+from streamlet.stores.window.headers import TimestampedWindowStoreWithHeaders
 
 __all__ = [
+    "AggregationWithHeaders",
     "CachedStateStore",
     "KeyValueBytesStore",
     "KeyValueBytesStoreSupplier",
     "KeyValueIterator",
     "KeyValueStore",
+    "SessionStoreWithHeaders",
     "StateStore",
     "StoreBuilder",
     "Stores",
     "TimestampedKeyValueStore",
     "TimestampedKeyValueStoreWithHeaders",
     "TimestampedWindowStore",
+    "TimestampedWindowStoreWithHeaders",
     "ValueAndTimestamp",
     "ValueTimestampHeaders",
     "VersionedBytesStoreSupplier",

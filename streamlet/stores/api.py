@@ -59,6 +59,31 @@ class ValueTimestampHeaders(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
+class AggregationWithHeaders(NamedTuple):
+    """A session's aggregate with the headers of the record that last wrote it: what a session store with
+    headers keeps (`Stores.session_store_with_headers_builder`), as Kafka Streams' `AggregationWithHeaders`.
+    `headers` are (name, value) pairs in order; a header's value may be None."""
+
+    aggregation: Any
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def checked_with_headers(value: Any, kind: type[Any], store: str) -> Any:
+    """What a store with headers writes for `value`, a `kind` (`ValueTimestampHeaders` or
+    `AggregationWithHeaders`): None for a delete (None, or a `kind` whose value or aggregate is None, as Java's
+    `make` gives null), else `value` with its headers as a tuple."""
+    if value is None:
+        return None
+    if not isinstance(value, kind):
+        raise TypeError(f"a {store} takes {kind.__name__} values, got {type(value).__name__}")
+    if value[0] is None:
+        return None
+    headers = value.headers
+    if headers is None or type(headers) is not tuple:
+        value = value._replace(headers=tuple(headers or ()))
+    return value
+
+
 class RecordContext(NamedTuple):
     """The record a write came from; a cache keeps it so that a later flush forwards with it."""
 

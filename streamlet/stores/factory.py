@@ -25,12 +25,18 @@ from streamlet.stores.leveldb.versioned import LevelDBVersionedBytesStoreSupplie
 from streamlet.stores.memory.supplier import InMemoryKeyValueBytesStoreSupplier
 from streamlet.stores.memory.versioned import InMemoryVersionedBytesStoreSupplier
 from streamlet.stores.session.api import SessionBytesStoreSupplier
-from streamlet.stores.session.builders import SessionStoreBuilder
+from streamlet.stores.session.builders import SessionStoreBuilder, SessionStoreWithHeadersBuilder
+from streamlet.stores.session.headers import SessionHeadersBytesStoreSupplier
 from streamlet.stores.versioned.api import VersionedBytesStoreSupplier
 from streamlet.stores.versioned.builders import VersionedKeyValueStoreBuilder
 from streamlet.stores.versioned.segmented import default_segment_interval_ms
 from streamlet.stores.window.api import WindowBytesStoreSupplier
-from streamlet.stores.window.builders import TimestampedWindowStoreBuilder, WindowStoreBuilder
+from streamlet.stores.window.builders import (
+    TimestampedWindowStoreBuilder,
+    TimestampedWindowStoreWithHeadersBuilder,
+    WindowStoreBuilder,
+)
+from streamlet.stores.window.headers import LevelDBWindowHeadersBytesStoreSupplier
 from streamlet.stores.window.suppliers import InMemoryWindowBytesStoreSupplier, LevelDBWindowBytesStoreSupplier
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -166,6 +172,22 @@ class Stores:
         return Stores.persistent_window_store(name, retention, window_size, retain_duplicates)
 
     @staticmethod
+    def persistent_timestamped_window_store_with_headers(
+        name: str, retention: timedelta | int, window_size: timedelta | int, retain_duplicates: bool = False
+    ) -> WindowBytesStoreSupplier:
+        """A LevelDB window store meant for `timestamped_window_store_with_headers_builder`."""
+        return LevelDBWindowHeadersBytesStoreSupplier(*_window_shape(name, retention, window_size), retain_duplicates)
+
+    @staticmethod
+    def timestamped_window_store_with_headers_builder(
+        supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> TimestampedWindowStoreWithHeadersBuilder:
+        """A builder of window stores whose values carry the timestamp and the headers of the record that wrote
+        them (`ValueTimestampHeaders`); the changelog records carry those headers. Any window supplier (LevelDB
+        or in-memory) will do."""
+        return TimestampedWindowStoreWithHeadersBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
     def in_memory_window_store(name: str, retention: timedelta | int, window_size: timedelta | int,
                                retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
         """A window store held in memory, keeping windows for `retention`; `window_size` is the windows' size."""
@@ -183,6 +205,21 @@ class Stores:
         task starts."""
         return SessionBytesStoreSupplier(InMemoryKeyValueBytesStoreSupplier(validate_store_name(name)),
                                          _session_retention(name, retention))
+
+    @staticmethod
+    def persistent_session_store_with_headers(name: str, retention: timedelta | int) -> SessionBytesStoreSupplier:
+        """A LevelDB session store meant for `session_store_with_headers_builder`."""
+        return SessionHeadersBytesStoreSupplier(LevelDBKeyValueBytesStoreSupplier(validate_store_name(name)),
+                                                _session_retention(name, retention))
+
+    @staticmethod
+    def session_store_with_headers_builder(
+        supplier: SessionBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> SessionStoreWithHeadersBuilder:
+        """A builder of session stores whose aggregates carry the headers of the record that wrote them
+        (`AggregationWithHeaders`); the changelog records carry those headers. Any session supplier (LevelDB or
+        in-memory) will do."""
+        return SessionStoreWithHeadersBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def session_store_builder(

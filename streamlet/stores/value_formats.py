@@ -13,7 +13,7 @@ from typing import Any
 
 from streamlet.errors import SerializationError
 from streamlet.serdes import DoubleSerde, FloatSerde, IntegerSerde, LongSerde, Serde, ShortSerde, fast_serializer
-from streamlet.stores.api import ChangelogEntry, ValueAndTimestamp, ValueTimestampHeaders
+from streamlet.stores.api import AggregationWithHeaders, ChangelogEntry, ValueAndTimestamp, ValueTimestampHeaders
 
 _TIMESTAMP = struct.Struct(">q")
 TIMESTAMP_SIZE = _TIMESTAMP.size
@@ -205,12 +205,8 @@ def convert_from_plain_to_header_format(value: bytes | None) -> bytes | None:
     return None if value is None else b"\x00" + _TIMESTAMP.pack(-1) + value
 
 
-class TimestampedHeadersValueFormat:
-    """`ValueTimestampHeaders` <-> the bytes of `join_headers_value`. The changelog carries the plain value
-    bytes, the timestamp as the record timestamp and the headers as the record's headers (Kafka Streams 4.4's
-    changelog of a store with headers); restoring joins them back."""
-
-    timestamped = True
+class _HeadersValueFormat:
+    """What the formats of the stores with headers share: the serde's functions, and no fixed size."""
 
     def __init__(self, serde: Serde[Any], topic: str | None) -> None:
         self._serialize = serde.serializer.serialize
@@ -218,6 +214,14 @@ class TimestampedHeadersValueFormat:
         self._topic = topic
         self.fixed_size: int | None = None
         """Never fixed: the headers vary."""
+
+
+class TimestampedHeadersValueFormat(_HeadersValueFormat):
+    """`ValueTimestampHeaders` <-> the bytes of `join_headers_value`. The changelog carries the plain value
+    bytes, the timestamp as the record timestamp and the headers as the record's headers (Kafka Streams 4.4's
+    changelog of a store with headers); restoring joins them back."""
+
+    timestamped = True
 
     def encode(self, value: Any) -> bytes | None:
         if value is None:
@@ -242,4 +246,85 @@ class TimestampedHeadersValueFormat:
                 for key, value, timestamp, headers in entries]
 
 
-ValueFormat = PlainValueFormat | TimestampedValueFormat | TimestampedHeadersValueFormat
+def join_aggregation_headers(headers: StoredHeaders, raw: bytes) -> bytes:
+    """A session store with headers' local value: varint length of the headers' bytes, those bytes, the
+    aggregation serde's bytes (Kafka Streams' `AggregationWithHeadersSerializer`; no timestamp)."""
+    data = serialize_headers(headers)
+    return _varint(len(data)) + data + raw
+
+
+def split_aggregation_headers(value: bytes) -> tuple[StoredHeaders, bytes]:
+    """(headers, raw aggregation bytes) of a session store with headers' local value."""
+    size, pos = _read_varint(value, 0)
+    end = pos + size
+    if size < 0 or end > len(value):
+        raise SerializationError(f"a session store value of {len(value)} bytes cannot hold {size} bytes of headers")
+    return deserialize_headers(value[pos:end]), value[end:]
+
+
+class AggregationHeadersValueFormat(_HeadersValueFormat):
+    """`AggregationWithHeaders` <-> the bytes of `join_aggregation_headers`. The changelog carries the plain
+    aggregation bytes with the stored headers as the record's headers (Kafka Streams 4.4's changelog of a
+    session store with headers); restoring joins them back."""
+
+    timestamped = False
+
+    def encode(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = self._serialize(self._topic, value.aggregation)
+        if raw is None:
+            return None
+        return join_aggregation_headers(value.headers or (), raw)
+
+    def decode(self, data: bytes) -> Any:
+        headers, raw = split_aggregation_headers(data)
+        return AggregationWithHeaders(self._deserialize(self._topic, raw), headers)
+
+    def from_changelog(self, value: bytes | None, timestamp: int) -> bytes | None:
+        return None if value is None else join_aggregation_headers((), value)
+
+    def from_changelog_entries(self, entries: list[Any]) -> list[tuple[bytes, bytes | None]]:
+        """Local bytes of a restore batch of `HeadedChangelogEntry`s: (key, local bytes or None), in order."""
+        return [(key, None if value is None else join_aggregation_headers(headers, value))
+                for key, value, _timestamp, headers in entries]
+
+
+class DslTimestampedHeadersValueFormat(TimestampedHeadersValueFormat):
+    """A DSL window store's values under `dsl.store.format=HEADERS`: `ValueAndTimestamp` in and out (what the
+    windowed aggregations read and write), kept as `join_headers_value` bytes without headers, as Kafka Streams
+    4.4.0's windowed aggregations store them."""
+
+    def encode(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = self._serialize(self._topic, value.value)
+        if raw is None:
+            return None
+        return join_headers_value((), value.timestamp, raw)
+
+    def decode(self, data: bytes) -> Any:
+        _headers, timestamp, raw = split_headers_value(data)
+        return ValueAndTimestamp(self._deserialize(self._topic, raw), timestamp)
+
+
+class DslAggregationHeadersValueFormat(AggregationHeadersValueFormat):
+    """A DSL session store's aggregates under `dsl.store.format=HEADERS`: plain aggregates in and out (what the
+    session aggregations read and write), kept as `join_aggregation_headers` bytes without headers, as Kafka
+    Streams 4.4.0's session aggregations store them."""
+
+    def encode(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = self._serialize(self._topic, value)
+        if raw is None:
+            return None
+        return join_aggregation_headers((), raw)
+
+    def decode(self, data: bytes) -> Any:
+        return self._deserialize(self._topic, split_aggregation_headers(data)[1])
+
+
+ValueFormat = (PlainValueFormat | TimestampedValueFormat | TimestampedHeadersValueFormat
+               | AggregationHeadersValueFormat)
+"""Every format (the DSL formats with headers are subclasses of the formats with headers)."""

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from streamlet import (
+    AggregationWithHeaders,
     KeyQuery,
     MultiVersionedKeyQuery,
     Position,
@@ -26,6 +27,8 @@ from streamlet import (
     TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
     TimestampedRangeWithHeadersQuery,
+    TimestampedWindowKeyWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
     Topology,
     ValueTimestampHeaders,
     VersionedKeyQuery,
@@ -35,7 +38,7 @@ from streamlet import (
 from streamlet.record import KeyValue, Record
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.versioned.api import VersionedRecord
-from streamlet.windowed import Windowed
+from streamlet.windowed import SessionWindow, Windowed
 
 WINDOW_MS = 10_000
 SEGMENT_MS = 43_200_000
@@ -97,12 +100,26 @@ def query_lines(base: int, last: dict[int, int]) -> list[str]:
         f"bound-versioned-key ver KEY a bound=0:{last[0] + 100}",
         f"bound-all-behind ver MVKEY a - - ANY bound=0:{last[0] + 1},1:{last[1] + 1}",
         "active kv RANGE - - active", f"active-bound ts TKEY e active bound=1:{last[1] + 5}",
+        f"hw-hwkey hw HWKEY a {t} {t + 30_000}", f"hw-hwkey-part hw HWKEY a {t + 10_000} {t + 20_000}",
+        f"hw-hwkey-d hw HWKEY d {t} {t + 30_000}", f"hw-hwkey-p1 hw HWKEY d {t} {t + 30_000} p=1",
+        f"hw-hwkey-missing hw HWKEY zz {t} {t + 30_000}", f"hw-hwkey-inverted hw HWKEY a {t + 30_000} {t}",
+        f"hw-hwrange hw HWRANGE {t} {t + 30_000}", f"hw-hwrange-narrow hw HWRANGE {t + 10_000} {t + 10_000}",
+        "hw-hwrange-key hw HWRANGE_KEY a", f"hw-wkey hw WKEY a {t} {t + 30_000}",
+        f"hw-wrange hw WRANGE {t} {t + 30_000}", "hw-wrange-key hw WRANGE_KEY a", "hw-key hw KEY a",
+        "hw-hkey hw HKEY a", "hw-hrange hw HRANGE - -", f"hw-bound-behind hw HWKEY a {t} {t} bound=0:{last[0] + 100}",
+        f"err-hwkey-on-win win HWKEY a {t} {t + 30_000}", f"err-hwrange-on-win win HWRANGE {t} {t + 30_000}",
+        f"err-hwkey-on-hs hs HWKEY a {t} {t}", f"err-hwrange-on-kv kv HWRANGE {t} {t}",
+        f"err-hwkey-on-ver ver HWKEY a {t} {t}",
+        "hss-wrange-key hss WRANGE_KEY a", "hss-hwrange-key hss HWRANGE_KEY a", f"hss-hwkey hss HWKEY a {t} {t}",
+        f"hss-hwrange hss HWRANGE {t} {t + 30_000}", f"hss-wkey hss WKEY a {t} {t}", "hss-key hss KEY a",
+        "hss-hkey hss HKEY a",
     ]
     return lines
 
 
 class Writer(Processor):
-    """Iqv2Check's processor: every record to kv, ts, hs (with the record's headers), win (10 s windows) and ver;
+    """Iqv2Check's processor: every record to kv, ts, hs (with the record's headers), win (10 s windows), ver, hw
+    (a window store with headers) and hss (a session store with headers, the session [t - t % 10 s, t]);
     "DELETE" deletes from kv, ts, hs and ver; a value starting "ver-only" goes to ver alone."""
 
     def init(self, context: Any) -> None:
@@ -111,6 +128,8 @@ class Writer(Processor):
         self.hs = context.get_state_store("hs")
         self.win = context.get_state_store("win")
         self.ver = context.get_state_store("ver")
+        self.hw = context.get_state_store("hw")
+        self.hss = context.get_state_store("hss")
 
     def process(self, record: Record) -> None:
         k, v, t = record.key, record.value, record.timestamp
@@ -125,6 +144,8 @@ class Writer(Processor):
             self.ts.put(k, ValueAndTimestamp(v, t))
             self.hs.put(k, ValueTimestampHeaders(v, t, record.headers))
             self.win.put(k, v, t - t % WINDOW_MS)
+            self.hw.put(k, ValueTimestampHeaders(v, t, record.headers), t - t % WINDOW_MS)
+            self.hss.put(Windowed(k, SessionWindow(t - t % WINDOW_MS, t)), AggregationWithHeaders(v, record.headers))
         self.ver.put(k, v, t)
 
 
@@ -141,6 +162,11 @@ def topology(topic: str) -> Topology:
     top.add_state_store(Stores.window_store_builder(
         Stores.persistent_window_store("win", timedelta(days=1), timedelta(milliseconds=WINDOW_MS), False), s, s),
         "writer")
+    top.add_state_store(Stores.timestamped_window_store_with_headers_builder(
+        Stores.persistent_timestamped_window_store_with_headers("hw", timedelta(days=1),
+                                                                timedelta(milliseconds=WINDOW_MS)), s, s), "writer")
+    top.add_state_store(Stores.session_store_with_headers_builder(
+        Stores.persistent_session_store_with_headers("hss", timedelta(days=1)), s, s), "writer")
     top.add_state_store(Stores.versioned_key_value_store_builder(
         Stores.persistent_versioned_key_value_store("ver", timedelta(days=1)), s, s), "writer")
     return top
@@ -186,6 +212,13 @@ def request(line: str, topic: str) -> tuple[str, StateQueryRequest]:
         query = WindowRangeQuery.with_window_start_range(int(args[0]), int(args[1]))
     elif kind == "WRANGE_KEY":
         query = WindowRangeQuery.with_key(args[0])
+    elif kind == "HWKEY":
+        query = TimestampedWindowKeyWithHeadersQuery.with_key_and_window_start_range(args[0], int(args[1]),
+                                                                                     int(args[2]))
+    elif kind == "HWRANGE":
+        query = TimestampedWindowRangeWithHeadersQuery.with_window_start_range(int(args[0]), int(args[1]))
+    elif kind == "HWRANGE_KEY":
+        query = TimestampedWindowRangeWithHeadersQuery.with_key(args[0])
     elif kind == "VKEY":
         query = VersionedKeyQuery.with_key(args[0])
         if len(args) > 1:
@@ -237,6 +270,13 @@ def body(line: str, topic: str) -> tuple[str, str, dict[str, Any]]:
         query = {"type": "WindowRangeQuery", "time_from": int(args[0]), "time_to": int(args[1])}
     elif kind == "WRANGE_KEY":
         query = {"type": "WindowRangeQuery", "key": args[0]}
+    elif kind == "HWKEY":
+        query = {"type": "TimestampedWindowKeyWithHeadersQuery", "key": args[0], "time_from": int(args[1]),
+                 "time_to": int(args[2])}
+    elif kind == "HWRANGE":
+        query = {"type": "TimestampedWindowRangeWithHeadersQuery", "time_from": int(args[0]), "time_to": int(args[1])}
+    elif kind == "HWRANGE_KEY":
+        query = {"type": "TimestampedWindowRangeWithHeadersQuery", "key": args[0]}
     elif kind == "VKEY":
         query = {"type": "VersionedKeyQuery", "key": args[0], "as_of": int(args[1]) if len(args) > 1 else None}
     elif kind == "MVKEY":

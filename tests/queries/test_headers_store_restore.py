@@ -1,5 +1,6 @@
 """A store with headers rebuilt from its changelog on the real broker answers the header-returning queries as
-before: the headers and timestamps travel through the changelog's record headers and timestamps."""
+before: the headers and timestamps travel through the changelog's record headers and timestamps. So do the window
+and the session store with headers (iqv2_cases' "hw" and "hss")."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from streamlet import (
     StateQueryRequest,
     TimestampedKeyWithHeadersQuery,
     TimestampedRangeWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
 )
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from tests.helpers.kafka import create_topics, producer
@@ -37,6 +39,30 @@ async def _all_records(streams: KafkaStreams, expected_keys: int) -> list[ReadOn
             await anyio.sleep(0.2)
 
 
+async def _windowed_records(streams: KafkaStreams, base: int) -> list[Any]:
+    """Every window of "hw" and every session of "hss" (keys a-e), as `ReadOnlyRecord`s, once each store holds the
+    9 that the input's records other than DELETE and ver-only write."""
+    with anyio.fail_after(120):
+        while True:
+            found = _windowed_now(streams, base)
+            if len([r for store, r in found if store == "hw"]) == len([r for store, r in found if store == "hss"]) == 9:
+                return found
+            await anyio.sleep(0.2)
+
+
+def _windowed_now(streams: KafkaStreams, base: int) -> list[Any]:
+    windows = streams.query(StateQueryRequest.in_store("hw").with_query(
+        TimestampedWindowRangeWithHeadersQuery.with_window_start_range(base - 60_000, base + 60_000)))
+    found = [("hw", record) for r in windows.partition_results.values() if r.is_success()
+             for record in r.get_result()]
+    for key in "abcde":
+        sessions = streams.query(StateQueryRequest.in_store("hss").with_query(
+            TimestampedWindowRangeWithHeadersQuery.with_key(key)))
+        found += [("hss", record) for r in sessions.partition_results.values() if r.is_success()
+                  for record in r.get_result()]
+    return sorted(found, key=repr)
+
+
 async def test_restored_store_keeps_headers_and_timestamps(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     sfx = uuid.uuid4().hex[:8]
@@ -53,6 +79,7 @@ async def test_restored_store_keeps_headers_and_timestamps(kafka_broker: Any, tm
     await first.start()
     try:
         before = await _all_records(first, 3)  # a, b on partition 0 (c deleted); d on 1 (e deleted)
+        windowed_before = await _windowed_records(first, base)
     finally:
         await first.close()
     assert before == [ReadOnlyRecord("a", "a3", base + 25_000, (("src", b"p0"), ("trace", b"t-3"), ("none", None))),
@@ -64,9 +91,15 @@ async def test_restored_store_keeps_headers_and_timestamps(kafka_broker: Any, tm
     await second.start()
     try:
         after = await _all_records(second, 3)
+        windowed_after = await _windowed_records(second, base)
         single = second.query(StateQueryRequest.in_store("hs").with_query(
             TimestampedKeyWithHeadersQuery.with_key("d")).with_partitions({1}))
     finally:
         await second.close()
     assert after == before
+    # one of a's sessions, with its record's headers and its end as the timestamp
+    assert ("hss", ReadOnlyRecord(iqv2_cases.Windowed("a", iqv2_cases.SessionWindow(base + 20_000, base + 25_000)),
+                                  "a3", base + 25_000, (("src", b"p0"), ("trace", b"t-3"), ("none", None)))) \
+        in windowed_before
+    assert windowed_after == windowed_before
     assert single.only_partition_result().get_result() == before[2]

@@ -2,7 +2,7 @@
 
 Both applications (Iqv2Check in tests/java/streams4, and streamlet's twin in tests/queries/iqv2_cases.py) read
 one input topic (some records with headers) and fill a key-value, a timestamped key-value, a timestamped
-key-value with headers, a window and a versioned store; each waits until
+key-value with headers, a window, a versioned, a window with headers and a session with headers store; each waits until
 its versioned store's position reaches the input's last offsets, then answers the same queries, streamlet both
 through `KafkaStreams.query` and over HTTP (`POST /stores/{store}/query`). Values, order, failure reasons and
 positions must be equal, query by query.

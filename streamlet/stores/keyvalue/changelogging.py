@@ -8,10 +8,30 @@ part of the task's transaction.
 
 from __future__ import annotations
 
-from streamlet.stores.api import BytesIterator, BytesWriteBatch, StateStoreContext
+from collections.abc import Callable
+
+from streamlet.stores.api import BytesIterator, BytesWriteBatch, RecordContext, StateStoreContext
 from streamlet.stores.keyvalue.api import KeyValueBytesStore
-from streamlet.stores.value_formats import TIMESTAMP_SIZE, split_headers_value, split_timestamped, unpack_timestamp
+from streamlet.stores.value_formats import (
+    TIMESTAMP_SIZE,
+    split_aggregation_headers,
+    split_headers_value,
+    split_timestamped,
+    unpack_timestamp,
+)
 from streamlet.stores.wrapping import _StoreLayer
+
+
+def log_headers_value(log_change: Callable[..., None], name: str, record_context: Callable[[], RecordContext],
+                      key: bytes, value: bytes | None) -> None:
+    """Log a value kept as `join_headers_value` bytes: the plain value bytes with the stored timestamp and headers
+    as the record's; a delete with the current record's timestamp and headers, as Kafka Streams does."""
+    if value is None:
+        current = record_context()
+        log_change(name, key, None, current.timestamp, current.headers)
+    else:
+        headers, timestamp, raw = split_headers_value(value)
+        log_change(name, key, raw, timestamp, headers)
 
 
 class ChangeLoggingKeyValueBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueBytesStore):
@@ -75,12 +95,26 @@ class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(ChangeLoggingKeyValu
         self._log_change = context.log_change
 
     def log(self, key: bytes, value: bytes | None) -> None:
+        log_headers_value(self._log_change, self.name, self._record_context, key, value)
+
+
+class ChangeLoggingSessionBytesStoreWithHeaders(ChangeLoggingKeyValueBytesStore):
+    """A session store with headers' layer: local values carry headers before the aggregation
+    (`split_aggregation_headers`); the changelog gets the plain aggregation bytes under the current record's
+    timestamp with the stored headers as the record's. A delete logs the current record's timestamp and headers,
+    as Kafka Streams does."""
+
+    def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
+        super().__init__(inner, context)
+        self._log_change = context.log_change
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        current = self._record_context()
         if value is None:
-            current = self._record_context()
             self._log_change(self.name, key, None, current.timestamp, current.headers)
         else:
-            headers, timestamp, raw = split_headers_value(value)
-            self._log_change(self.name, key, raw, timestamp, headers)  # type: ignore[arg-type]  # null header values
+            headers, raw = split_aggregation_headers(value)
+            self._log_change(self.name, key, raw, current.timestamp, headers)  # type: ignore[arg-type]
 
 
 class _LoggingWriteBatch(BytesWriteBatch):

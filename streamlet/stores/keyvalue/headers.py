@@ -23,6 +23,7 @@ from streamlet.stores.api import (
     StateStoreContext,
     ValueAndTimestamp,
     ValueTimestampHeaders,
+    checked_with_headers,
 )
 from streamlet.stores.iterators import StoreKeyValueIterator
 from streamlet.stores.keyvalue.api import KeyValueBytesStore, KeyValueStore, TimestampedKeyValueStore
@@ -44,18 +45,9 @@ class TimestampedKeyValueStoreWithHeaders(KeyValueStore[K, ValueTimestampHeaders
 
 
 def _checked(value: Any) -> ValueTimestampHeaders | None:
-    """None for a delete (`None`, or a `ValueTimestampHeaders` without value, as Java's `make` gives null)."""
-    if value is None:
-        return None
-    if not isinstance(value, ValueTimestampHeaders):
-        raise TypeError("a timestamped store with headers takes ValueTimestampHeaders(value, timestamp, headers) "
-                        f"values, got {type(value).__name__}")
-    if value.value is None:
-        return None
-    headers = value.headers
-    if headers is None or type(headers) is not tuple:
-        value = value._replace(headers=tuple(headers or ()))
-    return value
+    checked: ValueTimestampHeaders | None = checked_with_headers(value, ValueTimestampHeaders,
+                                                                 "timestamped store with headers")
+    return checked
 
 
 class TypedTimestampedKeyValueStoreWithHeaders(TypedKeyValueStore, TimestampedKeyValueStoreWithHeaders[Any]):

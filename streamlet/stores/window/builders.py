@@ -14,6 +14,10 @@ from typing import Any
 from streamlet.serdes import resolve_serde
 from streamlet.stores.builders import ConfigurableStoreBuilder
 from streamlet.stores.window.api import WindowBytesStoreSupplier
+from streamlet.stores.window.headers import (
+    DslTimestampedWindowStoreWithHeaders,
+    TypedTimestampedWindowStoreWithHeaders,
+)
 from streamlet.stores.window.typed import TypedTimestampedWindowStore, TypedWindowStore
 
 ADDITIONAL_CHANGELOG_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -42,9 +46,16 @@ class WindowStoreBuilder(ConfigurableStoreBuilder):
     def build(self) -> TypedWindowStore:
         return TypedWindowStore(self.supplier.get(), self.key_serde, self.value_serde, **self._shape())
 
+    logs_record_headers = False
+    """True for a stream-stream join's side: its changelog records carry the headers of the record being processed
+    (Kafka Streams 4.4 keeps a join's side as a window store with headers)."""
+
     def _shape(self) -> dict[str, Any]:
-        return {"window_size_ms": self.supplier.window_size_ms, "retain_duplicates": self.supplier.retain_duplicates,
-                "logging_enabled": self.logging_enabled, "caching_enabled": self.caching_enabled}
+        shape = {"window_size_ms": self.supplier.window_size_ms, "retain_duplicates": self.supplier.retain_duplicates,
+                 "logging_enabled": self.logging_enabled, "caching_enabled": self.caching_enabled}
+        if self.logs_record_headers:
+            shape["logs_record_headers"] = True
+        return shape
 
     def _changelog_defaults(self) -> dict[str, str]:
         return window_changelog_config(self.supplier.retention_ms)
@@ -57,5 +68,21 @@ class WindowStoreBuilder(ConfigurableStoreBuilder):
 class TimestampedWindowStoreBuilder(WindowStoreBuilder):
     """Builds `TimestampedWindowStore`s: values are `ValueAndTimestamp` over the given value serde."""
 
+    dsl_store = False
+    """True for a windowed aggregation's store: `dsl.store.format` applies to it."""
+    headers_format = False
+    """Set by the runtime on a windowed aggregation's store under `dsl.store.format=HEADERS`: the store is then kept
+    as a timestamped window store with headers (`DslTimestampedWindowStoreWithHeaders`)."""
+
     def build(self) -> TypedTimestampedWindowStore:
-        return TypedTimestampedWindowStore(self.supplier.get(), self.key_serde, self.value_serde, **self._shape())
+        kind = DslTimestampedWindowStoreWithHeaders if self.headers_format else TypedTimestampedWindowStore
+        return kind(self.supplier.get(), self.key_serde, self.value_serde, **self._shape())
+
+
+class TimestampedWindowStoreWithHeadersBuilder(WindowStoreBuilder):
+    """Builds `TimestampedWindowStoreWithHeaders`: values are `ValueTimestampHeaders` over the given value serde,
+    over any window supplier (LevelDB or in-memory)."""
+
+    def build(self) -> TypedTimestampedWindowStoreWithHeaders:
+        return TypedTimestampedWindowStoreWithHeaders(self.supplier.get(), self.key_serde, self.value_serde,
+                                                      **self._shape())

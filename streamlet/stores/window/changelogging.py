@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from streamlet.stores.api import StateStoreContext
+from streamlet.stores.keyvalue.changelogging import log_headers_value
 from streamlet.stores.value_formats import split_timestamped
 from streamlet.stores.window.api import WindowBytesStore, WindowEntry, WindowWrite
 from streamlet.stores.window.key_schema import to_store_key
@@ -65,6 +66,15 @@ class ChangeLoggingWindowBytesStore(_StoreLayer[WindowBytesStore], WindowBytesSt
         return self.inner.observed_stream_time
 
 
+class ChangeLoggingWindowBytesStoreWithRecordHeaders(ChangeLoggingWindowBytesStore):
+    """Logs every write under the current record's timestamp and headers: a stream-stream join's side, which
+    Kafka Streams 4.4 keeps as a window store with headers (the record it holds, with that record's headers)."""
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        current = self._record_context()
+        self._log_change(self.name, key, value, current.timestamp, current.headers)
+
+
 class ChangeLoggingTimestampedWindowBytesStore(ChangeLoggingWindowBytesStore):
     """Logs the plain value with the timestamp of its prefix (a delete: the current record's)."""
 
@@ -74,3 +84,11 @@ class ChangeLoggingTimestampedWindowBytesStore(ChangeLoggingWindowBytesStore):
         else:
             timestamp, raw = split_timestamped(value)
             self._log_change(self.name, key, raw, timestamp)
+
+
+class ChangeLoggingTimestampedWindowBytesStoreWithHeaders(ChangeLoggingWindowBytesStore):
+    """A window store with headers' layer: logs the plain value with the timestamp and the headers stored before
+    it (`split_headers_value`); a delete logs the current record's timestamp and headers, as Kafka Streams does."""
+
+    def log(self, key: bytes, value: bytes | None) -> None:
+        log_headers_value(self._log_change, self.name, self._record_context, key, value)

@@ -30,6 +30,7 @@ from streamlet.stores.window.caching import CachingWindowBytesStore
 from streamlet.stores.window.changelogging import (
     ChangeLoggingTimestampedWindowBytesStore,
     ChangeLoggingWindowBytesStore,
+    ChangeLoggingWindowBytesStoreWithRecordHeaders,
 )
 from streamlet.stores.window.key_schema import from_store_key
 from streamlet.windowed import MAX_TIME, TimeWindow, Windowed
@@ -53,8 +54,10 @@ def _millis(time: Any) -> int:
 class TypedWindowStore(WindowStore):
     def __init__(self, bytes_store: WindowBytesStore, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None,
                  *, window_size_ms: int, retain_duplicates: bool = False, logging_enabled: bool = True,
-                 caching_enabled: bool = False) -> None:
+                 caching_enabled: bool = False, logs_record_headers: bool = False) -> None:
         self.name = bytes_store.name
+        self.logs_record_headers = logs_record_headers
+        """The changelog records carry the headers of the record being processed (a stream-stream join's side)."""
         self.window_size_ms = window_size_ms
         self.retention_ms = bytes_store.retention_ms
         self.retain_duplicates = retain_duplicates
@@ -100,12 +103,19 @@ class TypedWindowStore(WindowStore):
         self._serialize_key = key_serializer.serialize
         self._deserialize_key = key_deserializer.deserialize
         self._record_context = context.record_context_reader()
-        context.register(self, self._restore, logged=self.logging_enabled)
+        context.register(self, self._restore, logged=self.logging_enabled,
+                         with_headers=self._restores_with_headers())
 
     def _value_format(self, serde: Serde[Any], topic: str) -> ValueFormat:
         return PlainValueFormat(serde, topic)
 
+    def _restores_with_headers(self) -> bool:
+        """True when the changelog records' headers are part of the stored values (a store with headers)."""
+        return False
+
     def _change_logging(self, store: WindowBytesStore, context: StateStoreContext) -> WindowBytesStore:
+        if self.logs_record_headers:
+            return ChangeLoggingWindowBytesStoreWithRecordHeaders(store, context, self.retain_duplicates)
         return ChangeLoggingWindowBytesStore(store, context, self.retain_duplicates)
 
     def _restore(self, entries: list[ChangelogEntry]) -> None:

@@ -1,5 +1,6 @@
 package io.streamlet.streams4;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.HexFormat;
 import java.util.Properties;
@@ -15,12 +16,23 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.AggregationWithHeaders;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.ValueTimestampHeaders;
+import org.apache.kafka.streams.state.internals.AggregationWithHeadersSerde;
 import org.apache.kafka.streams.state.internals.ValueTimestampHeadersSerde;
 import org.apache.kafka.streams.test.TestRecord;
 
@@ -31,7 +43,13 @@ import org.apache.kafka.streams.test.TestRecord;
  * cache); records as in HeadersStoreCheck), prints the store's class name, every changelog record
  * ("label cl KEYHEX VALUEHEX|null TIMESTAMP HEADERS"), every output record ("label out KEY VALUE TIMESTAMP
  * HEADERS") and, under HEADERS, the store's values as its ValueTimestampHeadersSerde writes them ("label store KEY
- * VALUEHEX"). tests/dsl/test_dsl_headers_format.py runs the same cases.
+ * VALUEHEX"). The windowed counterparts: op `wcount` (count in 100 ms tumbling windows), `slcount` (count in
+ * sliding windows of 50 ms) and `scount` (count in sessions with a 30 ms gap), no grace, output keys written
+ * "key@start" (sessions "key@start-end"); under HEADERS their stores' values print as "label store KEY START
+ * VALUEHEX" (windows, sorted) and "label store KEY START END VALUEHEX" (sessions, `AggregationWithHeadersSerde`).
+ * Op `join`: records whose value starts with "x" joined with the others (10 ms apart, no grace; StreamJoined
+ * store name "agg"), printing both join stores' changelogs ("label cl-this ..." and "label cl-other ...").
+ * tests/dsl/test_dsl_headers_format.py runs the same cases.
  */
 public final class DslHeadersCheck {
     private static final HexFormat HEX = HexFormat.of();
@@ -67,6 +85,32 @@ public final class DslHeadersCheck {
                     .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
                 .toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
             valueSerde = Serdes.String();
+        } else if ("wcount".equals(op) || "slcount".equals(op)) {
+            final var grouped = builder.stream("in", Consumed.with(Serdes.String(), Serdes.String())).groupByKey();
+            final var windowed = "wcount".equals(op)
+                ? grouped.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(100)))
+                : grouped.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(50)));
+            windowed.count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("agg")
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .toStream((k, v) -> k.key() + "@" + k.window().start()).mapValues(v -> String.valueOf(v))
+                .to("out", Produced.with(Serdes.String(), Serdes.String()));
+            valueSerde = Serdes.Long();
+        } else if ("join".equals(op)) {
+            final KStream<String, String> all = builder.stream("in", Consumed.with(Serdes.String(), Serdes.String()));
+            all.filter((k, v) -> v.startsWith("x")).join(all.filter((k, v) -> !v.startsWith("x")), (a, b) -> a + b,
+                    JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(10)),
+                    StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()).withStoreName("agg"))
+                .to("out", Produced.with(Serdes.String(), Serdes.String()));
+            valueSerde = Serdes.String();
+        } else if ("scount".equals(op)) {
+            builder.stream("in", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(30)))
+                .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("agg")
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .toStream((k, v) -> k.key() + "@" + k.window().start() + "-" + k.window().end())
+                .mapValues(v -> v == null ? null : String.valueOf(v))
+                .to("out", Produced.with(Serdes.String(), Serdes.String()));
+            valueSerde = Serdes.Long();
         } else {
             builder.table("in", Consumed.with(Serdes.String(), Serdes.String()),
                     Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("agg")
@@ -84,6 +128,24 @@ public final class DslHeadersCheck {
                 input.pipeInput(new TestRecord<>(parts[0], "null".equals(parts[1]) ? null : parts[1], hs,
                     Long.parseLong(parts[2])));
             }
+            if ("join".equals(op)) {
+                for (final String side : new String[] {"this", "other"}) {
+                    final TestOutputTopic<byte[], byte[]> log = driver.createOutputTopic(
+                        "dslh-agg-" + side + "-join-store-changelog", Serdes.ByteArray().deserializer(),
+                        Serdes.ByteArray().deserializer());
+                    for (final TestRecord<byte[], byte[]> r : log.readRecordsToList()) {
+                        System.out.println(label + " cl-" + side + " " + HEX.formatHex(r.key()) + " "
+                            + HEX.formatHex(r.value()) + " " + r.timestamp() + " " + HeadersStoreCheck.headers(r.headers()));
+                    }
+                }
+                final TestOutputTopic<String, String> joined = driver.createOutputTopic("out",
+                    Serdes.String().deserializer(), Serdes.String().deserializer());
+                for (final TestRecord<String, String> r : joined.readRecordsToList()) {
+                    System.out.println(label + " out " + r.key() + " " + r.value() + " " + r.timestamp() + " "
+                        + HeadersStoreCheck.headers(r.headers()));
+                }
+                return;
+            }
             final StateStore raw = driver.getAllStateStores().get("agg");
             System.out.println(label + " class " + raw.getClass().getSimpleName());
             final TestOutputTopic<byte[], byte[]> changelog = driver.createOutputTopic("dslh-agg-changelog",
@@ -99,7 +161,11 @@ public final class DslHeadersCheck {
                 System.out.println(label + " out " + r.key() + " " + r.value() + " " + r.timestamp() + " "
                     + HeadersStoreCheck.headers(r.headers()));
             }
-            if (headers) {
+            if (headers && op.startsWith("s") && !"slcount".equals(op)) {
+                printSessions(label, raw);
+            } else if (headers && ("wcount".equals(op) || "slcount".equals(op))) {
+                printWindows(label, raw);
+            } else if (headers) {
                 @SuppressWarnings("unchecked")
                 final KeyValueStore<String, ValueTimestampHeaders<Object>> store =
                     (KeyValueStore<String, ValueTimestampHeaders<Object>>) raw;
@@ -114,5 +180,40 @@ public final class DslHeadersCheck {
                 }
             }
         }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void printWindows(final String label, final StateStore raw) {
+        final WindowStore<String, ValueTimestampHeaders<Long>> store = (WindowStore<String, ValueTimestampHeaders<Long>>) raw;
+        final java.util.List<String> lines = new java.util.ArrayList<>();
+        try (ValueTimestampHeadersSerde<Long> serde = new ValueTimestampHeadersSerde<>(Serdes.Long());
+             KeyValueIterator<Windowed<String>, ValueTimestampHeaders<Long>> it = store.all()) {
+            while (it.hasNext()) {
+                final KeyValue<Windowed<String>, ValueTimestampHeaders<Long>> kv = it.next();
+                lines.add(label + " store " + kv.key.key() + " " + kv.key.window().start() + " "
+                    + HEX.formatHex(serde.serializer().serialize("t", kv.value)));
+            }
+        }
+        java.util.Collections.sort(lines);
+        lines.forEach(System.out::println);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void printSessions(final String label, final StateStore raw) {
+        final SessionStore<String, AggregationWithHeaders<Long>> store = (SessionStore<String, AggregationWithHeaders<Long>>) raw;
+        final java.util.List<String> lines = new java.util.ArrayList<>();
+        try (AggregationWithHeadersSerde<Long> serde = new AggregationWithHeadersSerde<>(Serdes.Long())) {
+            for (final String key : new String[] {"a", "b", "c"}) {
+                try (KeyValueIterator<Windowed<String>, AggregationWithHeaders<Long>> it = store.fetch(key)) {
+                    while (it.hasNext()) {
+                        final KeyValue<Windowed<String>, AggregationWithHeaders<Long>> kv = it.next();
+                        lines.add(label + " store " + kv.key.key() + " " + kv.key.window().start() + " "
+                            + kv.key.window().end() + " " + HEX.formatHex(serde.serializer().serialize("t", kv.value)));
+                    }
+                }
+            }
+        }
+        java.util.Collections.sort(lines);
+        lines.forEach(System.out::println);
     }
 }

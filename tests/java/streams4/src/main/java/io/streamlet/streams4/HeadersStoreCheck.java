@@ -1,8 +1,12 @@
 package io.streamlet.streams4;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Properties;
 
 import org.apache.kafka.common.header.Header;
@@ -14,16 +18,25 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.HeadersBytesStore;
 import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.AggregationWithHeaders;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
+import org.apache.kafka.streams.state.SessionStoreWithHeaders;
+import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStoreWithHeaders;
+import org.apache.kafka.streams.state.TimestampedWindowStoreWithHeaders;
 import org.apache.kafka.streams.state.ValueTimestampHeaders;
+import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
+import org.apache.kafka.streams.state.internals.AggregationWithHeadersSerde;
 import org.apache.kafka.streams.state.internals.ValueTimestampHeadersSerde;
 import org.apache.kafka.streams.test.TestRecord;
 
@@ -36,6 +49,14 @@ import org.apache.kafka.streams.test.TestRecord;
  * order as "label store KEY VALUEHEX" (the value serialized by Kafka Streams' ValueTimestampHeadersSerde, as the
  * store keeps it). HEADERS is `-` or `name=HEX|null;...`. A line "convert HEX" prints the upgrade conversions
  * `HeadersBytesStore.convertToHeaderFormat` and `convertFromPlainToHeaderFormat` of those bytes.
+ * <p>
+ * The window and session counterparts: backend `window-persistent`, `window-memory` or `window-dups` (persistent,
+ * retaining duplicates) puts `ValueTimestampHeaders` into a `TimestampedWindowStoreWithHeaders` (100 ms windows,
+ * one day's retention) at window start `timestamp - timestamp % 100` (a DELETE puts null there); backend
+ * `session-persistent` or `session-memory` puts `AggregationWithHeaders(value, record headers)` into a
+ * `SessionStoreWithHeaders` under the session [timestamp - timestamp % 100, timestamp] (a DELETE removes it).
+ * Their contents print sorted, as "label store KEY START VALUEHEX" (window) and "label store KEY START END
+ * VALUEHEX" (session; the value as `AggregationWithHeadersSerde` serializes it).
  * tests/stores/test_headers_store_format.py runs the same cases.
  */
 public final class HeadersStoreCheck {
@@ -67,6 +88,42 @@ public final class HeadersStoreCheck {
         }
     }
 
+    static final class WindowWriter implements Processor<String, String, Void, Void> {
+        private TimestampedWindowStoreWithHeaders<String, String> store;
+
+        @Override
+        public void init(final ProcessorContext<Void, Void> context) {
+            store = context.getStateStore("hs");
+        }
+
+        @Override
+        public void process(final Record<String, String> record) {
+            final long start = record.timestamp() - record.timestamp() % 100;
+            store.put(record.key(), "DELETE".equals(record.value()) ? null
+                : ValueTimestampHeaders.make(record.value(), record.timestamp(), record.headers()), start);
+        }
+    }
+
+    static final class SessionWriter implements Processor<String, String, Void, Void> {
+        private SessionStoreWithHeaders<String, String> store;
+
+        @Override
+        public void init(final ProcessorContext<Void, Void> context) {
+            store = context.getStateStore("hs");
+        }
+
+        @Override
+        public void process(final Record<String, String> record) {
+            final Windowed<String> session = new Windowed<>(record.key(),
+                new SessionWindow(record.timestamp() - record.timestamp() % 100, record.timestamp()));
+            if ("DELETE".equals(record.value())) {
+                store.remove(session);
+            } else {
+                store.put(session, AggregationWithHeaders.make(record.value(), record.headers()));
+            }
+        }
+    }
+
     static String headers(final Iterable<Header> headers) {
         final StringBuilder out = new StringBuilder();
         for (final Header h : headers) {
@@ -93,13 +150,30 @@ public final class HeadersStoreCheck {
             return;
         }
         final String label = words[0];
-        final KeyValueBytesStoreSupplier supplier = "memory".equals(words[1]) ? Stores.inMemoryKeyValueStore("hs")
-            : Stores.persistentTimestampedKeyValueStoreWithHeaders("hs");
+        final String backend = words[1];
         final Topology topology = new Topology();
         topology.addSource("src", Serdes.String().deserializer(), Serdes.String().deserializer(), "in");
-        topology.addProcessor("writer", Writer::new, "src");
-        topology.addStateStore(Stores.timestampedKeyValueStoreWithHeadersBuilder(supplier, Serdes.String(),
-            Serdes.String()), "writer");
+        final StoreBuilder<?> builder;
+        if (backend.startsWith("window-")) {
+            final WindowBytesStoreSupplier supplier = "window-memory".equals(backend)
+                ? Stores.inMemoryWindowStore("hs", Duration.ofDays(1), Duration.ofMillis(100), false)
+                : Stores.persistentTimestampedWindowStoreWithHeaders("hs", Duration.ofDays(1), Duration.ofMillis(100),
+                    "window-dups".equals(backend));
+            topology.addProcessor("writer", WindowWriter::new, "src");
+            builder = Stores.timestampedWindowStoreWithHeadersBuilder(supplier, Serdes.String(), Serdes.String());
+        } else if (backend.startsWith("session-")) {
+            final SessionBytesStoreSupplier supplier = "session-memory".equals(backend)
+                ? Stores.inMemorySessionStore("hs", Duration.ofDays(1))
+                : Stores.persistentSessionStoreWithHeaders("hs", Duration.ofDays(1));
+            topology.addProcessor("writer", SessionWriter::new, "src");
+            builder = Stores.sessionStoreWithHeadersBuilder(supplier, Serdes.String(), Serdes.String());
+        } else {
+            final KeyValueBytesStoreSupplier supplier = "memory".equals(backend) ? Stores.inMemoryKeyValueStore("hs")
+                : Stores.persistentTimestampedKeyValueStoreWithHeaders("hs");
+            topology.addProcessor("writer", Writer::new, "src");
+            builder = Stores.timestampedKeyValueStoreWithHeadersBuilder(supplier, Serdes.String(), Serdes.String());
+        }
+        topology.addStateStore(builder, "writer");
         final Properties props = new Properties();
         props.put("application.id", "hdr");
         props.put("bootstrap.servers", "localhost:9");
@@ -119,6 +193,14 @@ public final class HeadersStoreCheck {
                     + (r.value() == null ? "null" : HEX.formatHex(r.value())) + " " + r.timestamp() + " "
                     + headers(r.headers()));
             }
+            if (backend.startsWith("window-")) {
+                printWindows(label, driver);
+                return;
+            }
+            if (backend.startsWith("session-")) {
+                printSessions(label, driver);
+                return;
+            }
             @SuppressWarnings("unchecked")
             final KeyValueStore<String, ValueTimestampHeaders<String>> store =
                 (KeyValueStore<String, ValueTimestampHeaders<String>>) driver.getAllStateStores().get("hs");
@@ -132,5 +214,42 @@ public final class HeadersStoreCheck {
                 }
             }
         }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void printWindows(final String label, final TopologyTestDriver driver) {
+        final TimestampedWindowStoreWithHeaders<String, String> store =
+            (TimestampedWindowStoreWithHeaders<String, String>) driver.getAllStateStores().get("hs");
+        final List<String> lines = new ArrayList<>();
+        try (ValueTimestampHeadersSerde<String> serde = new ValueTimestampHeadersSerde<>(Serdes.String());
+             KeyValueIterator<Windowed<String>, ValueTimestampHeaders<String>> it = store.all()) {
+            while (it.hasNext()) {
+                final KeyValue<Windowed<String>, ValueTimestampHeaders<String>> kv = it.next();
+                lines.add(label + " store " + kv.key.key() + " " + kv.key.window().start() + " "
+                    + HEX.formatHex(serde.serializer().serialize("t", kv.value)));
+            }
+        }
+        Collections.sort(lines);
+        lines.forEach(System.out::println);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void printSessions(final String label, final TopologyTestDriver driver) {
+        final SessionStoreWithHeaders<String, String> store =
+            (SessionStoreWithHeaders<String, String>) driver.getAllStateStores().get("hs");
+        final List<String> lines = new ArrayList<>();
+        try (AggregationWithHeadersSerde<String> serde = new AggregationWithHeadersSerde<>(Serdes.String())) {
+            for (final String key : new String[] {"a", "b", "c", "d"}) {
+                try (KeyValueIterator<Windowed<String>, AggregationWithHeaders<String>> it = store.fetch(key)) {
+                    while (it.hasNext()) {
+                        final KeyValue<Windowed<String>, AggregationWithHeaders<String>> kv = it.next();
+                        lines.add(label + " store " + kv.key.key() + " " + kv.key.window().start() + " "
+                            + kv.key.window().end() + " " + HEX.formatHex(serde.serializer().serialize("t", kv.value)));
+                    }
+                }
+            }
+        }
+        Collections.sort(lines);
+        lines.forEach(System.out::println);
     }
 }

@@ -18,6 +18,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.ReadOnlyRecord;
@@ -36,15 +37,20 @@ import org.apache.kafka.streams.query.TimestampedKeyQuery;
 import org.apache.kafka.streams.query.TimestampedKeyWithHeadersQuery;
 import org.apache.kafka.streams.query.TimestampedRangeQuery;
 import org.apache.kafka.streams.query.TimestampedRangeWithHeadersQuery;
+import org.apache.kafka.streams.query.TimestampedWindowKeyWithHeadersQuery;
+import org.apache.kafka.streams.query.TimestampedWindowRangeWithHeadersQuery;
 import org.apache.kafka.streams.query.VersionedKeyQuery;
 import org.apache.kafka.streams.query.WindowKeyQuery;
 import org.apache.kafka.streams.query.WindowRangeQuery;
+import org.apache.kafka.streams.state.AggregationWithHeaders;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.ReadOnlyRecordIterator;
+import org.apache.kafka.streams.state.SessionStoreWithHeaders;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.TimestampedKeyValueStoreWithHeaders;
+import org.apache.kafka.streams.state.TimestampedWindowStoreWithHeaders;
 import org.apache.kafka.streams.state.ValueTimestampHeaders;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
@@ -56,8 +62,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * Kafka Streams 4.4.0's IQv2 answers on a real broker (tests/queries/test_iqv2_java.py runs streamlet's twin).
  * A processor writes every record to five stores: "kv" (key-value), "ts" (timestamped key-value), "hs"
  * (timestamped key-value with headers, KIP-1271: the record's headers kept with the value), "win" (window, 10 s
- * windows) and "ver" (versioned); a value "DELETE" deletes the key from kv, ts, hs and ver, and a value starting
- * "ver-only" goes to ver alone. Reads from stdin, one a line: the bootstrap servers, the
+ * windows), "ver" (versioned), "hw" (timestamped window with headers, 10 s windows, the record's headers kept) and
+ * "hss" (session with headers: each record its own session [t - t % 10 s, t] of `AggregationWithHeaders(value, headers)`);
+ * a value "DELETE" deletes the key from kv, ts, hs and ver, and a value starting "ver-only" goes to ver alone. Reads from stdin, one a line: the bootstrap servers, the
  * application id, the input topic, the state directory, the last offset of each input partition
  * ("partition:offset" words), then one query a line: "label store TYPE args... [p=0,1] [bound=0:5,1:3] [active]".
  * Once every store has seen the last offsets, prints one JSON object a query (for a query that throws, the
@@ -73,9 +80,13 @@ public final class Iqv2Check {
         private TimestampedKeyValueStoreWithHeaders<String, String> hs;
         private WindowStore<String, String> win;
         private VersionedKeyValueStore<String, String> ver;
+        private TimestampedWindowStoreWithHeaders<String, String> hw;
+        private SessionStoreWithHeaders<String, String> hss;
 
         @Override
         public void init(final ProcessorContext<Void, Void> context) {
+            hw = context.getStateStore("hw");
+            hss = context.getStateStore("hss");
             kv = context.getStateStore("kv");
             ts = context.getStateStore("ts");
             hs = context.getStateStore("hs");
@@ -100,6 +111,8 @@ public final class Iqv2Check {
                 ts.put(k, ValueAndTimestamp.make(v, t));
                 hs.put(k, ValueTimestampHeaders.make(v, t, record.headers()));
                 win.put(k, v, t - t % 10_000L);
+                hw.put(k, ValueTimestampHeaders.make(v, t, record.headers()), t - t % 10_000L);
+                hss.put(new Windowed<>(k, new SessionWindow(t - t % 10_000L, t)), AggregationWithHeaders.make(v, record.headers()));
             }
             ver.put(k, v, t);
         }
@@ -135,6 +148,12 @@ public final class Iqv2Check {
             Stores.persistentTimestampedKeyValueStoreWithHeaders("hs"), Serdes.String(), Serdes.String()), "writer");
         topology.addStateStore(Stores.windowStoreBuilder(Stores.persistentWindowStore("win", Duration.ofDays(1),
             Duration.ofSeconds(10), false), Serdes.String(), Serdes.String()), "writer");
+        topology.addStateStore(Stores.timestampedWindowStoreWithHeadersBuilder(
+            Stores.persistentTimestampedWindowStoreWithHeaders("hw", Duration.ofDays(1), Duration.ofSeconds(10), false),
+            Serdes.String(), Serdes.String()), "writer");
+        topology.addStateStore(Stores.sessionStoreWithHeadersBuilder(
+            Stores.persistentSessionStoreWithHeaders("hss", Duration.ofDays(1)), Serdes.String(), Serdes.String()),
+            "writer");
         topology.addStateStore(Stores.versionedKeyValueStoreBuilder(
             Stores.persistentVersionedKeyValueStore("ver", Duration.ofDays(1)), Serdes.String(), Serdes.String()),
             "writer");
@@ -220,6 +239,11 @@ public final class Iqv2Check {
                 time(args.get(2))); break;
             case "WRANGE": query = WindowRangeQuery.withWindowStartRange(time(args.get(0)), time(args.get(1))); break;
             case "WRANGE_KEY": query = WindowRangeQuery.withKey(args.get(0)); break;
+            case "HWKEY": query = TimestampedWindowKeyWithHeadersQuery.withKeyAndWindowStartRange(args.get(0),
+                time(args.get(1)), time(args.get(2))); break;
+            case "HWRANGE": query = TimestampedWindowRangeWithHeadersQuery.withWindowStartRange(time(args.get(0)),
+                time(args.get(1))); break;
+            case "HWRANGE_KEY": query = TimestampedWindowRangeWithHeadersQuery.withKey(args.get(0)); break;
             case "VKEY": query = args.size() > 1 ? VersionedKeyQuery.withKey(args.get(0)).asOf(time(args.get(1)))
                 : VersionedKeyQuery.withKey(args.get(0)); break;
             case "MVKEY": {
@@ -354,6 +378,16 @@ public final class Iqv2Check {
                 it.forEachRemaining(r -> items.add(json(r)));
             }
             return "[" + String.join(", ", items) + "]";
+        }
+        if (o instanceof AggregationWithHeaders) {  // headers as in a ReadOnlyRecord
+            final AggregationWithHeaders<?> a = (AggregationWithHeaders<?>) o;
+            final List<String> hs = new ArrayList<>();
+            for (final Header h : a.headers()) {
+                hs.add("[" + json(h.key()) + ", "
+                    + (h.value() == null ? "null" : json(new String(h.value(), java.nio.charset.StandardCharsets.UTF_8)))
+                    + "]");
+            }
+            return "{\"aggregation\": " + json(a.aggregation()) + ", \"headers\": [" + String.join(", ", hs) + "]}";
         }
         if (o instanceof ValueTimestampHeaders) {
             final ValueTimestampHeaders<?> v = (ValueTimestampHeaders<?>) o;
