@@ -12,6 +12,9 @@ Under exactly-once a failed commit (refused by the group because it moved on, or
 closes every task of the shared transaction dirty — transaction aborted, local state discarded —
 and rejoins the group: whatever this member still owns is then rebuilt from the changelogs and the
 committed offsets.
+
+A task that stopped on an outage (`TaskManager.corrupted_tasks`) is recovered from the same way, under
+either guarantee: closed dirty, then the member rejoins and the task is revived from its last commit.
 """
 
 from __future__ import annotations
@@ -86,6 +89,16 @@ class Committer:
             await self.recover_dirty(exc)
             return
         await self._purger.maybe_purge(self._tasks.committed_offsets)
+
+    async def maybe_recover(self) -> None:
+        """Close the tasks that stopped on an outage dirty and rejoin, so that they are revived (raises the
+        outage's error once it has lasted task.timeout.ms)."""
+        if not any(actor.outage is not None and actor.closed.is_set() for actor in self._tasks.actors.values()):
+            return
+        async with self._lock:
+            corrupted = self._tasks.corrupted_tasks()
+            if corrupted is not None:
+                await self.recover_dirty(corrupted)
 
     async def recover_dirty(self, exc: CommitFailed, rejoin: bool = True) -> None:
         """Exactly-once after a failed commit: the failed tasks' uncommitted work is dropped (their
