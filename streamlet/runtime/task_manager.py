@@ -9,13 +9,14 @@ exactly-once) makes them durable.
 
 A task whose actor stopped on an outage (a `RetriableError`: the schema registry cannot be reached by a
 store's value serde, or held output would outlive the transaction) is corrupted, as Kafka Streams calls a
-task whose uncommitted work cannot be trusted: `corrupted_tasks` names it for the committer, which closes it
-dirty (under exactly-once its transaction is aborted and its staged store writes go with it; under
-at-least-once what it sent stays sent and its store keeps its writes, so reprocessing may apply a record
-twice, as at-least-once allows) and rejoins the group, which assigns it again: it is restored and starts
-from its last committed offsets after a backoff (`schema.registry.retry.backoff.ms`, doubling up to
-`schema.registry.retry.backoff.max.ms`). An outage that has lasted `task.timeout.ms` across revivals fails
-the member with its error.
+task whose uncommitted work cannot be trusted: `corrupted_tasks` names it for the committer, which has
+`revive` close it dirty and create it again at once, without a rebalance (Kafka Streams' `closeDirtyAndRevive`):
+restored, it starts from its last committed offsets after a backoff (`schema.registry.retry.backoff.ms`,
+doubling up to `schema.registry.retry.backoff.max.ms`). Under exactly-once every running task is revived
+with it: the dirty close aborts the member's one transaction, which holds their uncommitted work too, and
+their staged store writes go with it. Under at-least-once only the stopped task is: what it sent stays
+sent and its store keeps its writes, so reprocessing may apply a record twice, as at-least-once allows.
+An outage that has lasted `task.timeout.ms` across revivals fails the member with its error.
 
 With the offsets go the tasks' partition times and processor metadata, in Kafka Streams' encoding
 (`streamlet.kafka.commit_metadata`); a task starting reads them back from the group's committed
@@ -56,6 +57,10 @@ TaskKey = tuple[int, int]  # (sub-topology id, partition)
 Partitions = list[tuple[str, int]]
 CommitReader = Callable[[Partitions], Awaitable[dict[tuple[str, int], tuple[int | None, str]]]]
 """Reads the group's committed offsets (None: none) and their metadata for some partitions."""
+
+
+class TasksCorrupted(CommitFailed):
+    """Tasks stopped on an outage (a `RetriableError` escaped them): closed dirty and revived in place."""
 
 
 def cache_bytes_per_task(config: StreamsConfig, topology: Topology, task_subs: Iterable[SubTopology]) -> int:
@@ -258,7 +263,7 @@ class TaskManager:
             actor.start_delay_ms = min(int(self.config.get(RETRY_BACKOFF_MAX, 1000)),
                                        backoff_ms << min(outage[1], 30))
 
-    def corrupted_tasks(self) -> CommitFailed | None:
+    def corrupted_tasks(self) -> TasksCorrupted | None:
         """The running tasks whose actor stopped on an outage, as the failure the committer recovers from
         (None: there is none). Raises the outage's error once it has lasted `task.timeout.ms`."""
         failed: list[str] = []
@@ -277,8 +282,27 @@ class TaskManager:
             failed.append(actor.task_id)
         if not failed:
             return None
-        return CommitFailed("tasks stopped for want of a service they need (their uncommitted work is thrown "
-                            "away, and they start again from their last commit)", sorted(failed))
+        return TasksCorrupted("tasks stopped for want of a service they need (their uncommitted work is thrown "
+                              "away, and they start again from their last commit)", sorted(failed))
+
+    async def revive(self, task_ids: Iterable[str]) -> list[tuple[str, int]]:
+        """Close the named tasks dirty (under exactly-once every running task: they share the transaction the
+        close aborts) and create them again, restoring (module docstring); returns their input partitions,
+        which the caller pauses until the restoration is done and seeks to the committed offsets then."""
+        wanted = set(task_ids)
+        if self.config.exactly_once:
+            wanted |= {actor.task_id for actor in self.actors.values()}
+        closed: dict[TaskKey, list[tuple[str, int]]] = {}
+        for key, actor in list(self.actors.items()):
+            if actor.task_id in wanted:
+                closed[key] = [tp for tp, a in self._by_partition.items() if a is actor]
+                await self._close_task(key, clean=False)
+        subs = {s.id: s for s in self.topology.sub_topologies()}
+        keys = [*self.actors, *self.restoring, *closed]
+        cache_bytes = self._cache_bytes(subs[key[0]] for key in keys)
+        for key, tps in sorted(closed.items()):
+            await self._create_task(subs[key[0]], key[1], tps, cache_bytes)
+        return [tp for tps in closed.values() for tp in tps]
 
     async def _committed_metadata(self, partitions: Partitions) -> dict[tuple[str, int], str]:
         """The metadata committed with the offsets of `partitions` (those with a committed offset)."""
