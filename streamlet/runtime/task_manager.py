@@ -420,9 +420,9 @@ class TaskManager:
         staged for it (`Committed.generation`)."""
         generations, self._generations = self._generations, {}
         for actor in self.actors.values():
-            if actor.closed.is_set():
-                continue  # stopped on an outage meanwhile: it is closed dirty next
-            if actor.task.processed:
+            if actor.closed.is_set() or actor.outage is not None:
+                continue  # stopped on an outage meanwhile: it is closed dirty and revived next
+            if actor.task_id in generations and actor.task.processed:
                 self._outages.pop(actor.task_id, None)  # a revived task's progress is committed: the outage is over
             if actor.task_id in generations:
                 await actor.post(Committed(acked, generations[actor.task_id] if self.config.exactly_once else None))
