@@ -293,10 +293,12 @@ class TaskManager:
         if self.config.exactly_once:
             wanted |= {actor.task_id for actor in self.actors.values()}
         closed: dict[TaskKey, list[tuple[str, int]]] = {}
+        outages = {task_id: self._outages[task_id] for task_id in wanted if task_id in self._outages}
         for key, actor in list(self.actors.items()):
             if actor.task_id in wanted:
                 closed[key] = [tp for tp, a in self._by_partition.items() if a is actor]
                 await self._close_task(key, clean=False)
+        self._outages.update(outages)  # (any other close ends a task's outage)
         subs = {s.id: s for s in self.topology.sub_topologies()}
         keys = [*self.actors, *self.restoring, *closed]
         cache_bytes = self._cache_bytes(subs[key[0]] for key in keys)
@@ -327,6 +329,7 @@ class TaskManager:
         close whose commit is refused (the task's new owner fenced us) becomes a dirty one."""
         actor = self.actors.pop(key)
         self.tasks_closed += 1
+        self._outages.pop(actor.task_id, None)
         for tp in [tp for tp, a in self._by_partition.items() if a is actor]:
             del self._by_partition[tp]
         task = actor.task
