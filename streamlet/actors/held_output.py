@@ -11,6 +11,20 @@ held records again until it succeeds: the wait starts at `schema.registry.retry.
 takes its place in its partition's output, in the order it was produced, and the task goes on. When the
 failure has lasted `task.timeout.ms`, the error fails the task. So under exactly-once nothing is committed
 that a held record's output does not go with, and nothing is lost or written twice.
+
+While a task holds, the member's commit waits for it, and under exactly-once the open transaction (with
+what the task and the others sent before the hold) stays open. Kafka has no way to keep a transaction
+alive: the broker aborts it once it is older than `transaction.timeout.ms`, whatever the producer does. So
+the hold is not kept that long: under exactly-once the runtime gives up at half the transaction timeout (the
+transaction began at most a commit interval before the hold, since every commit waits for it), and the
+`RetriableError` stops the task as an outage does (`TaskActor.outage`): the task, with every task sharing its
+transaction, is closed dirty (the transaction aborted by the producer itself, the staged store writes
+discarded) and revived from the committed offsets after a backoff, where it holds again until the registry
+is back; the outage keeps its start across revivals, so it still fails after `task.timeout.ms`. Waiting on
+instead would also be exact (the commit after the release fails and its tasks are rebuilt, as after any
+failed commit), but it would keep the member's commits, and the other tasks' progress, stalled for the
+whole outage, with a transaction known to be lost. Under at-least-once there is no transaction: the hold
+lasts up to `task.timeout.ms`.
 """
 
 from __future__ import annotations

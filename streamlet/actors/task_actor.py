@@ -9,6 +9,11 @@ duration, and so of its latency). The reply names the offsets the task actually 
 safe to commit whatever was still queued. Between two messages the actor wakes on its own to fire
 wall-clock punctuations. Each message is handled in one synchronous stretch; the await
 on the mailbox is the batch boundary where other actors, heartbeats and I/O get their turn.
+
+A `RetriableError` that escapes the task (a state store's value serde cannot reach the schema registry to
+register its changelog subject, or output held longer than `hold_limit_ms`) does not fail the member when
+the runtime asked for revival (`revive_on_outage`): the actor stops, keeping the error in `outage`, and the
+runtime closes the task dirty and revives it from its last commit (`TaskManager.corrupted_tasks`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from streamlet.actors.processor_node import DynamicSinkNode, SinkNode
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.actors.stream_task import StreamTask
 from streamlet.actors.task_progress import CommitTimes
-from streamlet.errors import StrayCancellationError, StreamsError
+from streamlet.errors import RetriableError, StrayCancellationError, StreamsError
 from streamlet.metrics import latency_trace
 from streamlet.metrics.counters import TaskCounters
 from streamlet.metrics.topic_counters import TopicCounters
@@ -140,6 +145,19 @@ class TaskActor:
         self.counters = TaskCounters()  # per-batch measurements behind the task metrics
         self.topics = TopicCounters()  # per-batch records and bytes behind the topic metrics
         self._released = False  # held output was just released: the task takes its buffered records again
+        self.revive_on_outage = False
+        """A `RetriableError` escaping the task stops the actor without failing (see `outage`) instead of
+        failing it: the runtime closes the task dirty and revives it (the test driver leaves it off)."""
+        self.outage: RetriableError | None = None
+        """The error the actor stopped on when `revive_on_outage`; None while it runs (or when it failed)."""
+        self.outage_since = 0
+        """Wall-clock ms when the outage began (a hold's start, else when the error escaped)."""
+        self.hold_limit_ms: int | None = None
+        """Output held this long (ms) gives up: its `RetriableError` escapes (None: held until
+        task.timeout.ms). Under exactly-once the runtime sets half the transaction timeout (see
+        `streamlet.actors.held_output`)."""
+        self.start_delay_ms = 0
+        """Wait this long before taking any message (a task revived after an outage backs off first)."""
         task.hold_unavailable_writes()
 
     @property
@@ -190,6 +208,8 @@ class TaskActor:
     async def run(self) -> None:
         task = self.task
         try:
+            if self.start_delay_ms > 0:
+                await anyio.sleep(self.start_delay_ms / 1000)
             # A task that starts with a stream time restored from its committed offsets' metadata
             # punctuates on it before taking any record, as Kafka Streams' first loop after the task
             # turns running does (a stream-time schedule starts at 0, so one is due at once).
@@ -218,6 +238,17 @@ class TaskActor:
                     return
         except anyio.EndOfStream:
             return
+        except RetriableError as exc:
+            if not self.revive_on_outage:
+                self.error = exc
+                raise
+            held = task.held_output
+            self.outage_since = held.since if held is not None else task.partition_group.now_ms()
+            self.outage = exc  # set before any await: a request failed with `exc` finds it set
+            log.warning("task %s stopped: %s: %s; it is closed dirty and revived from its last commit",
+                        self.task_id, type(exc).__name__, exc)
+            await self._deliver_output_of_outage()
+            return
         except BaseException as exc:
             self.error = exc
             StrayCancellationError.check(exc, f"task {self.task_id}")
@@ -242,6 +273,19 @@ class TaskActor:
                     await self._push_out()
         except Exception as exc:
             log.warning("task %s could not deliver its dead-letter records before failing: %s: %s",
+                        self.task_id, type(exc).__name__, exc)
+
+    async def _deliver_output_of_outage(self) -> None:
+        """Under at-least-once, deliver what the task produced before it stopped on an outage, as Kafka Streams'
+        producer sends what it was handed before a task is closed dirty (the revived task may produce it
+        again: at-least-once). Under exactly-once it belongs to the transaction the dirty close aborts."""
+        if self.task.config.exactly_once or self.task.held_output is not None:
+            return
+        try:
+            with anyio.CancelScope(shield=True), anyio.fail_after(30):
+                await self._flush_output()
+        except Exception as exc:
+            log.warning("task %s could not deliver its output before it is closed dirty: %s: %s",
                         self.task_id, type(exc).__name__, exc)
 
     def _fail_pending(self) -> None:
@@ -355,6 +399,11 @@ class TaskActor:
                 await anyio.sleep(wait_ms / 1000)
             if task.release_held_output():
                 self._released = True
+            elif self.hold_limit_ms is not None and task.partition_group.now_ms() - held.since >= self.hold_limit_ms:
+                error = held.error
+                error.add_note(f"output held {self.hold_limit_ms} ms: the open transaction would time out; "
+                               "the task's work since its last commit is thrown away and redone")
+                raise error
 
     async def _go_on_after_hold(self) -> None:
         """After held output was released: process the records the task stopped before (they are not in

@@ -12,6 +12,9 @@ Under exactly-once a failed commit (refused by the group because it moved on, or
 closes every task of the shared transaction dirty — transaction aborted, local state discarded —
 and rejoins the group: whatever this member still owns is then rebuilt from the changelogs and the
 committed offsets.
+
+A task that stopped on an outage (`TaskManager.corrupted_tasks`), under either guarantee, is closed dirty
+and revived in place (`TaskManager.revive`): no rejoin, the group never hears of it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from streamlet.runtime.commit_protocol import CommitFailed
 from streamlet.runtime.membership import Membership
 from streamlet.runtime.positions import PartitionPositions
 from streamlet.runtime.repartition_purger import RepartitionPurger
-from streamlet.runtime.task_manager import TaskManager
+from streamlet.runtime.task_manager import TaskManager, TasksCorrupted
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ class Committer:
         self._trace_uncommitted: list[tuple[str, int]] = []  # (sub-topology, timestamp): see latency_trace
         self.commits = 0  # successful commits
         self.dirty_recoveries = 0  # failed exactly-once commits whose tasks were closed dirty
+        self.revivals = 0  # times tasks stopped on an outage were closed dirty and revived
 
     def restart_interval(self) -> None:
         """The commit interval runs from now (the poll loop starts)."""
@@ -82,10 +86,35 @@ class Committer:
                     latency_trace.TRACE.duration("commit", started)
                     for sub in {s for s, _ in covered}:
                         latency_trace.TRACE.record(f"{sub}.3-committed", (ts for s, ts in covered if s == sub))
+        except TasksCorrupted as exc:
+            await self.revive(exc)
+            return
         except CommitFailed as exc:
             await self.recover_dirty(exc)
             return
         await self._purger.maybe_purge(self._tasks.committed_offsets)
+
+    async def maybe_recover(self) -> None:
+        """Revive the tasks that stopped on an outage (raises the outage's error once it has lasted
+        task.timeout.ms)."""
+        if not any(actor.outage is not None and actor.closed.is_set() for actor in self._tasks.actors.values()):
+            return
+        async with self._lock:
+            corrupted = self._tasks.corrupted_tasks()
+            if corrupted is not None:
+                await self.revive(corrupted)
+
+    async def revive(self, exc: TasksCorrupted) -> None:
+        """Close tasks stopped on an outage dirty and create them again; their partitions wait, paused, until
+        they are restored, and start at the committed offsets (the poll loop's restoration step)."""
+        self.revivals += 1
+        log.warning("%s; closing tasks %s dirty and reviving them", exc, ", ".join(exc.task_ids))
+        revived = await self._tasks.revive(exc.task_ids)
+        positions = self._positions
+        kept = positions.assigned & set(revived)
+        positions.drop(revived)  # what was fetched for them is stale
+        positions.assigned |= kept
+        positions.pause(sorted(kept))  # until restored: then sought and resumed
 
     async def recover_dirty(self, exc: CommitFailed, rejoin: bool = True) -> None:
         """Exactly-once after a failed commit: the failed tasks' uncommitted work is dropped (their

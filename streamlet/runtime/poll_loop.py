@@ -90,6 +90,7 @@ class PollLoop:
         max_records = int(resolved_settings(self._config, ClientRole.MAIN_CONSUMER)["max.poll.records"])
         self._committer.restart_interval()
         while not self._stop.is_set():
+            await self._committer.maybe_recover()  # tasks that stopped on an outage are revived
             if tasks.restoring:
                 async with self._lock:
                     await self._restore_step()
@@ -157,8 +158,8 @@ class PollLoop:
         for tp, records in batches.items():
             key = (tp.topic, tp.partition)
             actor = self._tasks.actor_for(tp.topic, tp.partition)
-            if actor is None or key not in positions.assigned or not records:
-                continue
+            if actor is None or key not in positions.assigned or not records or actor.outage is not None:
+                continue  # (an actor stopped on an outage is closed and revived: its partitions are sought again)
             expected = positions.expected_offset(key, actor)
             if expected is not None and records[0].offset != expected:
                 # Never skip or repeat: only a batch that starts where the task left off is handed over.
@@ -188,7 +189,7 @@ class PollLoop:
         for key, awaiting in list(positions.awaited.items()):
             # A partition that returns nothing may be empty: tell its task once the fetch reached the end.
             actor = self._tasks.actor_for(*key)
-            if actor is None or actor is not awaiting:
+            if actor is None or actor is not awaiting or actor.outage is not None:
                 del positions.awaited[key]
             elif await self._caught_up(TopicPartition(*key)):
                 del positions.awaited[key]

@@ -7,6 +7,17 @@ partitions moved elsewhere. It also runs the commit across all actors: each acto
 stores and output and names its consumed offsets, then the `CommitProtocol` (at-least-once or
 exactly-once) makes them durable.
 
+A task whose actor stopped on an outage (a `RetriableError`: the schema registry cannot be reached by a
+store's value serde, or held output would outlive the transaction) is corrupted, as Kafka Streams calls a
+task whose uncommitted work cannot be trusted: `corrupted_tasks` names it for the committer, which has
+`revive` close it dirty and create it again at once, without a rebalance (Kafka Streams' `closeDirtyAndRevive`):
+restored, it starts from its last committed offsets after a backoff (`schema.registry.retry.backoff.ms`,
+doubling up to `schema.registry.retry.backoff.max.ms`). Under exactly-once every running task is revived
+with it: the dirty close aborts the member's one transaction, which holds their uncommitted work too, and
+their staged store writes go with it. Under at-least-once only the stopped task is: what it sent stays
+sent and its store keeps its writes, so reprocessing may apply a record twice, as at-least-once allows.
+An outage that has lasted `task.timeout.ms` across revivals fails the member with its error.
+
 With the offsets go the tasks' partition times and processor metadata, in Kafka Streams' encoding
 (`streamlet.kafka.commit_metadata`); a task starting reads them back from the group's committed
 offsets before its processors' `init`, as Kafka Streams does, so that it continues with the partition
@@ -27,9 +38,10 @@ from anyio.abc import TaskGroup
 from streamlet.actors.partition_group import IDLE_DISABLED
 from streamlet.actors.record_collector import RecordCollector
 from streamlet.actors.stream_task import StreamTask, caching_stores
-from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TopicResolver
+from streamlet.actors.task_actor import Close, Commit, Committed, TaskActor, TaskStoppedError, TopicResolver
 from streamlet.actors.task_progress import CommitTimes
-from streamlet.config import StreamsConfig
+from streamlet.config import RETRY_BACKOFF, RETRY_BACKOFF_MAX, StreamsConfig
+from streamlet.errors import RetriableError
 from streamlet.kafka.changelog_reader import ChangelogReader
 from streamlet.kafka.commit_metadata import decode_committed, encode_commit_metadata, is_streamlet_key
 from streamlet.kafka.record_sender import RecordSender
@@ -45,6 +57,10 @@ TaskKey = tuple[int, int]  # (sub-topology id, partition)
 Partitions = list[tuple[str, int]]
 CommitReader = Callable[[Partitions], Awaitable[dict[tuple[str, int], tuple[int | None, str]]]]
 """Reads the group's committed offsets (None: none) and their metadata for some partitions."""
+
+
+class TasksCorrupted(CommitFailed):
+    """Tasks stopped on an outage (a `RetriableError` escaped them): closed dirty and revived in place."""
 
 
 def cache_bytes_per_task(config: StreamsConfig, topology: Topology, task_subs: Iterable[SubTopology]) -> int:
@@ -131,6 +147,9 @@ class TaskManager:
         self._tg: TaskGroup | None = None
         self._n_tasks = 1  # active tasks of the last assignment (their share of the uncommitted bytes)
         self._generations: dict[str, int] = {}  # task id -> the generation its last `Commit` sealed
+        self._outages: dict[str, tuple[int, int]] = {}
+        """Task id -> (wall-clock ms the outage began, revivals so far) of a task revived after an outage
+        (module docstring), until it commits progress."""
 
     def bind(self, tg: TaskGroup) -> None:
         """The supervisor's task group, in which task actors run, and with them the batch pumps that
@@ -223,6 +242,7 @@ class TaskManager:
                 raise
             actor = TaskActor(task, sender.send, push_out=sender.push_out)
             actor.resolve_topics = self.resolve_topics
+            self._prepare_for_outages(actor)
             self.actors[key] = actor
             for tp in tps:
                 self._by_partition[tp] = actor
@@ -230,6 +250,61 @@ class TaskManager:
             activated.extend(tps)
             log.info("task %s started on %s", task.task_id, ", ".join(f"{t}-{p}" for t, p in tps))
         return activated
+
+    def _prepare_for_outages(self, actor: TaskActor) -> None:
+        """The actor stops on an outage instead of failing (module docstring); under exactly-once held output
+        gives up at half the transaction timeout; a task revived after an outage backs off first."""
+        actor.revive_on_outage = True
+        if self.config.exactly_once:
+            actor.hold_limit_ms = int(self.config["transaction.timeout.ms"]) // 2
+        outage = self._outages.get(actor.task_id)
+        if outage is not None:
+            backoff_ms = int(self.config.get(RETRY_BACKOFF, 100))
+            actor.start_delay_ms = min(int(self.config.get(RETRY_BACKOFF_MAX, 1000)),
+                                       backoff_ms << min(outage[1], 30))
+
+    def corrupted_tasks(self) -> TasksCorrupted | None:
+        """The running tasks whose actor stopped on an outage, as the failure the committer recovers from
+        (None: there is none). Raises the outage's error once it has lasted `task.timeout.ms`."""
+        failed: list[str] = []
+        now = int(time.time() * 1000)
+        timeout_ms = int(self.config["task.timeout.ms"])
+        for actor in self.actors.values():
+            error = actor.outage
+            if error is None or not actor.closed.is_set():
+                continue  # (at-least-once: it may still be delivering what it produced)
+            since, revivals = self._outages.get(actor.task_id, (actor.outage_since, 0))
+            if now - since >= timeout_ms:
+                error.add_note(f"task {actor.task_id}: it lasted longer than task.timeout.ms ({timeout_ms} ms) "
+                               f"over {revivals} revivals: raise it to wait longer")
+                raise error
+            self._outages[actor.task_id] = (since, revivals + 1)
+            failed.append(actor.task_id)
+        if not failed:
+            return None
+        return TasksCorrupted("tasks stopped for want of a service they need (their uncommitted work is thrown "
+                              "away, and they start again from their last commit)", sorted(failed))
+
+    async def revive(self, task_ids: Iterable[str]) -> list[tuple[str, int]]:
+        """Close the named tasks dirty (under exactly-once every running task: they share the transaction the
+        close aborts) and create them again, restoring (module docstring); returns their input partitions,
+        which the caller pauses until the restoration is done and seeks to the committed offsets then."""
+        wanted = set(task_ids)
+        if self.config.exactly_once:
+            wanted |= {actor.task_id for actor in self.actors.values()}
+        closed: dict[TaskKey, list[tuple[str, int]]] = {}
+        outages = {task_id: self._outages[task_id] for task_id in wanted if task_id in self._outages}
+        for key, actor in list(self.actors.items()):
+            if actor.task_id in wanted:
+                closed[key] = [tp for tp, a in self._by_partition.items() if a is actor]
+                await self._close_task(key, clean=False)
+        self._outages.update(outages)  # (any other close ends a task's outage)
+        subs = {s.id: s for s in self.topology.sub_topologies()}
+        keys = [*self.actors, *self.restoring, *closed]
+        cache_bytes = self._cache_bytes(subs[key[0]] for key in keys)
+        for key, tps in sorted(closed.items()):
+            await self._create_task(subs[key[0]], key[1], tps, cache_bytes)
+        return [tp for tps in closed.values() for tp in tps]
 
     async def _committed_metadata(self, partitions: Partitions) -> dict[tuple[str, int], str]:
         """The metadata committed with the offsets of `partitions` (those with a committed offset)."""
@@ -254,6 +329,7 @@ class TaskManager:
         close whose commit is refused (the task's new owner fenced us) becomes a dirty one."""
         actor = self.actors.pop(key)
         self.tasks_closed += 1
+        self._outages.pop(actor.task_id, None)
         for tp in [tp for tp, a in self._by_partition.items() if a is actor]:
             del self._by_partition[tp]
         task = actor.task
@@ -322,13 +398,23 @@ class TaskManager:
 
         async def one(actor: TaskActor) -> None:
             commit = Commit()
-            offsets = results[actor.task_id] = self.committable(actor, await actor.request(commit))
+            try:
+                reply = await actor.request(commit)
+            except (RetriableError, TaskStoppedError):
+                if actor.revive_on_outage and actor.outage is not None:
+                    return  # stopped on an outage: closed dirty and revived (`corrupted_tasks`)
+                raise
+            offsets = results[actor.task_id] = self.committable(actor, reply)
             metadata.update(_metadata_of(commit.times, offsets))
             self._generations[actor.task_id] = commit.generation
 
         async with anyio.create_task_group() as tg:
             for actor in self.actors.values():
                 tg.start_soon(one, actor)
+        corrupted = self.corrupted_tasks()
+        if corrupted is not None:
+            # Nothing is committed: under exactly-once the corrupted tasks' output is in the transaction.
+            raise corrupted
         return results, metadata
 
     async def _post_committed(self, acked: Offsets) -> None:
@@ -337,6 +423,10 @@ class TaskManager:
         staged for it (`Committed.generation`)."""
         generations, self._generations = self._generations, {}
         for actor in self.actors.values():
+            if actor.closed.is_set() or actor.outage is not None:
+                continue  # stopped on an outage meanwhile: it is closed dirty and revived next
+            if actor.task_id in generations and actor.task.processed:
+                self._outages.pop(actor.task_id, None)  # a revived task's progress is committed: the outage is over
             if actor.task_id in generations:
                 await actor.post(Committed(acked, generations[actor.task_id] if self.config.exactly_once else None))
 

@@ -369,6 +369,41 @@ async def test_registry_down_mid_run_before_a_new_subjects_first_write(
     assert handled == [] and streams.metrics["records-skipped"] == 0
 
 
+async def test_registry_down_longer_than_the_transaction_timeout(
+        kafka_broker: Any, own_registry: OwnRegistry, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The held record's transaction (with the outputs of the records processed before it) would outlive
+    `transaction.timeout.ms` (the broker aborts it within that plus its abort check's interval, 10 s by
+    default): the work is thrown away and redone, the application stays up, and the output read
+    `read_committed` is exact."""
+    caplog.set_level(logging.INFO)
+    if not own_registry.is_running():
+        await own_registry.start_again()
+    url, sfx = own_registry.url, uuid.uuid4().hex[:8]
+    bootstrap = kafka_broker.bootstrap_servers
+    inp, out, milestones = f"payments-{sfx}", f"balances-{sfx}", f"milestones-{sfx}"
+    await create_topics(bootstrap, {inp: 1, out: 1, milestones: 1})
+    first, second = _payments(9, 0), _payments(21, 9)  # the first milestone (a new subject) is in `second`
+    handled: list[Any] = []
+    config = {**_write_config(kafka_broker, url, tmp_path, sfx, handled), "transaction.timeout.ms": 5000}
+    streams = KafkaStreams(balances_written_with_avro(inp, out, milestones), config)
+    await streams.start()
+    try:
+        await produce(bootstrap, inp, _json_payments(first))
+        assert await _read_output(kafka_broker, url, out, len(first)) == _expected(first)
+        await own_registry.stop_now()
+
+        await produce(bootstrap, inp, _json_payments(second))
+        await _wait_for_log(streams, caplog, "waiting to write to topic")
+        await _wait_running(streams, 5 + 10 + 5)  # the transaction timeout, the broker's abort check, more
+        await own_registry.start_again()
+        assert await _read_output(kafka_broker, url, out, 30) == _expected(first + second)
+        assert await _read_milestones(kafka_broker, url, milestones, 6) == _expected_milestones(first + second)
+        assert streams.state is State.RUNNING
+    finally:
+        await streams.close()
+    assert handled == [] and streams.metrics["records-skipped"] == 0
+
+
 # -- bad input and bad values, with the session's registry -------------------------------------------------
 
 async def test_dead_letter_queue_gets_bad_records_with_kafka_streams_headers(

@@ -20,7 +20,8 @@ Streams' estimate only (`CACHE_ENTRY_OVERHEAD_BYTES` = 0), so a small cache ther
 at the same writes as Kafka Streams' driver. A value's byte size
 comes from its serde's fixed width where it has one (counts, sums), else from serializing it at the
 write. The bytes written below are serialized at flush; a value that cannot be serialized therefore
-fails at the flush (the commit), with the store and key named.
+fails at the flush (the commit), with the store and key named; a `RetriableError` (the serde cannot reach the
+schema registry) is raised as it is, for the runtime to wait it out (see `TaskManager.corrupted_tasks`).
 Values handed to `put` and returned by `get` are the cached objects themselves: treat them as
 immutable, since mutating one in place changes what the store holds without a `put`.
 """
@@ -31,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from streamlet.config import CACHE_ENTRY_OVERHEAD_BYTES
-from streamlet.errors import SerializationError
+from streamlet.errors import RetriableError, SerializationError
 from streamlet.record import KeyValue
 from streamlet.serdes import Deserializer
 from streamlet.stores.api import BytesIterator, FlushListener, KeyValueIterator, StateStoreContext
@@ -236,6 +237,9 @@ class CachedAccess:
                     value = entry.value
                     try:
                         data = None if value is None else encode(value)
+                    except RetriableError as exc:  # a service the serde needs is away: no value's fault
+                        exc.add_note(f"while state store {store.name!r} flushed its cache")
+                        raise
                     except Exception as exc:
                         raise SerializationError(
                             f"state store {store.name!r}: cannot serialize the value of key {entry.key!r} "
