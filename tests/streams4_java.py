@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,12 @@ def run_check(main_class: str, stdin: str = "") -> str:
     if shutil.which("mvn") is None or shutil.which("java") is None:
         pytest.skip("needs Java and Maven")
     classpath = built_classpath(JAVA_DIR, "streamlet-streams4-checks-0.1.0.jar")
-    run = subprocess.run(["java", "-cp", classpath, f"io.streamlet.streams4.{main_class}"],
-                         input=stdin, capture_output=True, text=True, timeout=300)
+    # A temporary directory of its own: a check's TopologyTestDriver keeps its state under
+    # ${java.io.tmpdir}/kafka-streams/<application.id>, and two tests running one check at once (pytest-xdist
+    # workers) would otherwise share, and delete, each other's task directories.
+    with tempfile.TemporaryDirectory(prefix="streams4-check-") as tmp:
+        command = ["java", f"-Djava.io.tmpdir={tmp}", "-cp", classpath, f"io.streamlet.streams4.{main_class}"]
+        run = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=300)
     if run.returncode != 0:
         raise RuntimeError(f"{main_class} failed:\n{run.stderr[-3000:]}")
     return run.stdout

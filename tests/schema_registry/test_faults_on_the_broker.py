@@ -295,7 +295,11 @@ def _write_config(kafka_broker: Any, url: str, tmp_path: Path, sfx: str, handled
         handled.append(exc)  # an outage must never get here
         return Response.resume()
 
-    return {**_config(kafka_broker, url, tmp_path, sfx), "production.exception.handler": production_handler}
+    # A transaction timeout well beyond the tests' outages (a registry's restart takes seconds): held output is
+    # then waited out by the hold itself, never given up at half the timeout and revived (that path has a test
+    # of its own, test_registry_down_longer_than_the_transaction_timeout).
+    return {**_config(kafka_broker, url, tmp_path, sfx), "production.exception.handler": production_handler,
+            "transaction.timeout.ms": 120_000}
 
 
 def _subjects(url: str) -> list[str]:
