@@ -64,6 +64,10 @@ STORE = "counts-store"  # the WordCount store of benchmarks/apps/streamlet_app.p
 WORKLOAD = "wordcount_alos"
 UPDATES_PER_KEY = 10
 BASE_TS = int(time.time() * 1000) - 3_600_000  # recent: the broker must not expire the changelog by time
+TS_SPAN_MS = 3_000_000
+"""The records' timestamps rise over this span after BASE_TS, whatever their number: one millisecond per record
+put 10,000,000 records hours in the future, which a Kafka 4 broker refuses (`log.message.timestamp.after.max.ms`,
+one hour: InvalidTimestampError)."""
 SAMPLE_WORDS = 40
 
 
@@ -75,8 +79,9 @@ def key_count(records: int, keys: int | None = None) -> int:
 def changelog(records: int, keys: int | None = None) -> Iterator[tuple[bytes, bytes, int]]:
     """The changelog records: (key, 8-byte count, timestamp); see the module docstring."""
     keys = key_count(records, keys)
+    step = min(1.0, TS_SPAN_MS / max(1, records))
     for i in range(records):
-        yield f"w{i % keys}".encode(), struct.pack(">q", i // keys + 1), BASE_TS + i
+        yield f"w{i % keys}".encode(), struct.pack(">q", i // keys + 1), BASE_TS + int(i * step)
 
 
 def restored_count(records: int, k: int, keys: int | None = None) -> int:
