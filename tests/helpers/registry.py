@@ -26,6 +26,21 @@ def latest_id(url: str, subject: str) -> int:
     return int(client.get_latest_version(subject).schema_id)
 
 
+def unique_topic(kind: str) -> str:
+    """A topic name of its own for one case: `kind` and a random suffix."""
+    return f"{kind}-{uuid.uuid4().hex[:10]}"
+
+
+def subject_of(topic: str, is_key: bool) -> str:
+    """The subject of `topic`'s keys or values under Confluent's default `TopicNameStrategy`."""
+    return f"{topic}-{'key' if is_key else 'value'}"
+
+
+def registered_id(registry: str, subject: str) -> int:
+    """The id of the subject's latest schema, read through Confluent's REST API (no client cache)."""
+    return int(get_json(f"{registry}/subjects/{subject}/versions/latest")["id"])
+
+
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.loads(response.read())

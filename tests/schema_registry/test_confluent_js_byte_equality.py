@@ -27,7 +27,6 @@ import base64
 import shutil
 import struct
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from google.protobuf.message import Message
 from streamlet.schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, KafkaProtobufSerde
 from tests.helpers.java_serdes import JavaSerdes, assert_java_writes_the_same, confluent_indexes
 from tests.helpers.protobuf_messages import FILE_PROTO, OrderKey
-from tests.helpers.registry import get_json
+from tests.helpers.registry import get_json, subject_of, unique_topic
 from tests.schema_registry.test_java_byte_equality import (
     ORDER,
     ORDER_KEY,
@@ -81,14 +80,6 @@ def confluent(schema_registry: str) -> Iterator[ConfluentJsSerdes]:
     serdes.close()
 
 
-def _topic(kind: str) -> str:
-    return f"{kind}-{uuid.uuid4().hex[:10]}"
-
-
-def _subject(topic: str, is_key: bool) -> str:
-    return f"{topic}-{'key' if is_key else 'value'}"
-
-
 # -- Protobuf ------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("message_class", "path", "values"), PROTO_CASES, ids=["value-first", "key-third",
@@ -104,28 +95,28 @@ def test_protobuf_bytes_equal_confluents_serializer(confluent: ConfluentJsSerdes
                "message": message_class.DESCRIPTOR.full_name}
 
     # streamlet registers first; Confluent's serializer (auto-registering) resolves that registration.
-    topic = _topic("proto")
+    topic = unique_topic("proto")
     ours = [serde.serializer.serialize(topic, message) for message in messages]
     answer = confluent.ask(topic=topic, values=values, read=[data.hex() for data in ours], **request)
     assert answer["written"] == [data.hex() for data in ours]
-    schema_id = int(get_json(f"{schema_registry}/subjects/{_subject(topic, is_key)}/versions/latest")["id"])
+    schema_id = int(get_json(f"{schema_registry}/subjects/{subject_of(topic, is_key)}/versions/latest")["id"])
     # Confluent's documented layout: magic 0, the id, the message indexes, the body protobuf writes.
     assert ours == [b"\x00" + struct.pack(">I", schema_id) + confluent_indexes(path) + message.SerializeToString()
                     for message in messages]
-    assert get_json(f"{schema_registry}/subjects/{_subject(topic, is_key)}/versions") == [1]
+    assert get_json(f"{schema_registry}/subjects/{subject_of(topic, is_key)}/versions") == [1]
     assert answer["read"] == [json_format.MessageToDict(message) for message in messages]  # it reads ours
     assert [serde.deserializer.deserialize(topic, bytes.fromhex(h)) for h in answer["written"]] == messages
 
     # Confluent's serializer registers first; streamlet resolves its registration.
-    js_topic = _topic("proto-js")
+    js_topic = unique_topic("proto-js")
     first = confluent.ask(topic=js_topic, values=values, **request)
     ours_after = [serde.serializer.serialize(js_topic, message) for message in messages]
     assert first["written"] == [data.hex() for data in ours_after]
-    assert get_json(f"{schema_registry}/subjects/{_subject(js_topic, is_key)}/versions") == [1]
+    assert get_json(f"{schema_registry}/subjects/{subject_of(js_topic, is_key)}/versions") == [1]
 
     # What both registered: the file's FileDescriptorProto, serialized, in base64; one content, so Apicurio's
     # Confluent API (whose ids are content ids) gives both subjects the same id.
-    for subject in (_subject(topic, is_key), _subject(js_topic, is_key)):
+    for subject in (subject_of(topic, is_key), subject_of(js_topic, is_key)):
         registered = get_json(f"{schema_registry}/subjects/{subject}/versions/latest")
         assert registered["schemaType"] == "PROTOBUF"
         assert registered["schema"] == base64.b64encode(FILE_PROTO.SerializeToString()).decode()
@@ -143,7 +134,7 @@ def test_avro_bytes_equal_confluents_serializer(confluent: ConfluentJsSerdes, sc
                                                 schema: Any, values: list[Any]) -> None:
     serde = GenericAvroSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
     reader = GenericAvroSerde(config={"schema.registry.url": schema_registry}, is_key=is_key)  # the writer's schema
-    assert_java_writes_the_same(confluent, serde, schema_registry, _topic("avro"), is_key, values, reader=reader,
+    assert_java_writes_the_same(confluent, serde, schema_registry, unique_topic("avro"), is_key, values, reader=reader,
                                 format="avro")
 
 
@@ -154,7 +145,7 @@ def test_confluents_javascript_avro_long_beyond_2_to_the_52_loses_its_sign(confl
     # -(2^53 - 2) goes out as the bytes of +(2^53 - 2), and streamlet's correct bytes for it read back as
     # +(2^53 - 2). A mistake of that client's (Java's longs are exact), pinned so the equality test above
     # stays within the range where the two can agree.
-    topic = _topic("avro-long")
+    topic = unique_topic("avro-long")
     serde = GenericAvroSerde("long", config={"schema.registry.url": schema_registry})
     negative = serde.serializer.serialize(topic, -(2 ** 53 - 2))
     positive = serde.serializer.serialize(topic, 2 ** 53 - 2)
@@ -182,10 +173,10 @@ JS_SPELLINGS: dict[int, list[tuple[bytes, bytes]]] = {
 def test_json_schema_bytes_against_confluents_serializer(confluent: ConfluentJsSerdes, schema_registry: str,
                                                          is_key: bool, schema: dict[str, Any],
                                                          values: list[dict[str, Any]]) -> None:
-    topic = _topic("json")
+    topic = unique_topic("json")
     serde = KafkaJsonSchemaSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
     ours = [serde.serializer.serialize(topic, value) for value in values]
-    schema_id = int(get_json(f"{schema_registry}/subjects/{_subject(topic, is_key)}/versions/latest")["id"])
+    schema_id = int(get_json(f"{schema_registry}/subjects/{subject_of(topic, is_key)}/versions/latest")["id"])
     answer = confluent.ask(format="json", topic=topic, isKey=is_key, values=values, read=[data.hex() for data in ours])
     spellings = {} if is_key else JS_SPELLINGS
     expected = []

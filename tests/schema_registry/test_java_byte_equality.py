@@ -22,7 +22,6 @@ import base64
 import json
 import shutil
 import struct
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ from streamlet.schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, Ka
 from tests.helpers.java_serdes import JavaSerdes, assert_java_writes_the_same, confluent_indexes, varint
 from tests.helpers.maven import built_classpath
 from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey, OrderLine
-from tests.helpers.registry import get_json, register
+from tests.helpers.registry import register, registered_id, unique_topic
 
 pytestmark = pytest.mark.registry
 
@@ -51,14 +50,6 @@ def java(schema_registry: str) -> Iterator[JavaSerdes]:
                         "io.streamlet.registryserdes.SerdesMain")
     yield serdes
     serdes.close()
-
-
-def _topic(kind: str) -> str:
-    return f"{kind}-{uuid.uuid4().hex[:10]}"
-
-
-def _registered_id(registry: str, subject: str) -> int:
-    return int(get_json(f"{registry}/subjects/{subject}/versions/latest")["id"])
 
 
 # -- Avro --------------------------------------------------------------------------------------------------
@@ -105,7 +96,7 @@ def test_generic_avro_bytes_equal_the_java_serializer(java: JavaSerdes, schema_r
                                                       schema: Any, values: list[Any]) -> None:
     serde = GenericAvroSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
     reader = GenericAvroSerde(config={"schema.registry.url": schema_registry}, is_key=is_key)  # the writer's schema
-    assert_java_writes_the_same(java, serde, schema_registry, _topic("avro"), is_key, values, reader=reader,
+    assert_java_writes_the_same(java, serde, schema_registry, unique_topic("avro"), is_key, values, reader=reader,
                                 format="avro", schema=json.dumps(schema))
 
 
@@ -125,7 +116,7 @@ class Shipment:
 @pytest.mark.parametrize("is_key", [False, True], ids=["value", "key"])
 def test_specific_avro_bytes_equal_the_java_serializer(java: JavaSerdes, schema_registry: str,
                                                        is_key: bool) -> None:
-    topic = _topic("specific")
+    topic = unique_topic("specific")
     shipments = [Shipment("s-1", 2.5, 1), Shipment("s-2", 0.0, 40, True, "DHL", ["fragile", "up"],
                                                     {"h": 1.5, "w": 2.0})]
     serde = SpecificAvroSerde(Shipment, config={"schema.registry.url": schema_registry}, is_key=is_key)
@@ -181,7 +172,7 @@ PAYMENT_KEYS: list[dict[str, Any]] = [{"id": "p-1", "shard": None}, {"shard": 7,
 def test_json_schema_bytes_equal_the_java_serializer(java: JavaSerdes, schema_registry: str, is_key: bool,
                                                      schema: dict[str, Any], values: list[dict[str, Any]]) -> None:
     serde = KafkaJsonSchemaSerde(schema, config={"schema.registry.url": schema_registry}, is_key=is_key)
-    assert_java_writes_the_same(java, serde, schema_registry, _topic("json"), is_key, values, format="json")
+    assert_java_writes_the_same(java, serde, schema_registry, unique_topic("json"), is_key, values, format="json")
 
 
 # -- Protobuf ------------------------------------------------------------------------------------------------
@@ -203,19 +194,19 @@ def test_protobuf_layouts_and_bodies_against_the_java_serializer(
         java: JavaSerdes, schema_registry: str, message_class: type[Message], path: list[int],
         values: list[dict[str, Any]]) -> None:
     is_key = message_class is OrderKey
-    topic = _topic("proto")
+    topic = unique_topic("proto")
     config = {"schema.registry.url": schema_registry}
     serde: KafkaProtobufSerde[Message] = KafkaProtobufSerde(message_class, config=config, is_key=is_key)
     messages = [json_format.ParseDict(value, message_class()) for value in values]
     ours = [serde.serializer.serialize(topic, message) for message in messages]
     subject = f"{topic}-{'key' if is_key else 'value'}"
-    our_id = _registered_id(schema_registry, subject)
+    our_id = registered_id(schema_registry, subject)
     bodies = [message.SerializeToString() for message in messages]
     # Confluent's documented layout, exactly: magic 0, the id, the message indexes, the body.
     assert ours == [b"\x00" + struct.pack(">I", our_id) + confluent_indexes(path) + body for body in bodies]
 
     # Apicurio's Java serde needs the schema as .proto text: register it under a topic of its own.
-    java_topic = _topic("proto-java")
+    java_topic = unique_topic("proto-java")
     java_subject = f"{java_topic}-{'key' if is_key else 'value'}"
     java_id = register(schema_registry, java_subject, ORDERS_PROTO_TEXT, "PROTOBUF")
     answer = java.ask(format="protobuf", topic=java_topic, isKey=is_key,

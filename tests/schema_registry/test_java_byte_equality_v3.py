@@ -30,7 +30,6 @@ import json
 import shutil
 import struct
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ from streamlet.testing.local_registry import find_java_at_least
 from tests.helpers.java_serdes import JavaSerdes, assert_java_writes_the_same, confluent_indexes, zigzag_indexes
 from tests.helpers.maven import built_classpath
 from tests.helpers.protobuf_messages import FILE_PROTO, ORDERS_PROTO_TEXT, Order, OrderKey
-from tests.helpers.registry import get_json, register
+from tests.helpers.registry import get_json, register, registered_id, subject_of, unique_topic
 from tests.schema_registry.test_java_byte_equality import (
     ORDER,
     ORDER_KEY,
@@ -74,18 +73,6 @@ def java3(schema_registry3: str) -> Iterator[JavaSerdes]:
                         "io.streamlet.registryserdes3.Serdes3Main", java=java)
     yield serdes
     serdes.close()
-
-
-def _topic(kind: str) -> str:
-    return f"{kind}-{uuid.uuid4().hex[:10]}"
-
-
-def _subject(topic: str, is_key: bool) -> str:
-    return f"{topic}-{'key' if is_key else 'value'}"
-
-
-def _registered_id(registry: str, subject: str) -> int:
-    return int(get_json(f"{registry}/subjects/{subject}/versions/latest")["id"])
 
 
 # -- Avro and JSON Schema: one registration, the same bytes ---------------------------------------------------
@@ -156,7 +143,7 @@ def _avro_json(schema: Any, value: Any) -> str:
 def test_avro_bytes_equal_the_apicurio3_java_serializer(java3: JavaSerdes, schema_registry3: str, is_key: bool,
                                                         schema: Any, values: list[Any]) -> None:
     serde = GenericAvroSerde(schema, config={"schema.registry.url": schema_registry3}, is_key=is_key)
-    assert_java_writes_the_same(java3, serde, schema_registry3, _topic("avro"), is_key, values, format="avro",
+    assert_java_writes_the_same(java3, serde, schema_registry3, unique_topic("avro"), is_key, values, format="avro",
                                 schema=json.dumps(schema), java_values=[_avro_json(schema, value) for value in values])
 
 
@@ -167,7 +154,7 @@ def test_json_schema_bytes_equal_the_apicurio3_java_serializer(
         java3: JavaSerdes, schema_registry3: str, is_key: bool, schema: dict[str, Any],
         values: list[dict[str, Any]]) -> None:
     serde = KafkaJsonSchemaSerde(schema, config={"schema.registry.url": schema_registry3}, is_key=is_key)
-    assert_java_writes_the_same(java3, serde, schema_registry3, _topic("json"), is_key, values, format="json")
+    assert_java_writes_the_same(java3, serde, schema_registry3, unique_topic("json"), is_key, values, format="json")
 
 
 # -- Protobuf ----------------------------------------------------------------------------------------------------
@@ -184,15 +171,15 @@ def test_protobuf_bytes_against_the_apicurio3_java_serializer(
     bodies = [message.SerializeToString() for message in messages]
 
     # streamlet on Apicurio 3's Confluent API: it registers, frames with the registration's id and reads back.
-    topic = _topic("proto")
+    topic = unique_topic("proto")
     ours = [serde.serializer.serialize(topic, message) for message in messages]
-    our_id = _registered_id(schema_registry3, _subject(topic, is_key))
+    our_id = registered_id(schema_registry3, subject_of(topic, is_key))
     assert ours == [b"\x00" + struct.pack(">I", our_id) + confluent_indexes(path) + body for body in bodies]
     assert [serde.deserializer.deserialize(topic, data) for data in ours] == messages
 
     # The Java serializer, on the same file registered as .proto text (the form it parses).
-    java_topic = _topic("proto-java")
-    java_id = register(schema_registry3, _subject(java_topic, is_key), ORDERS_PROTO_TEXT, "PROTOBUF")
+    java_topic = unique_topic("proto-java")
+    java_id = register(schema_registry3, subject_of(java_topic, is_key), ORDERS_PROTO_TEXT, "PROTOBUF")
     answer = java3.ask(format="protobuf", topic=java_topic, isKey=is_key, descriptor=DESCRIPTOR,
                        message=message_class.DESCRIPTOR.full_name, values=values)
     theirs = [bytes.fromhex(h) for h in answer["written"]]
@@ -233,11 +220,11 @@ def _as_apicurio_reads(message: Message) -> dict[str, Any]:
 
 def test_apicurio3_java_serdes_cannot_parse_the_protobuf_registration_streamlet_makes(
         java3: JavaSerdes, schema_registry3: str) -> None:
-    topic = _topic("proto")
+    topic = unique_topic("proto")
     serde: KafkaProtobufSerde[Message] = KafkaProtobufSerde(Order, config={"schema.registry.url": schema_registry3})
     ours = serde.serializer.serialize(topic, Order(id="o-1"))
     assert ours is not None
-    registered = get_json(f"{schema_registry3}/schemas/ids/{_registered_id(schema_registry3, f'{topic}-value')}")
+    registered = get_json(f"{schema_registry3}/schemas/ids/{registered_id(schema_registry3, f'{topic}-value')}")
     assert base64.b64decode(registered["schema"]) == FILE_PROTO.SerializeToString()  # confluent-kafka's form
 
     written = java3.request(format="protobuf", topic=topic, descriptor=DESCRIPTOR,
@@ -250,7 +237,7 @@ def test_apicurio3_java_serdes_cannot_parse_the_protobuf_registration_streamlet_
 def test_apicurio3_answers_format_serialized_with_raw_descriptor_bytes(schema_registry3: str) -> None:
     """Confluent's API gives a Protobuf schema as a base64 FileDescriptorProto when asked `format=serialized`
     (what confluent-kafka asks for `use.latest.version`); Apicurio 3.3.3 puts the raw bytes in the JSON string."""
-    topic = _topic("proto-text")
+    topic = unique_topic("proto-text")
     schema_id = register(schema_registry3, f"{topic}-value", ORDERS_PROTO_TEXT, "PROTOBUF")
     with urllib.request.urlopen(f"{schema_registry3}/schemas/ids/{schema_id}?format=serialized",
                                 timeout=10) as response:
