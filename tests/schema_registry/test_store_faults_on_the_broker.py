@@ -167,17 +167,26 @@ async def test_store_registry_down_at_start_up(kafka_broker: Any, own_registry: 
         await _wait_running(streams, 4)
         assert "cannot be reached" in caplog.text
         await own_registry.start_again()
-        states = _states(payments, aggregate)
-        got = await _read_final(bootstrap, out, states)
-        big_payments = [(a, x) for a, x in payments if x >= 15]
-        big_states = _states(big_payments, aggregate)
-        got_big = await _read_final(bootstrap, big, big_states)
+        outputs = await _read_both(bootstrap, out, big, payments, aggregate)
         assert streams.state is State.RUNNING
     finally:
         await streams.close()
-    _check(got, states, payments, aggregate, exactly_once, caching)
-    _check(got_big, big_states, big_payments, aggregate, exactly_once, caching)
+    for got, states, their_payments in outputs:
+        _check(got, states, their_payments, aggregate, exactly_once, caching)
     assert streams.metrics["records-skipped"] == 0
+
+
+async def _read_both(bootstrap: str, out: str, big: str, payments: list[tuple[str, float]],
+                     aggregate: Aggregator) -> list[tuple[list[tuple[str, Balance]], dict[str, list[Balance]],
+                                                          list[tuple[str, float]]]]:
+    """What `out` (every payment) and `big` (the payments of 15 or more) brought once each reached its final
+    states: (what was read, the expected states, the payments behind them), for `_check`."""
+    big_payments = [(a, x) for a, x in payments if x >= 15]
+    read = []
+    for topic, their_payments in ((out, payments), (big, big_payments)):
+        states = _states(their_payments, aggregate)
+        read.append((await _read_final(bootstrap, topic, states), states, their_payments))
+    return read
 
 
 @pytest.mark.parametrize("caching", CACHING)
@@ -227,16 +236,12 @@ async def _mid_run(kafka_broker: Any, own_registry: OwnRegistry, tmp_path: Path,
         await _wait_for_log(streams, caplog, "closed dirty and revived")
         await _wait_running(streams, 4)
         await own_registry.start_again()
-        states = _states(payments, aggregate)
-        got = await _read_final(bootstrap, out, states)
-        big_payments = [(a, x) for a, x in payments if x >= 15]
-        big_states = _states(big_payments, aggregate)
-        got_big = await _read_final(bootstrap, big, big_states)
+        outputs = await _read_both(bootstrap, out, big, payments, aggregate)
         assert streams.state is State.RUNNING
     finally:
         await streams.close()
-    _check(got, states, payments, aggregate, exactly_once, caching)
-    _check(got_big, big_states, big_payments, aggregate, exactly_once, caching)
+    for got, states, their_payments in outputs:
+        _check(got, states, their_payments, aggregate, exactly_once, caching)
     assert streams.metrics["records-skipped"] == 0
 
 
