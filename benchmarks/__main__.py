@@ -97,7 +97,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                     schema_ids[topic] = wl.register_schema(registry.url, f"{topic}-value", wl.EVENT_SCHEMA)
                 t0 = time.monotonic()
                 await preload(bootstrap, topic, args.partitions,
-                              wl.input_records(kind, n, args.keys, schema_ids.get(topic)))
+                              wl.input_records(kind, n, args.keys, schema_ids.get(topic), args.value_bytes))
                 print(f"pre-loaded {topic} in {time.monotonic() - t0:.1f}s", flush=True)
                 loaded[(kind, n)] = topic
             return loaded[(kind, n)]
@@ -124,7 +124,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
                     n, keys=args.keys,
                     updates=await topic_of("updates", n) if kind == "updates" else "",
                     events_avro=await topic_of("events_avro", n) if kind == "events_avro" else "",
-                    registry=registry.url if registry is not None else None)
+                    registry=registry.url if registry is not None else None, value_bytes=args.value_bytes)
                 inputs_of[system.key].schema_id = schema_ids.get(inputs_of[system.key].events_avro)
                 if (workload, n) not in expectations:
                     t0 = time.monotonic()
@@ -249,6 +249,8 @@ def results_file(workload: str, args: argparse.Namespace) -> Path:
     """Where a run's results for `workload` go: benchmarks/results/<workload>.json, or with `--keys N`
     benchmarks/results/scale/<workload>-keys<N>.json (`--results-dir` overrides the folder)."""
     name = workload if args.keys is None else f"{workload}-keys{args.keys}"
+    if args.value_bytes:
+        name += f"-bytes{args.value_bytes}"
     folder = Path(args.results_dir) if args.results_dir else RESULTS if args.keys is None else RESULTS / "scale"
     return folder / f"{name}.json"
 
@@ -275,6 +277,8 @@ def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Name
         order = list(SYSTEMS)
         rows = sorted(kept + rows, key=lambda r: order.index(r["system_key"]) if r.get("system_key") in order else 99)
     keys = {} if args.keys is None else {"keys": args.keys}
+    if args.value_bytes:
+        keys["value_bytes"] = args.value_bytes
     out.write_text(json.dumps({"command": command, "records": args.records, **keys, "partitions": args.partitions,
                                "taken_at": taken_at, "results": rows}, indent=2) + "\n")
     print(f"wrote {out}", flush=True)
@@ -293,6 +297,9 @@ def main() -> None:
                         help="key cardinality of every workload: WordCount's vocabulary, the events' users, the "
                              "join's table rows, table_agg's rows (default: 10,000 words, 1,000 users, 10,000 "
                              "rows, the suite's usual input); results go to benchmarks/results/scale/")
+    parser.add_argument("--value-bytes", type=int, default=0,
+                        help="table_agg only: pad each update's JSON value to about this many bytes (the table's "
+                             "store keeps every row's value, so rows x bytes sizes the state; default: unpadded)")
     parser.add_argument("--results-dir", default="",
                         help="write the results files here (default benchmarks/results, with --keys .../scale)")
     parser.add_argument("--latency-seconds", type=float, default=None,
@@ -314,6 +321,8 @@ def main() -> None:
         args.latency_seconds = 1.5 if args.quick else 5.0
     if args.keys is not None and args.keys < 1:
         parser.error("--keys must be at least 1")
+    if args.value_bytes < 0:
+        parser.error("--value-bytes must not be negative")
     if args.workloads == "scale":
         args.workloads = ",".join(wl.SCALE_WORKLOADS)
     unknown = set(args.workloads.split(",")) - set(wl.ALL_WORKLOADS)

@@ -62,8 +62,9 @@ class Inputs:
 
     def __init__(self, lines: str, events: str, users: str, records: int, keys: int | None = None,
                  updates: str = "", events_avro: str = "", registry: str | None = None,
-                 schema_id: int | None = None) -> None:
+                 schema_id: int | None = None, value_bytes: int = 0) -> None:
         self.lines, self.events, self.users, self.records = lines, events, users, records
+        self.value_bytes = value_bytes  # `--value-bytes`: table_agg's update values padded to this size
         self.keys = keys  # `--keys`: the key cardinality the input was generated with (None: the usual)
         self.updates = updates
         self.events_avro = events_avro
@@ -288,14 +289,15 @@ async def run_throughput(system: System, workload: str, inputs: Inputs, bootstra
 
 
 def latency_record(workload: str, i: int, now_ms: int, rng: Any, keys: int | None = None,
-                   schema_id: int | None = None) -> tuple[bytes | None, bytes]:
+                   schema_id: int | None = None, value_bytes: int = 0) -> tuple[bytes | None, bytes]:
     """Record `i` of a latency run's input, over the run's keys (`--keys`, else the usual ones); an Avro
     workload's event is written with the schema registered under `schema_id`."""
     if workload.startswith("wordcount"):
         return None, " ".join(f"w{rng.randrange(wl.WORDS if keys is None else keys)}" for _ in range(3)).encode()
     if workload == "table_agg":
         rows = wl.TABLE_ROWS if keys is None else keys
-        return wl.update_record(rng.randrange(rows), rng.randrange(wl.groups_of(rows)), rng.randrange(1000))
+        return wl.update_record(rng.randrange(rows), rng.randrange(wl.groups_of(rows)), rng.randrange(1000),
+                                value_bytes)
     key, value = wl.event(i, rng, keys)
     if wl.INPUT_OF[workload] == "events_avro":
         assert schema_id is not None, "an Avro workload's latency run needs the events' schema id"
@@ -362,7 +364,8 @@ async def run_latency(system: System, workload: str, inputs: Inputs, bootstrap: 
             now_ms = int(time.time() * 1000)
             # A trickle until the system's first output: its start-up must not become a backlog.
             for _ in range(per_tick if state["ready"] else 1):
-                key, value = latency_record(workload, n, now_ms, rng, inputs.keys, inputs.schema_id)
+                key, value = latency_record(workload, n, now_ms, rng, inputs.keys, inputs.schema_id,
+                                            inputs.value_bytes)
                 p = n % partitions if key is None else default_partition(key, partitions)
                 await producer.send(source, value, key=key, partition=p, timestamp_ms=now_ms)
                 n += 1

@@ -308,20 +308,27 @@ def update_numbers(n: int, keys: int | None = None, seed: int = 3) -> Iterator[t
         yield walk(i) if i < rows else drawn, rng.randrange(groups), rng.randrange(1000)
 
 
-def update_record(row: int, group: int, amount: int) -> tuple[bytes, bytes]:
-    return f"k{row}".encode(), b'{"group":"g%d","amount":%d}' % (group, amount)
+def update_record(row: int, group: int, amount: int, value_bytes: int = 0) -> tuple[bytes, bytes]:
+    """One table_agg update; with `value_bytes` its JSON value is padded to about that many bytes by a `pad`
+    field the applications ignore (the table's store keeps each row's value: `--value-bytes` sizes the state)."""
+    value = b'{"group":"g%d","amount":%d}' % (group, amount)
+    if value_bytes > len(value) + 9:
+        value = value[:-1] + b',"pad":"' + b"x" * (value_bytes - len(value) - 9) + b'"}'
+    return f"k{row}".encode(), value
 
 
-def updates(n: int, keys: int | None = None, seed: int = 3) -> Iterator[tuple[bytes, bytes, int]]:
-    """(key, JSON value, timestamp) of table_agg's `n` updates."""
+def updates(n: int, keys: int | None = None, seed: int = 3,
+            value_bytes: int = 0) -> Iterator[tuple[bytes, bytes, int]]:
+    """(key, JSON value, timestamp) of table_agg's `n` updates (values padded to `value_bytes`, see
+    `update_record`)."""
     for i, (row, group, amount) in enumerate(update_numbers(n, keys, seed)):
-        yield *update_record(row, group, amount), BASE_TS + i * EVENT_SPACING_MS
+        yield *update_record(row, group, amount, value_bytes), BASE_TS + i * EVENT_SPACING_MS
 
 
-def input_records(kind: str, n: int, keys: int | None = None,
-                  schema_id: int | None = None) -> Iterator[tuple[bytes | None, bytes, int]]:
+def input_records(kind: str, n: int, keys: int | None = None, schema_id: int | None = None,
+                  value_bytes: int = 0) -> Iterator[tuple[bytes | None, bytes, int]]:
     """The records of input topic `kind` (lines, events, events_avro, users, updates): `n` of them (users: one
-    per user); `events_avro` needs the id its schema was registered under."""
+    per user); `events_avro` needs the id its schema was registered under; `value_bytes` pads the updates'."""
     if kind == "events_avro":
         if schema_id is None:
             raise ValueError("events_avro needs the id of its registered schema")
@@ -333,7 +340,7 @@ def input_records(kind: str, n: int, keys: int | None = None,
     if kind == "users":
         return users(keys)
     if kind == "updates":
-        return updates(n, keys)
+        return updates(n, keys, value_bytes=value_bytes)
     raise ValueError(f"unknown input {kind!r}")
 
 

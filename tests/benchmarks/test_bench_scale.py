@@ -66,8 +66,8 @@ def test_the_table_aggregations_expected_sums_are_the_latest_rows_summed_by_grou
     assert tracker.complete and tracker.check().correct
 
 
-def _driver_output(workload: str, records: int, keys: int,
-                   monkeypatch: pytest.MonkeyPatch) -> list[tuple[bytes, bytes]]:
+def _driver_output(workload: str, records: int, keys: int, monkeypatch: pytest.MonkeyPatch,
+                   value_bytes: int = 0) -> list[tuple[bytes, bytes]]:
     """streamlet's topology of `workload` on the driver, one partition, over the input at `keys`."""
     from benchmarks.apps import streamlet_app
     from streamlet import Serdes
@@ -83,7 +83,7 @@ def _driver_output(workload: str, records: int, keys: int,
             for key, value, ts in wl.users(keys):
                 table.pipe_input(key, value, ts)
         source = driver.create_input_topic("in", Serdes.Bytes(), Serdes.Bytes())
-        for key, value, ts in wl.input_records(wl.INPUT_OF[workload], records, keys):
+        for key, value, ts in wl.input_records(wl.INPUT_OF[workload], records, keys, value_bytes=value_bytes):
             source.pipe_input(key, value, ts)
         return [(kv.key, kv.value) for kv in
                 driver.create_output_topic("out", Serdes.Bytes(), Serdes.Bytes()).read_key_values_to_list()]
@@ -133,14 +133,36 @@ def test_the_checker_takes_no_python_object_per_key() -> None:
     assert tracker.matching == 1 and tracker.unexpected == 2
 
 
+def test_padded_table_rows_have_the_asked_size_and_leave_the_sums_as_they_were(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    records, keys = 3000, 800
+    plain = list(wl.updates(records, keys))
+    padded = list(wl.updates(records, keys, value_bytes=300))
+    assert all(len(value) == 300 for _key, value, _ts in padded)
+    for (key, value, ts), (pkey, pvalue, pts) in zip(plain, padded, strict=True):
+        row = orjson.loads(pvalue)
+        assert (key, ts) == (pkey, pts) and row.pop("pad") and row == orjson.loads(value)
+    output = _driver_output("table_agg", records, keys, monkeypatch, value_bytes=300)
+    assert output == _driver_output("table_agg", records, keys, monkeypatch)
+    tracker = wl.Expected("table_agg", records, partitions=1, keys=keys).tracker()
+    for key, value in output:
+        tracker.add(key, value)
+    assert tracker.complete and tracker.check().correct
+
+
 def test_a_run_with_keys_writes_its_results_beside_the_suites_not_over_them(tmp_path: Path) -> None:
     from benchmarks.__main__ import RESULTS, results_file, write_results
 
-    plain = argparse.Namespace(keys=None, results_dir="", merge=False, records=1000, partitions=8)
-    scaled = argparse.Namespace(keys=50_000, results_dir="", merge=False, records=1000, partitions=8)
+    plain = argparse.Namespace(keys=None, results_dir="", merge=False, records=1000, partitions=8, value_bytes=0)
+    scaled = argparse.Namespace(keys=50_000, results_dir="", merge=False, records=1000, partitions=8, value_bytes=0)
     assert results_file("table_agg", plain) == RESULTS / "table_agg.json"
     assert results_file("wordcount_eos", scaled) == RESULTS / "scale" / "wordcount_eos-keys50000.json"
-    elsewhere = argparse.Namespace(keys=50_000, results_dir=str(tmp_path), merge=False, records=1000, partitions=8)
+    elsewhere = argparse.Namespace(keys=50_000, results_dir=str(tmp_path), merge=False, records=1000, partitions=8,
+                                   value_bytes=0)
     write_results("join", [{"system": "x", "system_key": "streamlet"}], elsewhere)
     written = json.loads((tmp_path / "join-keys50000.json").read_text())
-    assert written["keys"] == 50_000 and written["partitions"] == 8
+    assert written["keys"] == 50_000 and written["partitions"] == 8 and "value_bytes" not in written
+    padded = argparse.Namespace(keys=50_000, results_dir=str(tmp_path), merge=False, records=1000, partitions=8,
+                                value_bytes=500)
+    write_results("table_agg", [{"system": "x", "system_key": "streamlet"}], padded)
+    assert json.loads((tmp_path / "table_agg-keys50000-bytes500.json").read_text())["value_bytes"] == 500
