@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import shutil
 import sys
 import time
@@ -76,13 +75,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]
 
             registry = services.enter_context(LocalSchemaRegistry(log_dir=workdir))
         if args.system_cpus:
-            measure.SYSTEM_CPUS = {int(c) for c in args.system_cpus.split(",")}
-            others = set(range(os.cpu_count() or 1)) - measure.SYSTEM_CPUS
-            assert broker.pid is not None and others, "--system-cpus must leave a CPU to the broker and the runner"
-            measure.pin_process(broker.pid, others)
-            if registry is not None and registry.pid is not None:
-                measure.pin_process(registry.pid, others)
-            measure.pin_process(os.getpid(), others)
+            assert broker.pid is not None
+            measure.pin_systems(args.system_cpus, broker.pid, registry.pid if registry is not None else None)
         loaded: dict[tuple[str, int], str] = {}  # (input kind, records) -> topic
         schema_ids: dict[str, int] = {}  # Avro input topic -> the id its values' schema is registered under
 

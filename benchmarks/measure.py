@@ -104,6 +104,18 @@ def _pinned(hook: Callable[[], None] | None, cpus: set[int] | None) -> Callable[
     return pin
 
 
+def pin_systems(system_cpus: str, *service_pids: int | None) -> None:
+    """`--system-cpus`: every system under test started after this runs on those CPUs only (see `start`);
+    the services (`service_pids`: the broker, a registry) and this runner move to the other CPUs."""
+    global SYSTEM_CPUS
+    SYSTEM_CPUS = {int(c) for c in system_cpus.split(",")}
+    others = set(range(os.cpu_count() or 1)) - SYSTEM_CPUS
+    assert others, "--system-cpus must leave a CPU to the broker and the runner"
+    for pid in (*service_pids, os.getpid()):
+        if pid is not None:
+            pin_process(pid, others)
+
+
 def pin_process(pid: int, cpus: set[int]) -> None:
     """Confine every thread of a running process to `cpus` (threads it starts later inherit it)."""
     for tid in os.listdir(f"/proc/{pid}/task"):

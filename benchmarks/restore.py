@@ -4,6 +4,7 @@
     python -m benchmarks.restore --quick             # 100,000 records
     python -m benchmarks.restore --systems streamlet --records 300000 --runs 2
     python -m benchmarks.restore --records 10000000 --keys 1000000   # production size: 10M records, 1M keys
+    python -m benchmarks.restore --records 10000000 --keys 1000000 --system-cpus 0   # per core
 
 Opt-in (not part of `make bench`; `make bench-restore` runs it): one broker, then for each system the
 WordCount application of the suite (`wordcount_alos`, store `counts-store`, one streamlet worker, one
@@ -55,7 +56,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from benchmarks.kafka_bench import cpu_seconds, create_topics, peak_rss_mb, preload, process_tree
-from benchmarks.measure import OutputReader, start, stop
+from benchmarks.measure import OutputReader, pin_systems, start, stop
 from benchmarks.systems import SYSTEMS, RunSpec, System
 
 REPO = Path(__file__).resolve().parents[1]
@@ -232,6 +233,8 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
         system.provision()
     rows: list[dict[str, Any]] = []
     with LocalKafkaBroker(heap="1g") as broker:
+        if args.system_cpus:
+            pin_systems(args.system_cpus, broker.pid)
         for _ in range(args.runs):
             for system in systems:
                 try:
@@ -281,6 +284,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1, help="runs of every system, interleaved")
     parser.add_argument("--timeout", type=float, default=600.0, help="per run, launch to RUNNING")
+    parser.add_argument("--system-cpus", default="",
+                        help="e.g. 0: the restoring system runs on these CPUs only, the broker and the runner on the "
+                             "others (one streamlet worker and one Kafka Streams thread on one core each)")
     parser.add_argument("--workdir", default=str(REPO / ".cache" / "bench-restore"))
     args = parser.parse_args()
     if args.quick:

@@ -43,3 +43,23 @@ def test_every_thread_of_a_running_process_moves() -> None:
         pin_process(os.getpid(), set(CPUS))
         stop.set()
         worker.join()
+
+
+PIN_SYSTEMS = """
+import os, subprocess, sys, time
+from benchmarks import measure
+service = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+try:
+    measure.pin_systems(sys.argv[1], service.pid)
+    print(sorted(measure.SYSTEM_CPUS), sorted(os.sched_getaffinity(service.pid)), sorted(os.sched_getaffinity(0)))
+finally:
+    service.kill()
+"""
+
+
+def test_system_cpus_go_to_the_systems_and_the_rest_to_the_services_and_the_runner() -> None:
+    # In a child process: pin_systems moves the calling runner too.
+    out = subprocess.run([sys.executable, "-c", PIN_SYSTEMS, str(CPUS[0])], capture_output=True, text=True,
+                         check=True).stdout.split("] ")
+    rest = str(CPUS[1:])[1:-1]
+    assert out == [f"[{CPUS[0]}", f"[{rest}", f"[{rest}]\n"]
