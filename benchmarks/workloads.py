@@ -74,11 +74,13 @@ workloads) keep dicts.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import functools
 import io
 import json
 import math
+import os
 import random
 import struct
 import time
@@ -310,10 +312,12 @@ def update_numbers(n: int, keys: int | None = None, seed: int = 3) -> Iterator[t
 
 def update_record(row: int, group: int, amount: int, value_bytes: int = 0) -> tuple[bytes, bytes]:
     """One table_agg update; with `value_bytes` its JSON value is padded to about that many bytes by a `pad`
-    field the applications ignore (the table's store keeps each row's value: `--value-bytes` sizes the state)."""
+    field the applications ignore (the table's store keeps each row's value: `--value-bytes` sizes the state).
+    The pad is random base64, so neither LevelDB's nor RocksDB's compression shrinks the state below its size."""
     value = b'{"group":"g%d","amount":%d}' % (group, amount)
     if value_bytes > len(value) + 9:
-        value = value[:-1] + b',"pad":"' + b"x" * (value_bytes - len(value) - 9) + b'"}'
+        pad = value_bytes - len(value) - 9
+        value = value[:-1] + b',"pad":"' + base64.b64encode(os.urandom(pad))[:pad] + b'"}'
     return f"k{row}".encode(), value
 
 
