@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka.errors import KafkaError
 
 from examples.wordcount import split_words
 from tests.helpers.app_process import AppProcess
@@ -80,7 +81,10 @@ class _Run:
 
     async def watch(self) -> None:
         while True:
-            self.seen.append(await describe(self.bootstrap, self.app, True))
+            try:
+                self.seen.append(await describe(self.bootstrap, self.app, True))
+            except KafkaError as exc:  # the coordinator moving or loading: described again next round
+                self.note(f"describing the group failed: {exc!r}")
             await asyncio.sleep(0.3)
 
     def seen_since(self, count: int) -> list[Group]:
