@@ -23,9 +23,11 @@ appends its thread's number): the instance id is sent when joining, and a clean 
 -2, so the broker keeps the member's tasks until its session times out and a restart within it takes
 them back with no other member's assignment changing. A Kafka 4.4 broker refuses a static member
 whose previous incarnation neither left nor timed out (UNRELEASED_INSTANCE_ID): after a kill -9 the
-restarted static member waits for the old session to expire (logged as such), and the broker then
-reassigns that member's tasks as for any member that left. A dynamic member, which rejoins under its
-kept member id, gets its tasks back at once after a kill -9.
+restarted static member waits for the old session to expire (logged as such). The broker then hands out
+the old member's tasks at the next heartbeat of any member: this one, retrying every half second, usually
+comes first and gets them back; otherwise other members' assignments change. (Kafka Streams 4.4.0 is
+refused alike but takes the refusal as fatal: its client goes to ERROR and its tasks move.) A dynamic
+member, which rejoins under its kept member id, gets its tasks back at once after a kill -9.
 
 Standby and warm-up tasks are the broker's too: it hands out standbys when the group's config
 `streams.num.standby.replicas` (broker default `group.streams.num.standby.replicas`) asks for them, as

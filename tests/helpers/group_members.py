@@ -3,12 +3,15 @@ id, group instance id, client id and the partitions (classic) or tasks (streams)
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+from aiokafka.errors import KafkaError
 
 from streamlet.kafka.streams_group_protocol import StreamsGroupDescribe
 
@@ -71,3 +74,20 @@ async def describe_streams(bootstrap: str, group: str) -> Group:
 
 async def describe(bootstrap: str, group: str, streams: bool) -> Group:
     return await (describe_streams if streams else describe_classic)(bootstrap, group)
+
+
+async def settled(bootstrap: str, group: str, streams: bool, members: int, timeout: float = 180) -> Group:
+    """The group once the broker describes it stable with `members` members, each assigned something."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            described = await describe(bootstrap, group, streams)
+        except KafkaError:  # a fresh broker: the group's coordinator is still being set up
+            await asyncio.sleep(0.5)
+            continue
+        if (described.state.lower() == "stable" and len(described.members) == members
+                and all(m.assigned for m in described.members)):
+            return described
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the group did not settle: {described}")
+        await asyncio.sleep(0.5)

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka.errors import KafkaError
 
 from tests.helpers.app_process import AppProcess
-from tests.helpers.group_members import Group, describe
+from tests.helpers.group_members import Group, describe, settled
 from tests.integration.chaos import run_chaos
 from tests.integration.topologies import STREAMS
 
@@ -35,19 +34,7 @@ class _Watch:
 
     async def settled(self, instances: int, timeout: float = 180) -> Group:
         """The group once it is stable with `instances` members, each assigned something."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                group = await describe(self.bootstrap, self.group, self.streams)
-            except KafkaError:  # a fresh broker: the group's coordinator is still being set up
-                await asyncio.sleep(0.5)
-                continue
-            if (group.state.lower() == "stable" and len(group.members) == instances
-                    and all(m.assigned for m in group.members)):
-                return group
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the group did not settle: {group}")
-            await asyncio.sleep(0.5)
+        return await settled(self.bootstrap, self.group, self.streams, instances, timeout)
 
     async def run(self) -> None:
         while True:

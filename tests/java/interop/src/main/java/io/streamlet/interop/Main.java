@@ -26,7 +26,10 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
  * on every transition, {@code CLOSED} after a close. On stdin: {@code close} closes the way Kafka
  * Streams does by default (its members stay in the group until their session times out), {@code
  * close-leave} closes with {@code GroupMembershipOperation.LEAVE_GROUP}; end of input is {@code close}.
- * With the setting {@code describe.only=true} it prints DESCRIBE and exits without starting.
+ * With the setting {@code describe.only=true} it prints DESCRIBE and exits without starting. With {@code
+ * start.on.stdin=true} it first loads and warms what a start needs (a throwaway client of another
+ * application id, never started), prints {@code READY} and starts only once stdin says {@code start}: a
+ * restart whose JVM start-up must not count (the instance it replaces is killed meanwhile).
  */
 public final class Main {
     private Main() {
@@ -42,6 +45,7 @@ public final class Main {
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         boolean describeOnly = false;
+        boolean startOnStdin = false;
         for (int i = 1; i < args.length; i++) {
             final int eq = args[i].indexOf('=');
             final String key = args[i].substring(0, eq);
@@ -50,6 +54,8 @@ public final class Main {
                 topics.put(key.substring("topic.".length()), value);
             } else if (key.equals("describe.only")) {
                 describeOnly = Boolean.parseBoolean(value);
+            } else if (key.equals("start.on.stdin")) {
+                startOnStdin = Boolean.parseBoolean(value);
             } else {
                 props.put(key, value);
             }
@@ -59,6 +65,15 @@ public final class Main {
         if (describeOnly) {
             return;
         }
+        final BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        if (startOnStdin) {
+            warmUp(app, topics, props);
+            say("READY");
+            String go;
+            while ((go = stdin.readLine()) != null && !go.trim().equals("start")) {
+                // wait for the word
+            }
+        }
         final KafkaStreams streams = new KafkaStreams(topology, props);
         streams.setStateListener((now, before) -> say("STATE " + now));
         streams.setUncaughtExceptionHandler(error -> {
@@ -66,7 +81,6 @@ public final class Main {
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         streams.start();
-        final BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         CloseOptions options = CloseOptions.timeout(Duration.ofSeconds(60));
         while ((line = stdin.readLine()) != null) {
@@ -83,6 +97,20 @@ public final class Main {
         final boolean closed = streams.close(options);
         say(closed ? "CLOSED" : "CLOSE-TIMED-OUT");
         System.exit(failed || !closed ? 1 : 0);
+    }
+
+    /** Builds and closes, unstarted, a client like the real one under another application id and state
+     * directory and without a group.instance.id: the classes a start needs are loaded, nothing joins. */
+    private static void warmUp(final String app, final Map<String, String> topics, final Properties props)
+            throws java.io.IOException {
+        final Properties warm = new Properties();
+        warm.putAll(props);
+        warm.remove("group.instance.id");
+        warm.put(StreamsConfig.APPLICATION_ID_CONFIG,
+                 props.getProperty(StreamsConfig.APPLICATION_ID_CONFIG) + "-warm-up");
+        warm.put(StreamsConfig.STATE_DIR_CONFIG,
+                 java.nio.file.Files.createTempDirectory("interop-warm-up").toString());
+        new KafkaStreams(Apps.build(app, topics, warm), warm).close(Duration.ofSeconds(30));
     }
 
     private static synchronized void say(final String line) {
