@@ -125,7 +125,10 @@ OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test
 	tests/integration/test_secured_cluster.py tests/integration/test_streams_group_protocol.py \
 	tests/integration/test_streams_group_runtime.py tests/integration/test_streams_group_rolling_move.py \
 	tests/interop/test_operators_rolling_move.py tests/integration/test_streams_group_queries.py \
-	tests/integration/test_committed_lag.py tests/integration/test_static_membership.py \
+	tests/integration/test_committed_lag.py \
+	'tests/integration/test_static_membership.py::test_streams_group_static_members_closed_and_restarted_keep_their_tasks' \
+	'tests/integration/test_static_membership.py::test_streams_group_member_killed_and_restarted_keeps_its_tasks' \
+	'tests/integration/test_static_membership.py::test_a_killed_static_member_of_a_streams_group_waits_for_its_old_session' \
 	tests/integration/test_streams_group_states.py tests/integration/test_static_membership_kafka_streams.py \
 	'tests/fidelity_restart/test_restart_differential.py::test_rolling_swap_gives_kafka_streams_output' \
 	'tests/interop/test_avro_app_move.py::test_output_equals_the_reference[rolling]' \

@@ -9,6 +9,7 @@ Streams closes by default, whose members stay in the group until their session t
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import re
 import shutil
@@ -32,7 +33,11 @@ def java_available() -> bool:
 
 def java_command() -> list[str]:
     """Compile the module if needed; returns the java command that starts `Main` (append its arguments)."""
-    with _BUILD_LOCK:
+    (JAVA_DIR / "target").mkdir(exist_ok=True)
+    # One build at a time in this process (threads) and across pytest-xdist's workers (a file lock): the
+    # files that start this app are not all in the "java" xdist group.
+    with _BUILD_LOCK, open(JAVA_DIR / "target" / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
         stale = not (_JAR.exists() and _CLASSPATH.exists()) or max(p.stat().st_mtime for p in sources) > \
             _JAR.stat().st_mtime
