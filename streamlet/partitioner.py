@@ -63,10 +63,10 @@ def to_positive(n: int) -> int:
     return n & 0x7FFFFFFF
 
 
-_MEMO_MAX_KEY_BYTES = 64
-_MEMO_MAX_ENTRIES = 1 << 14
-_positive_hash_memo: dict[bytes, int] = {}
-_MEMOIZE = not COMPILED
+_MEMO_MAX_KEY_BYTES: Final = 64
+_MEMO_MAX_ENTRIES: Final = 1 << 14
+_positive_hash_memo: Final[dict[bytes, int]] = {}
+_MEMOIZE: Final = not COMPILED
 """Compiled, the hash costs about what a look-up in the table would: no table (it would only thrash at scale)."""
 
 

@@ -50,7 +50,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from streamlet.actors.processor_node import SourceNode
 from streamlet.errors import DeserializationError, RetriableError, StreamsError, never_handled
@@ -58,7 +58,8 @@ from streamlet.processor import RecordTimestampExtractor
 from streamlet.record import Headers, Record
 from streamlet.serdes import fast_deserializer
 
-_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_new: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_Record: Final = Record  # Final: a C static when compiled, not a dict look-up per use
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +269,7 @@ class PartitionGroup:
                 self.skipped += 1
                 continue
             headers: Headers = tuple(raw.headers) if raw.headers else ()
-            append((_new(Record, (key, value, ts, headers)), raw.offset, raw))
+            append((_new(_Record, (key, value, ts, headers)), raw.offset, raw))
             added += 1
         self.buffered += added
         if self._idle and added:

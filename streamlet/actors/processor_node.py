@@ -18,7 +18,7 @@ sits in the caller's frame where it can (a loop over children, the task's loop),
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from streamlet.actors.record_collector import ProducedRecord
 from streamlet.errors import RetriableError, SerializationError, SinkSerializationError
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from streamlet.actors.record_collector import RecordCollector
     from streamlet.actors.stream_task import StreamTask
 
-_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_new: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_ProducedRecord: Final = ProducedRecord  # Final: a C static when compiled, not a dict look-up per use
 
 _FAILED_AT = "streamlet_failed_node"
 """The attribute naming the node where the handler failed on an exception (Kafka Streams'
@@ -337,7 +338,7 @@ class DynamicSinkNode(SinkNode):
         if partitions is None:
             partitions = collector.known_partition_count(topic)
             if partitions is None:
-                collector.defer(topic, _new(ProducedRecord, (key, value, record.timestamp, record.headers)),
+                collector.defer(topic, _new(_ProducedRecord, (key, value, record.timestamp, record.headers)),
                                 record.key, record.value, self.partitioner)
                 return
             self._counts[topic] = partitions

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from streamlet.actors.error_handlers import RecordErrorHandler
 from streamlet.actors.held_output import HeldOutput, HeldWrite
@@ -36,7 +36,8 @@ from streamlet.stores.position import fold_position
 from streamlet.telemetry.tracing import TaskTracing, tracer_for
 from streamlet.topology import SubTopology, Topology
 
-_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_new: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_RecordContext: Final = RecordContext  # Final: a C static when compiled, not a dict look-up per use
 _record_ctx_of = attrgetter("record_ctx")
 
 log = logging.getLogger(__name__)
@@ -263,7 +264,7 @@ class StreamTask:
                         queue.partition_time = ts
                     if ts > pg.stream_time:
                         pg.stream_time = ts
-                    self.record_ctx = _new(RecordContext, (ts, record.headers, topic, partition, offset))
+                    self.record_ctx = _new(_RecordContext, (ts, record.headers, topic, partition, offset))
                     self.current_raw = raw
                     try:
                         process(record)

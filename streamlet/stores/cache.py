@@ -16,12 +16,12 @@ and a value overwritten before the next flush is never serialized at all.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Final
 
 from streamlet.stores.api import RecordContext
 from streamlet.stores.sorted_keys import SortedKeyIndex
 
-_ENTRY_FIXED_BYTES = 3 * 8 + 1 + 8 + 8 + 4
+_ENTRY_FIXED_BYTES: Final = 3 * 8 + 1 + 8 + 8 + 4
 """What Kafka Streams adds to every cache entry's estimate besides key, value, topic and headers: the LRU
 node's three references, the dirty flag, and the record context's timestamp, offset and partition."""
 
@@ -50,7 +50,7 @@ def entry_size(cache_key_size: int, value_size: int, context: RecordContext) -> 
         size += sum(len(k) + (0 if v is None else len(v)) for k, v in headers)
     return size
 
-NO_CONTEXT = RecordContext(-1, (), None, -1, -1)
+NO_CONTEXT: Final = RecordContext(-1, (), None, -1, -1)
 """The context of clean entries: they are never forwarded, so they need none."""
 
 
@@ -106,7 +106,8 @@ class NamedCache:
         self.size_bytes += entry.size
         if entry.dirty:
             dirty = self._dirty
-            dirty.pop(key, None)  # re-insert: a flush follows the order of the latest writes
+            if old is not None:  # a key not cached is not dirty either (the dirty keys are cached ones)
+                dirty.pop(key, None)  # re-insert: a flush follows the order of the latest writes
             dirty[key] = None
 
     def rewrite(self, key: bytes, entry: CacheEntry, value: Any, context: RecordContext, size: int) -> None:

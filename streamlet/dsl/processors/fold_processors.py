@@ -9,7 +9,7 @@ ever built on the worker that runs them: so this module can be in `streamlet._co
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from streamlet.dsl.change import Change
 from streamlet.dsl.processors.forwarding import TimestampedTupleForwarder, log_skipped, timestamped_store
@@ -17,8 +17,10 @@ from streamlet.processor import Processor, ProcessorContext
 from streamlet.record import Record
 from streamlet.stores.api import ValueAndTimestamp
 from streamlet.stores.keyvalue.api import TimestampedKeyValueStore
+from streamlet.stores.keyvalue.timestamped import TypedTimestampedKeyValueStore
 
-_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_new: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_ValueAndTimestamp: Final = ValueAndTimestamp  # Final: a C static when compiled, not a dict look-up per use
 
 Initializer = Callable[[], Any]
 Aggregator = Callable[[Any, Any, Any], Any]
@@ -30,6 +32,8 @@ class _TimestampedFold(Processor):
     cache; with one, the cache sends it at its flush)."""
 
     _store: TimestampedKeyValueStore
+    _typed: TypedTimestampedKeyValueStore | None
+    """`_store` when it is the DSL's own store class: compiled, called directly, not through Python's call protocol."""
     _forwarder: TimestampedTupleForwarder
 
     def __init__(self, store_name: str, send_old_values: bool) -> None:
@@ -38,7 +42,8 @@ class _TimestampedFold(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._store = timestamped_store(context, self._store_name)
+        store = self._store = timestamped_store(context, self._store_name)
+        self._typed = store if type(store) is TypedTimestampedKeyValueStore else None
         self._forwarder = TimestampedTupleForwarder(self._store, context, self._send_old_values)
         self._caching = self._forwarder.caching  # with a cache, updates go downstream at its flush
 
@@ -47,7 +52,8 @@ class _TimestampedFold(Processor):
         if key is None or value is None:
             log_skipped(self.context, "null key or value")
             return
-        stored = self._store.get(key)
+        typed = self._typed
+        stored = typed.get(key) if typed is not None else self._store.get(key)
         timestamp = record.timestamp
         if stored is not None and stored[1] > timestamp:
             timestamp = stored[1]  # the aggregate carries the largest timestamp folded into it
@@ -59,7 +65,11 @@ class _TimestampedFold(Processor):
 
     def _update(self, record: Record, new: Any, old: Any, timestamp: int) -> None:
         key = record.key
-        self._store.put(key, _new(ValueAndTimestamp, (new, timestamp)))
+        typed = self._typed
+        if typed is not None:
+            typed.put(key, _new(_ValueAndTimestamp, (new, timestamp)))
+        else:
+            self._store.put(key, _new(_ValueAndTimestamp, (new, timestamp)))
         if not self._caching:
             self._forwarder.maybe_forward(
                 Record(key, Change(new, old if self._send_old_values else None), timestamp, record.headers)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -24,7 +24,10 @@ from streamlet.stores.session.api import SessionStore
 from streamlet.stores.versioned.api import PUT_RETURN_CODE_VALID_TO_UNDEFINED, VersionedKeyValueStore
 from streamlet.stores.window.api import WindowStore
 
-_new = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_new: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__ frame (hot path)
+_Change: Final = Change  # Final: a C static when compiled, not a dict look-up per use
+_Record: Final = Record
+_ValueAndTimestamp: Final = ValueAndTimestamp
 
 log = logging.getLogger("streamlet.dsl")
 
@@ -53,7 +56,7 @@ class TimestampedTupleForwarder:
         self._caching = store.set_flush_listener(self._forward_flushed, send_old_values)
 
     def _forward_flushed(self, key: Any, new_value: Any, old_value: Any, timestamp: int, headers: Headers) -> None:
-        self._forward(_new(Record, (key, _new(Change, (new_value, old_value, True)), timestamp, headers)))
+        self._forward(_new(_Record, (key, _new(_Change, (new_value, old_value, True)), timestamp, headers)))
 
     @property
     def caching(self) -> bool:
@@ -66,7 +69,7 @@ class TimestampedTupleForwarder:
             return
         if not self._send_old_values:
             change = record.value
-            record = record.with_value(_new(Change, (change[0], None, change[2])))
+            record = record.with_value(_new(_Change, (change[0], None, change[2])))
         self._forward(record)
 
 
@@ -106,10 +109,10 @@ class TableRows:
 
     def _latest_version(self, key: Any) -> ValueAndTimestamp | None:
         found = self._versioned.get(key)
-        return None if found is None else _new(ValueAndTimestamp, (found.value, found.timestamp))
+        return None if found is None else _new(_ValueAndTimestamp, (found.value, found.timestamp))
 
     def _put_timestamped(self, key: Any, value: Any, timestamp: int) -> int:
-        self._store.put(key, _new(ValueAndTimestamp, (value, timestamp)))
+        self._store.put(key, _new(_ValueAndTimestamp, (value, timestamp)))
         return PUT_RETURN_CODE_VALID_TO_UNDEFINED
 
 
@@ -154,4 +157,4 @@ class TableToStream(Processor):
         self._forward = context.forwarder()
 
     def process(self, record: Record) -> None:
-        self._forward(_new(Record, (record[0], record[1][0], record[2], record[3])))  # with_value, one frame less
+        self._forward(_new(_Record, (record[0], record[1][0], record[2], record[3])))  # with_value, one frame less

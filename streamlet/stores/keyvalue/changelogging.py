@@ -40,6 +40,7 @@ class ChangeLoggingKeyValueBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueB
     def __init__(self, inner: KeyValueBytesStore, context: StateStoreContext) -> None:
         self.name = inner.name
         self.inner = inner
+        self._below = inner  # `inner` is the mixin's attribute: compiled, this one is read without a look-up
         self._context = context
         self._write_change = context.changelog_writer(inner.name)
         self._record_context = context.record_context_reader()
@@ -48,7 +49,7 @@ class ChangeLoggingKeyValueBytesStore(_StoreLayer[KeyValueBytesStore], KeyValueB
         self._write_change(key, value, self._record_context().timestamp)
 
     def get(self, key: bytes) -> bytes | None:
-        return self.inner.get(key)
+        return self._below.get(key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
         self.inner.put(key, value)
@@ -119,16 +120,22 @@ class ChangeLoggingSessionBytesStoreWithHeaders(ChangeLoggingKeyValueBytesStore)
 
 class _LoggingWriteBatch(BytesWriteBatch):
     """Logs each write when it is queued, so each is logged under the record context current then:
-    a cache flush sets the flushed entry's context before queueing it."""
+    a cache flush sets the flushed entry's context before queueing it. The writes reach the inner batch
+    together, in order, at `write` (one `put_all` instead of a call per write)."""
 
     def __init__(self, store: ChangeLoggingKeyValueBytesStore, inner: BytesWriteBatch) -> None:
-        self._log = store.log
+        self._store = store
         self._inner = inner
+        self._writes: list[tuple[bytes, bytes | None]] = []
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        self._inner.put(key, value)
-        self._log(key, value)
+        self._writes.append((key, value))
+        self._store.log(key, value)
 
     def write(self) -> None:
+        writes = self._writes
+        if writes:
+            self._writes = []
+            self._inner.put_all(writes)
         self._inner.write()
 

@@ -9,7 +9,7 @@ timestamp for a delete), as Kafka Streams' timestamped cache flush listener forw
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from streamlet.record import Headers, KeyValue
 from streamlet.serdes import Serde
@@ -18,6 +18,8 @@ from streamlet.stores.keyvalue.api import KeyValueBytesStore, TimestampedKeyValu
 from streamlet.stores.keyvalue.changelogging import ChangeLoggingTimestampedKeyValueBytesStore
 from streamlet.stores.keyvalue.typed import TypedKeyValueStore
 from streamlet.stores.value_formats import TimestampedValueFormat, ValueFormat
+
+_ValueAndTimestamp: Final = ValueAndTimestamp  # Final: a C static when compiled, not a dict look-up per use
 
 
 def _checked(value: Any) -> ValueAndTimestamp | None:
@@ -39,10 +41,10 @@ class TypedTimestampedKeyValueStore(TypedKeyValueStore, TimestampedKeyValueStore
         return ChangeLoggingTimestampedKeyValueBytesStore(store, context)
 
     def put(self, key: Any, value: Any) -> None:
-        if type(value) is not ValueAndTimestamp or value[0] is None:  # the usual case skips the checks
+        if type(value) is not _ValueAndTimestamp or value[0] is None:  # the usual case skips the checks
             value = _checked(value)
         self.last_write = self._record_context()
-        self._access.put(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
+        self._put_bytes(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         return super().put_if_absent(key, _checked(value))
@@ -51,12 +53,14 @@ class TypedTimestampedKeyValueStore(TypedKeyValueStore, TimestampedKeyValueStore
         super().put_all([(k, _checked(v)) for k, v in entries])
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
-        def forward_plain_values(key: Any, new: Any, old: Any, timestamp: int, headers: Headers) -> None:
+        def forward_plain_values(key: Any, new: ValueAndTimestamp | None, old: ValueAndTimestamp | None,
+                                 timestamp: int, headers: Headers) -> None:
+            # Indexed, not `.value`: compiled, a typed tuple's item is read directly, an attribute looked up.
             listener(
                 key,
-                None if new is None else new.value,
-                None if old is None else old.value,
-                timestamp if new is None else new.timestamp,
+                None if new is None else new[0],
+                None if old is None else old[0],
+                timestamp if new is None else new[1],
                 headers,
             )
 

@@ -69,6 +69,9 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._format: ValueFormat | None = None
         self._topic: str | None = None
         self._access: StoreAccess = ClosedAccess(self.name, "not initialized yet")
+        self._record_cache: CachedAccess | None = None
+        """`_access` when it is the record cache: compiled, `get` and `put` call it directly instead of through
+        Python's call protocol (only while `_access` is still that cache: the store metrics may wrap it)."""
         self._serialize_key: Any = self._not_open
         self._key_type: type = NoFastPath
         self._encode_key: Any = None
@@ -112,6 +115,7 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
         self._key_type, self._encode_key = fast_serializer(key_serde.serializer)
         self._last_key = _NO_KEY
         self._access = access
+        self._record_cache = access if isinstance(access, CachedAccess) else None
         self._record_context = context.record_context_reader()
         context.register(self, self._restore, logged=self.logging_enabled,
                          with_headers=self._restores_with_headers())
@@ -145,6 +149,7 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
             self._access.close()
         finally:
             self._access = ClosedAccess(self.name, "closed")
+            self._record_cache = None
             self._serialize_key = self._not_open
             self._key_type = NoFastPath
             self._last_key = _NO_KEY
@@ -177,19 +182,31 @@ class TypedKeyValueStore(KeyValueStore[Any, Any], CachedStateStore):
 
     def get(self, key: Any) -> Any:
         if key is self._last_key:
-            return self._access.get(self._last_key_bytes, key)
-        if type(key) is self._key_type:  # `_key` inlined for a serde with a fast path (an immutable type)
+            data = self._last_key_bytes
+        elif type(key) is self._key_type:  # `_key` inlined for a serde with a fast path (an immutable type)
             try:
                 data = self._encode_key(key)
             except Exception:
                 data = self._key(key)  # the serde's own call: its error
             self._last_key, self._last_key_bytes = key, data
-            return self._access.get(data, key)
-        return self._access.get(self._key(key), key)
+        else:
+            data = self._key(key)
+        cached = self._record_cache
+        if cached is not None and cached is self._access:
+            return cached.get(data, key)
+        return self._access.get(data, key)
 
     def put(self, key: Any, value: Any) -> None:
         self.last_write = self._record_context()
-        self._access.put(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
+        self._put_bytes(self._last_key_bytes if key is self._last_key else self._key(key), key, value)
+
+    def _put_bytes(self, data: bytes, key: Any, value: Any) -> None:
+        """`_access.put`, directly when it is the record cache (see `_record_cache`)."""
+        cached = self._record_cache
+        if cached is not None and cached is self._access:
+            cached.put(data, key, value)
+        else:
+            self._access.put(data, key, value)
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         data = self._key(key)
