@@ -84,7 +84,8 @@ class _Batch:
         async with self.semaphore:
             workdir = self.out / case["id"]
             try:
-                comparison = await compare_case(case, self.bootstrap, workdir, keep=lambda diff: diff is not None,
+                comparison = await compare_case(case, self.bootstrap, workdir,
+                                                keep=lambda diff: diff is not None or self.options.keep,
                                                 system=self.system, rolling=self.rolling)
             except Exception as e:  # the harness itself: say so, keep the case's files, go on with the others
                 self.outcomes["harness error"] += 1
@@ -201,6 +202,7 @@ def main() -> None:
     parser.add_argument("--rolling", action="store_true",
                         help="with --handoff: a rolling swap in one streams group (a Kafka 4.2+ broker) while phase 2 "
                              "is written, against Kafka Streams swapping to itself (driver.run_rolling)")
+    parser.add_argument("--keep", action="store_true", help="keep every case's directory (logs), not only differing")
     parser.add_argument("--with-output", action="store_true",
                         help="with --handoff: generate only cases whose topology writes output before and after the "
                              "move (on Kafka Streams' TopologyTestDriver), ids <seed>-w<n>")
