@@ -84,7 +84,8 @@ class _Batch:
         async with self.semaphore:
             workdir = self.out / case["id"]
             try:
-                comparison = await compare_case(case, self.bootstrap, workdir, keep=lambda diff: diff is not None,
+                comparison = await compare_case(case, self.bootstrap, workdir,
+                                                keep=lambda diff: diff is not None or self.options.keep,
                                                 system=self.system, rolling=self.rolling)
             except Exception as e:  # the harness itself: say so, keep the case's files, go on with the others
                 self.outcomes["harness error"] += 1
@@ -148,7 +149,10 @@ async def _main(args: argparse.Namespace) -> int:
             else:
                 print(f"generating {args.cases} cases from seed {args.seed}", flush=True)
                 moving = args.handoff or args.rolling
-                cases = (generate_handoff if moving else generate)(args.cases, args.seed, screen)
+                if moving:
+                    cases = generate_handoff(args.cases, args.seed, screen, with_output=args.with_output)
+                else:
+                    cases = generate(args.cases, args.seed, screen)
         finally:
             screen.close()
     if args.stop:
@@ -198,6 +202,10 @@ def main() -> None:
     parser.add_argument("--rolling", action="store_true",
                         help="with --handoff: a rolling swap in one streams group (a Kafka 4.2+ broker) while phase 2 "
                              "is written, against Kafka Streams swapping to itself (driver.run_rolling)")
+    parser.add_argument("--keep", action="store_true", help="keep every case's directory (logs), not only differing")
+    parser.add_argument("--with-output", action="store_true",
+                        help="with --handoff: generate only cases whose topology writes output before and after the "
+                             "move (on Kafka Streams' TopologyTestDriver), ids <seed>-w<n>")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sys.exit(asyncio.run(_main(args)))

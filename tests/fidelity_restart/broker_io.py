@@ -32,7 +32,8 @@ from aiokafka.protocol.group import LeaveGroupRequest
 
 from tests.helpers.kafka import create_topics
 
-__all__ = ["Out", "committed", "create_topics", "evict_members", "quiesce", "read_topics", "write_records"]
+__all__ = ["Out", "committed", "create_topics", "evict_members", "quiesce", "read_topics", "watch_arrivals",
+           "write_records"]
 
 Rec = tuple[str, str | None, str | None, int]
 """An input record: (topic, key, value, timestamp ms)."""
@@ -180,15 +181,25 @@ async def committed(bootstrap: str, group: str, topics: list[str]) -> dict[str, 
     return {t: max(0, offsets[tp].offset) if (tp := TopicPartition(t, 0)) in offsets else 0 for t in topics}
 
 
-async def read_topics(bootstrap: str, topics: list[str]) -> dict[str, list[Out]]:
-    """Every committed record of partition 0 of each topic, in offset order."""
+async def _from_the_start(bootstrap: str, topics: list[str]) -> tuple[AIOKafkaConsumer, list[TopicPartition]]:
+    """A started `read_committed` consumer on partition 0 of each topic, at its beginning (the caller stops it)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                                 isolation_level="read_committed", auto_offset_reset="earliest")
     await consumer.start()
+    tps = [TopicPartition(t, 0) for t in topics]
     try:
-        tps = [TopicPartition(t, 0) for t in topics]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
+    except BaseException:
+        await _stopped(consumer.stop())
+        raise
+    return consumer, tps
+
+
+async def read_topics(bootstrap: str, topics: list[str]) -> dict[str, list[Out]]:
+    """Every committed record of partition 0 of each topic, in offset order."""
+    consumer, tps = await _from_the_start(bootstrap, topics)
+    try:
         ends = await consumer.end_offsets(tps)
         out: dict[str, list[Out]] = {t: [] for t in topics}
         deadline = time.monotonic() + 60
@@ -201,3 +212,17 @@ async def read_topics(bootstrap: str, topics: list[str]) -> dict[str, list[Out]]
         return out
     finally:
         await consumer.stop()
+
+
+async def watch_arrivals(bootstrap: str, topics: list[str], arrivals: list[float]) -> None:
+    """Until cancelled, append to `arrivals` the wall-clock moment (`time.monotonic()`) each committed record of
+    partition 0 of `topics` became readable, as a downstream `read_committed` consumer sees it (under
+    exactly-once, at the producing task's commit): what a rolling swap's pause looks like from outside."""
+    consumer, _ = await _from_the_start(bootstrap, topics)
+    try:
+        while True:
+            batch = await consumer.getmany(timeout_ms=50)
+            now = time.monotonic()
+            arrivals += [now for records in batch.values() for _ in records]
+    finally:
+        await _stopped(consumer.stop())

@@ -51,7 +51,8 @@ IDLE_MS = 2000
 """`max.task.idle.ms` for a topology with a task reading a repartition topic and another partition."""
 START_TIMEOUT = 120.0
 ROLLING_SLICES = 3
-"""Phase 2 of a rolling run is written in this many transactions, `ROLLING_PAUSE` apart, while the instances swap."""
+"""Phase 2 of a rolling run is written in this many transactions: the first before the first instance leaves, the
+others `ROLLING_PAUSE` apart as it has left (`run_rolling`)."""
 ROLLING_PAUSE = 1.0
 CACHED_PAUSE_MS = 4000
 """With the record cache on (`case["caching"]`) an instance commits only when it closes (what a cache forwards
@@ -72,7 +73,8 @@ def script(case: Case) -> list[Step]:
         return [{"do": "write", "from": 0, "to": total}, {"do": "start"}, {"do": "quiesce"}, {"do": "close"}]
     if kind == "rolling":  # what run_rolling does (it runs its own steps), for a report
         return [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"}, {"do": "start second"},
-                {"do": f"write_txn x{ROLLING_SLICES} of [{phase1}:{total}] while the first closes leaving the group"},
+                {"do": f"write_txn x{ROLLING_SLICES} of [{phase1}:{total}], the first closing leaving the group "
+                       "after the first of them"},
                 {"do": "quiesce"}, {"do": "close"}]
     if kind == "live":  # a control: phase 2 written while the first instance runs, no restart
         return [{"do": "write", "from": 0, "to": phase1}, {"do": "start"}, {"do": "quiesce"},
@@ -161,6 +163,7 @@ class SystemRun:
     seconds: float = 0.0
     log: str = ""
     steps: list[tuple[str, float]] = field(default_factory=list)  # each step and how long it took
+    pause: dict[str, float | None] = field(default_factory=dict)  # a rolling swap's pause (`swap_pause`)
 
 
 async def _wait_running(app: App) -> None:
@@ -254,10 +257,16 @@ async def run_system(system: str, case: Case, bootstrap: str, workdir: Path, bas
 async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, base: int) -> SystemRun:
     """A rolling swap in one streams group (`group.protocol=streams`, a Kafka 4.2+ broker): for `"<a>><b>"`,
     an instance of system a runs phase 1 to its end; an instance of system b joins the group (the group may hand it
-    some tasks); then, while phase 2 is written (in `ROLLING_SLICES` transactions, `ROLLING_PAUSE` apart, the first
-    before a closes), a closes leaving the group (its tasks go to b, each restored from its changelogs, resuming at
-    its committed offsets; the step list says what a had committed when it left).
-    The same application id, topics and commits throughout; b ends the run with a clean close."""
+    some tasks); phase 2 is written in `ROLLING_SLICES` transactions: the first is taken and committed (by a, or by
+    b for tasks it was given), then a closes leaving the group (its tasks go to b, each restored from its
+    changelogs, resuming at its committed offsets; the step list says what a had committed when it left), and the
+    others are written `ROLLING_PAUSE` apart while b takes the tasks over.
+    The same application id, topics and commits throughout; b ends the run with a clean close.
+
+    The cut is thus the end of the first slice, whatever the timing: with a's close while that slice was still
+    coming, which records a processed before it left depended on timing, and so did the output, on Kafka Streams
+    too (a join's stream time, for one, is not carried over: case 5151-h5). `run.pause` says what the swap cost
+    (`swap_pause`)."""
     began = time.monotonic()
     first, then = system.split(">")
     prefix = f"rr-{uuid.uuid4().hex[:8]}-{_SHORT[first]}2{_SHORT[then]}-"
@@ -279,19 +288,17 @@ async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, ba
     consumed = consumed_topics(mine, application_id)
     run = SystemRun(system, log=str(b.log_path))
     running: list[App] = []
+    arrivals: list[float] = []  # when each output record became readable (broker_io.watch_arrivals)
+    watcher: asyncio.Task[None] | None = None
+    leave: list[float] = []  # when the first instance began to close leaving the group, and when it was gone
 
     async def note(what: str, began_step: float) -> None:
         run.steps.append((what, round(time.monotonic() - began_step, 2)))
 
-    async def trickle() -> None:
-        for i in range(ROLLING_SLICES):
-            if i:
-                await asyncio.sleep(ROLLING_PAUSE)
-            await broker_io.write_records(bootstrap, inputs[cuts[i]:cuts[i + 1]], True)
-
     async def close_first() -> None:
-        await asyncio.sleep(ROLLING_PAUSE / 2)  # the first slice written: a leaves while the others come
+        leave.append(time.monotonic())
         code = await asyncio.to_thread(a.close_leaving)
+        leave.append(time.monotonic())
         running.remove(a)
         if code != 0:
             raise RuntimeError(f"{first} exited with {code} after a close: {a.failure()}")
@@ -300,7 +307,8 @@ async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, ba
 
     try:
         step = time.monotonic()
-        await broker_io.write_records(bootstrap, inputs[:phase1], False)
+        await broker_io.write_records(bootstrap, inputs[:phase1], False)  # the topics are there: watch the output
+        watcher = asyncio.create_task(broker_io.watch_arrivals(bootstrap, mine["outputs"], arrivals))
         a.start()
         running.append(a)
         await _wait_running(a)
@@ -312,8 +320,18 @@ async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, ba
         await _wait_running(b)
         await note(f"start({then})", step)
         step = time.monotonic()
-        await asyncio.gather(trickle(), close_first())
-        await note(f"write_txn x{ROLLING_SLICES} while close-leave({first})", step)
+        # The first slice taken and committed before the first instance leaves: where it leaves (the cut) is then a
+        # function of the case, not of how far it got in the moment before its close (case 5151-h5).
+        await broker_io.write_records(bootstrap, inputs[cuts[0]:cuts[1]], True)
+        await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], a.alive)
+        await note(f"write_txn[{cuts[0]}:{cuts[1]}] quiesce", step)
+        step = time.monotonic()
+        await close_first()
+        for i in range(1, ROLLING_SLICES):  # the rest comes while the second instance takes the tasks over
+            if i > 1:
+                await asyncio.sleep(ROLLING_PAUSE)
+            await broker_io.write_records(bootstrap, inputs[cuts[i]:cuts[i + 1]], True)
+        await note(f"close-leave({first}) write_txn x{ROLLING_SLICES - 1}", step)
         step = time.monotonic()
         await broker_io.quiesce(bootstrap, application_id, consumed, mine["outputs"], b.alive)
         code = await asyncio.to_thread(b.close)
@@ -325,11 +343,31 @@ async def run_rolling(system: str, case: Case, bootstrap: str, workdir: Path, ba
         run.failure = a.failure() or b.failure() or str(e).splitlines()[0]
         for live in running:
             await asyncio.to_thread(live.close)
+    if watcher is not None:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    if len(leave) == 2:
+        run.pause = swap_pause(arrivals, leave[0], leave[1])
     raw = await broker_io.read_topics(bootstrap, mine["outputs"])
     run.outputs = {t[len(prefix):]: [Out(r.key, r.value, r.timestamp - base) for r in records]
                    for t, records in raw.items()}
     run.seconds = time.monotonic() - began
     return run
+
+
+def swap_pause(arrivals: list[float], leaving: float, gone: float) -> dict[str, float | None]:
+    """What a rolling swap cost, from when output records became readable (`arrivals`, wall-clock seconds) and when
+    the first instance began to close leaving the group (`leaving`) and was gone (`gone`), in seconds: `close` the
+    leaving instance's close; `resume` from its being gone to the first output after (the second instance's: the
+    rest of phase 2 is written from then on, `run_rolling`); `first_after` the two together, the pause a
+    downstream reader sees; `gap` from the last output before the instance was gone to that first one after
+    (it includes the harness's wait for the first slice's commit). None where there was no output on that side."""
+    before = [t for t in arrivals if t <= gone]
+    after = [t for t in arrivals if t > gone]
+    return {"close": round(gone - leaving, 3),
+            "resume": round(after[0] - gone, 3) if after else None,
+            "first_after": round(after[0] - leaving, 3) if after else None,
+            "gap": round(after[0] - before[-1], 3) if before and after else None}
 
 
 def base_timestamp() -> int:

@@ -70,7 +70,8 @@ def result_line(comparison: Comparison) -> dict[str, Any]:
             "guarantee": case["guarantee"], "features": features(case), "result": result,
             "records": sum(len(records) for records in theirs.outputs.values()),
             "seconds": round(comparison.seconds, 1), "steps": {"kafka-streams": theirs.steps, "streamlet": ours.steps},
-            "failures": [theirs.failure, ours.failure]}
+            "failures": [theirs.failure, ours.failure],
+            **({"pause": {"reference": theirs.pause, "run": ours.pause}} if theirs.pause or ours.pause else {})}
 
 
 def case_line(case: Case, line: dict[str, Any]) -> str:

@@ -30,6 +30,8 @@ class Screen:
 
     def __init__(self) -> None:
         self._reference = KafkaStreamsReference()
+        self.output_at: list[int] = []
+        """After `check`: for each record Kafka Streams' driver wrote, the index of the input record it came after."""
 
     def check(self, case: Case) -> tuple[bool, str | None]:
         """(whether the case runs on Kafka Streams' driver without error, the drivers' difference or None)."""
@@ -44,6 +46,7 @@ class Screen:
             logger.setLevel(level)
             theirs = self._reference.result()
         usable = "build_error" not in theirs and "error" not in theirs
+        self.output_at = [record[0] for record in theirs.get("records", [])] if usable else []
         return usable, difference(fidelity, theirs, ours) if usable else None
 
     def close(self) -> None:

@@ -386,7 +386,19 @@ def _repartitioned(case: Case) -> bool:
 
 
 class _Screen(Protocol):
+    output_at: list[int]
+
     def check(self, case: Case) -> tuple[bool, str | None]: ...
+
+
+def has_output_around_move(case: Case, output_at: list[int]) -> bool:
+    """The case's topology wrote output (on a TopologyTestDriver, `output_at`: the input index each output record
+    came after) both in phase 1 and after the first third of phase 2, where a rolling run's first instance has
+    left (driver.run_rolling writes phase 2 in three slices and closes the first instance after the first one):
+    a case whose filters leave nothing there compares nothing across the move."""
+    phase1, total = case["phase1"], len(case["inputs"])
+    moved = phase1 + (total - phase1) // 3
+    return any(i < phase1 for i in output_at) and any(i >= moved for i in output_at)
 
 
 def generate(count: int, seed: int, screen: _Screen | None = None) -> list[Case]:
@@ -409,19 +421,22 @@ def generate(count: int, seed: int, screen: _Screen | None = None) -> list[Case]
     return found
 
 
-def generate_handoff(count: int, seed: int, screen: _Screen | None = None) -> list[Case]:
+def generate_handoff(count: int, seed: int, screen: _Screen | None = None, with_output: bool = False) -> list[Case]:
     """`count` distinct handoff cases from `seed`: the kinds of `HANDOFF_KINDS` in turn and, per round of kinds,
-    the stop points of `STOPS` in turn ("close" where a kind allows nothing else), ids "<seed>-h<index>"."""
+    the stop points of `STOPS` in turn ("close" where a kind allows nothing else), ids "<seed>-h<index>".
+    `with_output` (needs `screen`): only cases whose topology writes output before and after the move
+    (`has_output_around_move` on Kafka Streams' driver), ids "<seed>-w<index>"."""
     slots = []
     for i in range(count):
         kind, stop = HANDOFF_KINDS[i % len(HANDOFF_KINDS)], STOPS[i // len(HANDOFF_KINDS) % len(STOPS)]
         slots.append((kind, "close" if kind in ("caching", "at_least_once") else stop))
-    per_slot = {slot: _screened(*slot, slots.count(slot), seed, screen, frozenset()) for slot in dict.fromkeys(slots)}
+    per_slot = {slot: _screened(*slot, slots.count(slot), seed, screen, frozenset(), with_output)
+                for slot in dict.fromkeys(slots)}
     found: list[Case] = []
     taken = dict.fromkeys(per_slot, 0)
     for slot in slots:
         if taken[slot] < len(per_slot[slot]):
-            found.append({**per_slot[slot][taken[slot]], "id": f"{seed}-h{len(found)}"})
+            found.append({**per_slot[slot][taken[slot]], "id": f"{seed}-{'w' if with_output else 'h'}{len(found)}"})
             taken[slot] += 1
     return found
 
@@ -435,9 +450,9 @@ def case_by_id(case_id: str, screen: _Screen | None = None) -> Case:
     """The case `generate` gave the id "<seed>-<index>" (`generate_handoff` "<seed>-h<index>"), with the same
     `screen` or none."""
     seed_text, index_text = case_id.split("-")
-    seed, index = int(seed_text), int(index_text.lstrip("h"))
-    if index_text.startswith("h"):
-        return generate_handoff(index + 1, seed, screen)[index]
+    seed, index = int(seed_text), int(index_text.lstrip("hw"))
+    if index_text[0] in "hw":
+        return generate_handoff(index + 1, seed, screen, with_output=index_text[0] == "w")[index]
     return generate(index + 1, seed, screen)[index]
 
 
@@ -445,17 +460,22 @@ def _shape(case: Case) -> str:
     return json.dumps([case["ops"], case["inputs"]])
 
 
-def _screened(kind: str, stop_kind: str, n: int, seed: int, screen: _Screen | None, taken: frozenset[str]
-              ) -> list[Case]:
+def _screened(kind: str, stop_kind: str, n: int, seed: int, screen: _Screen | None, taken: frozenset[str],
+              with_output: bool = False) -> list[Case]:
     if screen is None:
+        if with_output:
+            raise ValueError("cases with output around the move are picked on the drivers: a screen is needed")
         return _generate_slot(kind, stop_kind, n, seed, taken)
     screened: dict[str, Case | None] = {}
     usable: list[Case] = []
-    for factor in (1.3, 2, 4):  # the same seed draws the same first cases: only the new ones are screened
+    # The same seed draws the same first cases: only the new ones are screened. Most generated topologies filter
+    # much of their input away, so cases with output around the move take more drawing.
+    for factor in (1.3, 2, 4, 8, 16, 32) if with_output else (1.3, 2, 4):
         for case in _generate_slot(kind, stop_kind, int(n * factor) + 1, seed, taken):
             text = json.dumps(case, sort_keys=True)
             if text not in screened:
                 ok, diff = screen.check(case)
+                ok = ok and (not with_output or has_output_around_move(case, screen.output_at))
                 screened[text] = {**case, "drivers": "differ" if diff else "agree"} if ok else None
         usable = [case for case in screened.values() if case is not None]
         if len(usable) >= n:
