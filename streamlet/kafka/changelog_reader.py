@@ -238,7 +238,10 @@ class ChangelogReader:
                 finished.append(job.task)
 
     def _complete(self, task: StreamTask, cur: _StoreRestore) -> bool:
-        return cur.position >= cur.end and self._stable(task, cur)
+        # Stable first: it raises `end` to the stable end the fetcher last saw, and the records up to there
+        # must be read too. (Compared first, a transaction that ended after the last read closed the store
+        # with none of what its end revealed, when the fetch that said so had not been read yet.)
+        return self._stable(task, cur) and cur.position >= cur.end
 
     def _stable(self, task: StreamTask, cur: _StoreRestore) -> bool:
         """True unless the reader waits for open transactions and one is open on the changelog (or the
@@ -259,6 +262,8 @@ class ChangelogReader:
                          cur.tp.topic, cur.tp.partition, time.monotonic() - cur.waiting_since)
                 cur.waiting_since = None
             return True
+        if cur.position < cur.end:
+            return False  # still reading what is stable: not waiting for the transaction yet
         now = time.monotonic()
         if cur.waiting_since is None or now - cur.last_log > 5:
             cur.waiting_since = cur.waiting_since or now

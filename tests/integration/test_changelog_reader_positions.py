@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streamlet.actors.stream_task import StreamTask
 from streamlet.config import StreamsConfig
@@ -83,6 +83,51 @@ async def test_restore_from_positions_to_the_stable_end_as_it_began(kafka_broker
             ahead.close(clean=False)
     finally:
         await zombie.abort_transaction()
+        await zombie.stop()
+
+
+async def test_a_transaction_ending_before_its_records_are_read_is_restored(kafka_broker: Any,
+                                                                          tmp_path: Path) -> None:
+    """Waiting for an open transaction, the reader learns that it ended from the fetcher (the stable end
+    reaches the high watermark) possibly before it reads the records that fetch brought. The store is
+    complete only once those are read: it must restore `a` = 7, not stop with nothing."""
+    bootstrap = kafka_broker.bootstrap_servers
+    app_id = f"ended-{uuid.uuid4().hex[:8]}"
+    changelog = f"{app_id}-counts-changelog"
+    tp = TopicPartition(changelog, 0)
+    await create_topics(bootstrap, {changelog: 1})
+    zombie = await transactional_producer(bootstrap, "zombie")
+    await zombie.begin_transaction()
+    await (await zombie.send(changelog, key=b"a", value=struct.pack(">q", 5)))  # left open, then aborted
+    owner = await transactional_producer(bootstrap, "owner")
+    async with owner.transaction():
+        await (await owner.send(changelog, key=b"a", value=struct.pack(">q", 7)))
+    await owner.stop()
+    task = _task(app_id, tmp_path / "state")
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                                isolation_level="read_committed")
+    await consumer.start()
+    try:
+        reader = ChangelogReader(consumer, read_committed=True, wait_for_open_transactions=True)
+        reader.begin(task)
+        with anyio.fail_after(30):  # until the reader has fetched and waits on the open transaction
+            while True:
+                assert await reader.step(0.2) == []
+                lso, high = consumer.last_stable_offset(tp), consumer.highwater(tp)
+                if lso is not None and high is not None and 0 <= lso < high:
+                    break
+        await zombie.abort_transaction()
+        with anyio.fail_after(30):  # the background fetch brings the new stable end (and the records)
+            while consumer.last_stable_offset(tp) != consumer.highwater(tp):
+                await anyio.sleep(0.05)
+        with anyio.fail_after(30):
+            while not await reader.step(0.2):
+                pass
+        store = task.state.registered["counts"].store
+        assert {kv.key: kv.value.value for kv in store.all()} == {"a": 7}
+    finally:
+        task.close(clean=False)
+        await consumer.stop()
         await zombie.stop()
 
 
