@@ -120,7 +120,7 @@ lint: $(INSTALLED)
 # with the streams-group (KIP-1071) tests, which only a 4.2+ broker runs.
 SUITE_KAFKA_VERSION ?= 3.9.1
 OTHER_KAFKA_VERSION ?= 4.4.0
-OTHER_VERSION_TESTS := tests/testing/test_local_broker.py tests/integration/test_wordcount_broker.py \
+OTHER_VERSION_TESTS := tests/integration/test_wordcount_broker.py \
 	tests/integration/test_chaos.py tests/integration/test_fenced_offsets.py tests/integration/test_fenced_abort.py \
 	tests/integration/test_secured_cluster.py tests/integration/test_streams_group_protocol.py \
 	tests/integration/test_streams_group_runtime.py tests/integration/test_streams_group_rolling_move.py \
