@@ -9,7 +9,6 @@ Streams closes by default, whose members stay in the group until their session t
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import re
 import shutil
@@ -19,10 +18,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from tests.helpers.maven import built_classpath
+
 JAVA_DIR = Path(__file__).parents[1] / "java" / "interop"
-_JAR = JAVA_DIR / "target" / "streamlet-interop-0.1.0.jar"
-_CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
-_BUILD_LOCK = threading.Lock()
 _MAIN = "io.streamlet.interop.Main"
 _ACTIVE_TASKS = re.compile(r"Assigning active tasks \{\d")
 
@@ -32,24 +30,11 @@ def java_available() -> bool:
 
 
 def java_command() -> list[str]:
-    """Compile the module if needed; returns the java command that starts `Main` (append its arguments)."""
-    (JAVA_DIR / "target").mkdir(exist_ok=True)
-    # One build at a time in this process (threads) and across pytest-xdist's workers (a file lock): the
-    # files that start this app are not all in the "java" xdist group.
-    with _BUILD_LOCK, open(JAVA_DIR / "target" / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
-        stale = not (_JAR.exists() and _CLASSPATH.exists()) or max(p.stat().st_mtime for p in sources) > \
-            _JAR.stat().st_mtime
-        if stale:
-            proc = subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "package",
-                                   "dependency:build-classpath", "-Dmdep.outputFile=target/classpath.txt"],
-                                  capture_output=True, text=True, timeout=600)
-            if proc.returncode != 0:
-                raise RuntimeError(f"building the Kafka Streams interop apps failed:\n{proc.stdout}{proc.stderr}")
+    """Compile the module if needed (`built_classpath`); returns the java command that starts `Main` (append
+    its arguments)."""
     return ["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS", "-cp",
-            f"{_JAR}:{_CLASSPATH.read_text().strip()}", _MAIN]
+            built_classpath(JAVA_DIR, "streamlet-interop-0.1.0.jar"), _MAIN]
 
 
 def _arguments(app: str, topics: dict[str, str], settings: dict[str, Any]) -> list[str]:

@@ -22,10 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamlet.kafka.commit_metadata import STREAMLET_KEY_PREFIX, TopicPartitionMetadata
+from tests.helpers.maven import built_classpath
 
 JAVA_DIR = Path(__file__).parents[1] / "java" / "commit_metadata"
-_JAR = JAVA_DIR / "target" / "streamlet-commit-metadata-check-0.1.0.jar"
-_CLASSPATH = JAVA_DIR / "target" / "classpath.txt"
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None or shutil.which("mvn") is None,
                                 reason="needs Java and Maven")
@@ -42,10 +41,10 @@ entries = st.lists(st.tuples(keys, longs), max_size=14, unique_by=lambda kv: kv[
 class _KafkaStreams:
     """The Java check, one request per line."""
 
-    def __init__(self) -> None:
+    def __init__(self, classpath: str) -> None:
         self._proc = subprocess.Popen(
-            ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
-             f"{_JAR}:{_CLASSPATH.read_text().strip()}", "io.streamlet.commitmetadata.CommitMetadataCheck"],
+            ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+             "io.streamlet.commitmetadata.CommitMetadataCheck"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
         self._lock = threading.Lock()
 
@@ -73,20 +72,9 @@ class _KafkaStreams:
         self._proc.wait(timeout=30)
 
 
-def _build() -> None:
-    sources = [*(JAVA_DIR / "src").rglob("*.java"), JAVA_DIR / "pom.xml"]
-    if _JAR.exists() and _CLASSPATH.exists() and max(p.stat().st_mtime for p in sources) <= _JAR.stat().st_mtime:
-        return
-    proc = subprocess.run(["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "package", "dependency:build-classpath",
-                           "-Dmdep.outputFile=target/classpath.txt"], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"building the Java check failed:\n{proc.stdout}{proc.stderr}")
-
-
 @pytest.fixture(scope="module")
 def kafka_streams() -> Iterator[_KafkaStreams]:
-    _build()
-    check = _KafkaStreams()
+    check = _KafkaStreams(built_classpath(JAVA_DIR, "streamlet-commit-metadata-check-0.1.0.jar"))
     yield check
     check.close()
 
