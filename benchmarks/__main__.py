@@ -241,7 +241,8 @@ _MERGED_THIS_RUN: set[Path] = set()
 
 def results_file(workload: str, args: argparse.Namespace) -> Path:
     """Where a run's results for `workload` go: benchmarks/results/<workload>.json, or with `--keys N`
-    benchmarks/results/scale/<workload>-keys<N>.json (`--results-dir` overrides the folder)."""
+    benchmarks/results/scale/<workload>-keys<N>.json, `-bytes<B>` appended with `--value-bytes B`
+    (`--results-dir` overrides the folder)."""
     name = workload if args.keys is None else f"{workload}-keys{args.keys}"
     if args.value_bytes:
         name += f"-bytes{args.value_bytes}"
@@ -270,10 +271,10 @@ def write_results(workload: str, rows: list[dict[str, Any]], args: argparse.Name
         kept = [r for r in previous["results"] if r.get("system_key") not in mine]
         order = list(SYSTEMS)
         rows = sorted(kept + rows, key=lambda r: order.index(r["system_key"]) if r.get("system_key") in order else 99)
-    keys = {} if args.keys is None else {"keys": args.keys}
+    scale = {} if args.keys is None else {"keys": args.keys}  # the input's shape beyond the suite's usual one
     if args.value_bytes:
-        keys["value_bytes"] = args.value_bytes
-    out.write_text(json.dumps({"command": command, "records": args.records, **keys, "partitions": args.partitions,
+        scale["value_bytes"] = args.value_bytes
+    out.write_text(json.dumps({"command": command, "records": args.records, **scale, "partitions": args.partitions,
                                "taken_at": taken_at, "results": rows}, indent=2) + "\n")
     print(f"wrote {out}", flush=True)
 
